@@ -1,0 +1,201 @@
+// The shellsim command-line tool: parses arguments and calls the library.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "shellsim/errors.hpp"
+#include "shellsim/geometry.hpp"
+#include "shellsim/io.hpp"
+#include "shellsim/parallel.hpp"
+#include "shellsim/run.hpp"
+#include "shellsim/scene.hpp"
+
+namespace {
+
+using shellsim::ExitCode;
+
+constexpr const char* kExitCodes =
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  internal error (a bug in shellsim)\n"
+    "  2  bad input: command line, scene file or geometry file\n"
+    "  3  numerical failure: the simulation blew up (NaN, velocity beyond bound)\n"
+    "  4  I/O failure: a file could not be read or written\n";
+
+struct CommonOptions {
+  int threads = 0;
+  bool quiet = false;
+};
+
+void addCommonOptions(CLI::App* command, CommonOptions& common) {
+  command->add_option("--threads", common.threads, "Worker threads (0: all cores)")
+      ->check(CLI::Range(0, 1024));
+  command->add_flag("-q,--quiet", common.quiet, "Print errors only");
+  command->footer(kExitCodes);
+}
+
+std::string formatSeconds(double seconds) {
+  std::ostringstream out;
+  out.precision(seconds < 10 ? 2 : 0);
+  out << std::fixed << seconds << " s";
+  return out.str();
+}
+
+// A progress bar redrawn in place on a terminal; plain log lines otherwise.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet), terminal_(isatty(STDERR_FILENO) != 0) {}
+
+  void operator()(const shellsim::RunProgress& p) {
+    if (quiet_) return;
+    const double stepsPerSecond =
+        p.wallSeconds > 0 ? static_cast<double>(p.steps) / p.wallSeconds : 0;
+    const double done = static_cast<double>(p.frame + 1) / p.frameCount;
+    const double eta = done > 0 ? p.wallSeconds * (1 - done) / done : 0;
+    char line[256];
+    std::snprintf(line, sizeof line, "frame %d/%d  t = %.3f s  %.0f steps/s  ETA %s", p.frame + 1,
+                  p.frameCount, p.simulatedTime, stepsPerSecond, formatSeconds(eta).c_str());
+    if (terminal_) {
+      constexpr int kWidth = 30;
+      const int filled = static_cast<int>(done * kWidth);
+      std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
+                << std::string(static_cast<size_t>(kWidth - filled), '.') << "] " << line
+                << "\x1b[K" << std::flush;
+      if (p.frame + 1 == p.frameCount) std::cerr << '\n';
+    } else {
+      std::cerr << line << '\n';
+    }
+  }
+
+ private:
+  bool quiet_;
+  bool terminal_;
+};
+
+int runCommand(const std::optional<std::string>& scenePath, const std::optional<std::string>& out,
+               std::optional<int> frames, const CommonOptions& common) {
+  shellsim::ThreadLimit threadLimit(common.threads);
+  const shellsim::SceneDef scene =
+      scenePath ? shellsim::loadScene(*scenePath) : shellsim::defaultScene();
+  shellsim::RunOptions options;
+  options.sceneName = scenePath ? *scenePath : "default";
+  if (out) options.outputFolder = *out;
+  if (frames) options.maxFrames = *frames;
+  options.onProgress = ProgressPrinter(common.quiet);
+  options.onWarning = [&](const std::string& w) {
+    if (!common.quiet) std::cerr << "warning: " << w << '\n';
+  };
+  if (!common.quiet) {
+    std::cerr << "shellsim: running " << (scenePath ? *scenePath : "the built-in default scene")
+              << " with " << shellsim::ThreadLimit::current() << " threads\n";
+  }
+  const shellsim::RunReport report = shellsim::runScene(scene, options);
+  if (!common.quiet) {
+    std::cout << "wrote " << report.framesWritten << " frames (" << report.steps << " steps of "
+              << report.timeStep << " s) to " << report.outputFolder.string() << "\n"
+              << "summary: " << report.summaryPath.string() << '\n';
+  }
+  return 0;
+}
+
+int infoCommand(const std::string& path, const CommonOptions& common) {
+  shellsim::ThreadLimit threadLimit(common.threads);
+  const shellsim::Geometry geometry = shellsim::readGeometry(path);
+  const shellsim::Bounds bounds = shellsim::computeBounds(geometry);
+  std::cout << "file:      " << path << '\n'
+            << "kind:      " << (geometry.isPointCloud() ? "point cloud" : "triangle mesh") << '\n'
+            << "vertices:  " << geometry.vertexCount() << '\n'
+            << "triangles: " << geometry.triangleCount() << '\n'
+            << "normals:   " << (geometry.hasNormals() ? "yes" : "no") << '\n'
+            << "colors:    " << (geometry.colors.empty() ? "no" : "yes") << '\n'
+            << "bounds:    [" << bounds.min[0] << ", " << bounds.min[1] << ", " << bounds.min[2]
+            << "] .. [" << bounds.max[0] << ", " << bounds.max[1] << ", " << bounds.max[2] << "]\n";
+  if (!geometry.isPointCloud()) {
+    const shellsim::MeshTopology t = shellsim::analyzeTopology(geometry);
+    std::cout << "edges:     " << t.edgeCount << '\n'
+              << "boundary edges:      " << t.boundaryEdgeCount << '\n'
+              << "non-manifold edges:  " << t.nonManifoldEdgeCount << '\n'
+              << "degenerate triangles: " << t.degenerateTriangleCount << '\n'
+              << "connected components: " << t.connectedComponentCount << '\n'
+              << "unreferenced vertices: " << t.unreferencedVertexCount << '\n';
+  }
+  return 0;
+}
+
+int validateCommand(const std::string& path, const CommonOptions& common) {
+  const shellsim::SceneDef scene = shellsim::loadScene(path);
+  if (!common.quiet) {
+    std::cout << path << ": valid (" << scene.bodies.size() << " bodies, " << scene.obstacles.size()
+              << " obstacles)\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"shellsim: physically based animation of thin and thick shells"};
+  app.require_subcommand(1);
+  app.footer(kExitCodes);
+
+  CommonOptions common;
+  std::optional<std::string> scenePath;
+  std::optional<std::string> out;
+  std::optional<int> frames;
+  CLI::App* run =
+      app.add_subcommand("run", "Run a scene (the built-in default scene without SCENE)");
+  run->add_option("scene", scenePath, "Scene file (JSON)");
+  run->add_option("-o,--out", out, "Output folder (overrides output.folder of the scene)");
+  run->add_option("--frames", frames, "Write at most this many frames, frame 0 included")
+      ->check(CLI::PositiveNumber);
+  addCommonOptions(run, common);
+
+  std::string filePath;
+  CLI::App* info = app.add_subcommand("info", "Describe a mesh or point-cloud file");
+  info->add_option("file", filePath, "Geometry file (OBJ, PLY, OFF, STL, XYZ)")->required();
+  addCommonOptions(info, common);
+
+  std::string validatePath;
+  CLI::App* validate = app.add_subcommand("validate", "Check a scene file and list every problem");
+  validate->add_option("scene", validatePath, "Scene file (JSON)")->required();
+  addCommonOptions(validate, common);
+
+  CLI::App* reference =
+      app.add_subcommand("scene-reference", "Print the scene file reference (Markdown)");
+  addCommonOptions(reference, common);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
+  }
+
+  try {
+    if (run->parsed()) return runCommand(scenePath, out, frames, common);
+    if (info->parsed()) return infoCommand(filePath, common);
+    if (validate->parsed()) return validateCommand(validatePath, common);
+    if (reference->parsed()) {
+      std::cout << shellsim::sceneReferenceMarkdown();
+      return 0;
+    }
+  } catch (const shellsim::Error& e) {
+    std::cerr << "\nshellsim: error: " << e.what() << '\n';
+    return static_cast<int>(e.exitCode());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "shellsim: error: out of memory\n";
+    return static_cast<int>(ExitCode::kInternal);
+  } catch (const std::exception& e) {
+    std::cerr << "shellsim: internal error: " << e.what() << '\n';
+    return static_cast<int>(ExitCode::kInternal);
+  }
+  return static_cast<int>(ExitCode::kInternal);
+}

@@ -1,0 +1,52 @@
+// Surface geometry as read from files or generated: a triangle mesh or a point cloud.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shellsim {
+
+// A triangle mesh (triangles non-empty) or a point cloud (triangles empty).
+// Flat arrays, row-major; the shape of each is written beside it.
+struct Geometry {
+  std::vector<double> positions;   // vertex positions, (nVertices, 3), metres
+  std::vector<double> normals;     // unit vertex normals, (nVertices, 3), or empty
+  std::vector<float> colors;       // vertex colours in [0, 1], (nVertices, 3), or empty
+  std::vector<int32_t> triangles;  // vertex indices, (nTriangles, 3), counter-clockwise
+
+  [[nodiscard]] int32_t vertexCount() const { return static_cast<int32_t>(positions.size() / 3); }
+  [[nodiscard]] int32_t triangleCount() const { return static_cast<int32_t>(triangles.size() / 3); }
+  [[nodiscard]] bool hasNormals() const { return !normals.empty(); }
+  [[nodiscard]] bool isPointCloud() const { return triangles.empty(); }
+};
+
+// Axis-aligned bounds of the vertices; both corners are zero for an empty geometry.
+struct Bounds {
+  double min[3] = {0, 0, 0};
+  double max[3] = {0, 0, 0};
+};
+[[nodiscard]] Bounds computeBounds(const Geometry& geometry);
+
+// Edge topology of a triangle mesh, as `shellsim info` reports it.
+struct MeshTopology {
+  int64_t edgeCount = 0;                // unique undirected edges
+  int64_t boundaryEdgeCount = 0;        // edges with exactly one incident triangle
+  int64_t nonManifoldEdgeCount = 0;     // edges with three or more incident triangles
+  int64_t degenerateTriangleCount = 0;  // zero area or repeated vertex index
+  int64_t connectedComponentCount = 0;  // over vertices referenced by triangles
+  int64_t unreferencedVertexCount = 0;
+};
+[[nodiscard]] MeshTopology analyzeTopology(const Geometry& mesh);
+
+// Area-weighted vertex normals of a triangle mesh; replaces `mesh.normals`.
+void computeVertexNormals(Geometry& mesh);
+
+// Normals of a point cloud from a plane fit to each point's k nearest neighbours, then
+// oriented consistently over each connected piece of the cloud by propagating along a
+// minimum spanning tree of the kNN graph (Hoppe et al. 1992), with each piece's
+// orientation chosen so its normals point away from its centroid on average.
+// Replaces `cloud.normals`. Throws InputError when the cloud has fewer than 3 points.
+void estimateNormals(Geometry& cloud, int neighbourCount = 12);
+
+}  // namespace shellsim

@@ -1,0 +1,48 @@
+// Running a scene: the library entry point behind `shellsim run`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shellsim/scene.hpp"
+
+namespace shellsim {
+
+// Reported after every frame written.
+struct RunProgress {
+  int32_t frame = 0;         // index of the frame just written, 0 = initial state
+  int32_t frameCount = 0;    // frames the run will write in all
+  double simulatedTime = 0;  // s
+  int64_t steps = 0;         // steps taken so far
+  double wallSeconds = 0;    // since the run started
+};
+
+struct RunOptions {
+  std::string sceneName = "default";                  // recorded in the summary
+  std::optional<std::filesystem::path> outputFolder;  // overrides scene.output.folder
+  std::optional<int32_t> maxFrames;                   // stop after this many frames (incl. frame 0)
+  std::function<void(const RunProgress&)> onProgress;  // called after each frame
+  std::function<void(const std::string&)> onWarning;   // called once per warning
+};
+
+struct RunReport {
+  int32_t framesWritten = 0;
+  int64_t steps = 0;
+  double timeStep = 0;        // s
+  double stableTimeStep = 0;  // s, the estimate for explicit integration
+  std::filesystem::path outputFolder;
+  std::filesystem::path summaryPath;
+  std::vector<std::string> warnings;
+};
+
+// Builds the world, steps it and writes frames (one file per body, frame and format
+// under <output>/frames/) and <output>/summary.json, which is rewritten atomically after
+// every frame. On a numerical failure the summary records it, the frames already written
+// stay valid, the failing state is not written, and NumericalError is rethrown.
+RunReport runScene(const SceneDef& scene, const RunOptions& options = {});
+
+}  // namespace shellsim

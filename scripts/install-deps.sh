@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every system package shellsim needs to build, test, fuzz and render.
+# Non-interactive and idempotent: packages already present are left alone.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  clang libclang-rt-dev            # libFuzzer + sanitizers for the fuzz build
+  libeigen3-dev libnanoflann-dev libtbb-dev
+  libcli11-dev nlohmann-json3-dev libtinyobjloader-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libpng-dev ffmpeg
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

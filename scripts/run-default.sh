@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what shellsim needs, builds it (Release) and runs the built-in default scene.
+# Frames and summary.json land in out/default/ (or the folder given as the first argument).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-out/default}"
+
+./scripts/install-deps.sh
+cmake --preset release
+cmake --build --preset release --parallel "$(nproc)"
+./build/release/apps/shellsim/shellsim run --out "$out"
+echo "frames: $out/frames   summary: $out/summary.json"

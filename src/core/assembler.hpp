@@ -1,0 +1,131 @@
+// One assembler for every stencil model (DESIGN.md principle 2 and 5).
+//
+// A stencil is a fixed-size group of K nodes (spring K=2, fiber K=3, hinge K=4) whose
+// kernel is a pure function of the K node positions returning its energy and gradient.
+// Assembly runs in two parallel passes that never share a write:
+//   pass 1, per element: kernel -> elementEnergy[e], elementGradient[e][k][0..2]
+//   pass 2, per node:    gradient[n] += sum of elementGradient over the node's incidences,
+//                        visited in ascending (element, slot) order.
+// The energy is summed with a deterministic blocked reduction. Every floating-point sum
+// therefore happens in an order independent of the thread count, so results are
+// bit-identical for 1 or N threads.
+#pragma once
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+#include <tbb/partitioner.h>
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace shellsim {
+
+using Vec3 = Eigen::Vector3d;
+
+// Node -> incident (element, slot) pairs in CSR form, sorted by element then slot.
+struct Incidence {
+  std::vector<int32_t> offsets;  // (nNodes + 1): node n owns entries[offsets[n], offsets[n+1])
+  std::vector<int32_t> entries;  // (nElements * K): element * K + slot
+};
+
+// elementNodes has shape (nElements, K). Throws nothing; indices must be in [0, nNodes).
+inline Incidence buildIncidence(std::span<const int32_t> elementNodes, int k, int32_t nodeCount) {
+  Incidence incidence;
+  incidence.offsets.assign(static_cast<size_t>(nodeCount) + 1, 0);
+  for (int32_t node : elementNodes) ++incidence.offsets[static_cast<size_t>(node) + 1];
+  for (size_t n = 0; n < static_cast<size_t>(nodeCount); ++n) {
+    incidence.offsets[n + 1] += incidence.offsets[n];
+  }
+  incidence.entries.resize(elementNodes.size());
+  std::vector<int32_t> cursor(incidence.offsets.begin(), incidence.offsets.end() - 1);
+  // Visiting entries in increasing flat index keeps each node's list sorted.
+  for (size_t i = 0; i < elementNodes.size(); ++i) {
+    incidence.entries[static_cast<size_t>(cursor[static_cast<size_t>(elementNodes[i])]++)] =
+        static_cast<int32_t>(i);
+  }
+  (void)k;
+  return incidence;
+}
+
+// Grain size of the parallel loops: fixed, so the reduction tree does not depend on
+// the scheduler.
+inline constexpr size_t kAssemblyGrain = 1024;
+
+// Sums values[0..n) with a fixed reduction tree (deterministic for any thread count).
+inline double deterministicSum(std::span<const double> values) {
+  return tbb::parallel_deterministic_reduce(
+      tbb::blocked_range<size_t>(0, values.size(), kAssemblyGrain), 0.0,
+      [&](const tbb::blocked_range<size_t>& r, double sum) {
+        for (size_t i = r.begin(); i != r.end(); ++i) sum += values[i];
+        return sum;
+      },
+      [](double a, double b) { return a + b; }, tbb::simple_partitioner());
+}
+
+// Scratch buffers of one assembly, kept between calls to avoid reallocations.
+struct AssemblyScratch {
+  std::vector<double> elementEnergy;    // (nElements)
+  std::vector<double> elementGradient;  // (nElements, K, 3)
+};
+
+// Evaluates `kernel(e, const Vec3 (&x)[K], Vec3 (&g)[K]) -> double` on every element and
+// returns the total energy; when `gradient` is non-empty (shape (nNodes, 3)) the element
+// gradients are added into it.
+template <int K, class Kernel>
+double assembleEnergyGradient(std::span<const int32_t> elementNodes, const Incidence& incidence,
+                              std::span<const double> positions, std::span<double> gradient,
+                              AssemblyScratch& scratch, const Kernel& kernel) {
+  const size_t elementCount = elementNodes.size() / K;
+  const bool wantGradient = !gradient.empty();
+  scratch.elementEnergy.resize(elementCount);
+  if (wantGradient) scratch.elementGradient.resize(elementCount * K * 3);
+
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, elementCount, kAssemblyGrain),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      Vec3 x[K];
+                      Vec3 g[K];
+                      for (size_t e = r.begin(); e != r.end(); ++e) {
+                        for (int k = 0; k < K; ++k) {
+                          const size_t node = static_cast<size_t>(elementNodes[e * K + k]);
+                          x[k] = Vec3(positions[3 * node], positions[3 * node + 1],
+                                      positions[3 * node + 2]);
+                        }
+                        scratch.elementEnergy[e] = kernel(e, x, g);
+                        if (wantGradient) {
+                          double* out = &scratch.elementGradient[e * K * 3];
+                          for (int k = 0; k < K; ++k) {
+                            out[3 * k] = g[k].x();
+                            out[3 * k + 1] = g[k].y();
+                            out[3 * k + 2] = g[k].z();
+                          }
+                        }
+                      }
+                    });
+
+  if (wantGradient) {
+    const size_t nodeCount = incidence.offsets.size() - 1;
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, nodeCount, kAssemblyGrain),
+        [&](const tbb::blocked_range<size_t>& r) {
+          for (size_t n = r.begin(); n != r.end(); ++n) {
+            double sum[3] = {0, 0, 0};
+            for (int32_t i = incidence.offsets[n]; i < incidence.offsets[n + 1]; ++i) {
+              const double* g =
+                  &scratch.elementGradient[3 * static_cast<size_t>(incidence.entries[i])];
+              sum[0] += g[0];
+              sum[1] += g[1];
+              sum[2] += g[2];
+            }
+            gradient[3 * n] += sum[0];
+            gradient[3 * n + 1] += sum[1];
+            gradient[3 * n + 2] += sum[2];
+          }
+        });
+  }
+  return deterministicSum(scratch.elementEnergy);
+}
+
+}  // namespace shellsim

@@ -1,0 +1,116 @@
+#include "dynamics/recorder.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <system_error>
+
+#include "shellsim/errors.hpp"
+#include "shellsim/io.hpp"
+
+namespace shellsim {
+
+namespace {
+
+const char* extension(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kPly: return "ply";
+    case OutputFormat::kObj: return "obj";
+    case OutputFormat::kVtp: return "vtp";
+  }
+  return "ply";
+}
+
+}  // namespace
+
+Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> formats)
+    : folder_(std::move(folder)), formats_(std::move(formats)) {
+  std::error_code error;
+  std::filesystem::create_directories(folder_ / "frames", error);
+  if (error) {
+    throw IoError(folder_.string() + ": cannot create output folder: " + error.message());
+  }
+}
+
+void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds) {
+  FrameRecord record;
+  record.frame = frame;
+  record.time = world.time;
+  record.steps = steps;
+  record.wallSeconds = wallSeconds;
+  for (const Body& body : world.bodies) {
+    record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
+                             gravitationalEnergy(body, world.gravity)});
+    const Geometry surface = body.model->surface(body.positions);
+    for (OutputFormat format : formats_) {
+      char name[64];
+      std::snprintf(name, sizeof name, "_%05d.%s", frame, extension(format));
+      const std::string relative = "frames/" + body.name + name;
+      const std::filesystem::path path = folder_ / relative;
+      switch (format) {
+        case OutputFormat::kPly: writePly(path, surface); break;
+        case OutputFormat::kObj: writeObj(path, surface); break;
+        case OutputFormat::kVtp: writeVtp(path, surface); break;
+      }
+      record.files.push_back(relative);
+    }
+  }
+  frames_.push_back(std::move(record));
+}
+
+void Recorder::writeSummary(const World& world, const std::string& sceneName, double timeStep,
+                            double stableTimeStep, const PhaseTimes& times,
+                            const std::vector<std::string>& warnings, const std::string& status,
+                            const std::string& error) const {
+  using nlohmann::json;
+  json summary;
+  summary["shellsim_version"] = "0.1.0";
+  summary["scene"] = sceneName;
+  summary["status"] = status;
+  if (!error.empty()) summary["error"] = error;
+  summary["time_step"] = timeStep;
+  summary["stable_time_step"] = stableTimeStep;
+  json bodies = json::array();
+  for (const Body& body : world.bodies) {
+    bodies.push_back({{"name", body.name},
+                      {"model", body.model->name()},
+                      {"nodes", body.model->nodeCount()},
+                      {"elements", body.model->elementCount()}});
+  }
+  summary["bodies"] = bodies;
+  json frames = json::array();
+  for (const FrameRecord& record : frames_) {
+    json energies = json::array();
+    double kinetic = 0, potential = 0;
+    for (size_t b = 0; b < record.bodies.size(); ++b) {
+      const auto& e = record.bodies[b];
+      kinetic += e.kinetic;
+      potential += e.stretching + e.bending + e.gravitational;
+      energies.push_back({{"body", world.bodies[b].name},
+                          {"kinetic", e.kinetic},
+                          {"stretching", e.stretching},
+                          {"bending", e.bending},
+                          {"gravitational", e.gravitational}});
+    }
+    frames.push_back({{"frame", record.frame},
+                      {"time", record.time},
+                      {"steps", record.steps},
+                      {"wall_seconds", record.wallSeconds},
+                      {"kinetic_energy", kinetic},
+                      {"potential_energy", potential},
+                      {"bodies", energies},
+                      {"files", record.files}});
+  }
+  summary["frames"] = frames;
+  summary["steps"] = frames_.empty() ? 0 : frames_.back().steps;
+  summary["phase_seconds"] = {{"forces", times.forces},
+                              {"integrate", times.integrate},
+                              {"contact", times.contact},
+                              {"checks", times.checks},
+                              {"output", times.output}};
+  summary["warnings"] = warnings;
+  const std::string text = summary.dump(2);
+  writeFileAtomically(summaryPath(), [&](std::ostream& out) { out << text << '\n'; });
+}
+
+}  // namespace shellsim

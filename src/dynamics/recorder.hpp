@@ -1,0 +1,51 @@
+// Writes frames and the run summary.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dynamics/stepper.hpp"
+#include "dynamics/world.hpp"
+#include "shellsim/scene.hpp"
+
+namespace shellsim {
+
+struct FrameRecord {
+  int32_t frame = 0;
+  double time = 0;         // s
+  int64_t steps = 0;       // steps taken up to this frame
+  double wallSeconds = 0;  // since the run started
+  struct BodyEnergy {
+    double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J
+  };
+  std::vector<BodyEnergy> bodies;
+  std::vector<std::string> files;  // written for this frame, relative to the output folder
+};
+
+class Recorder {
+ public:
+  // Creates the output folder (and frames/ inside it). Throws IoError naming it.
+  Recorder(std::filesystem::path folder, std::vector<OutputFormat> formats);
+
+  // Writes every body's surface in every format and appends the frame's energies.
+  void writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds);
+
+  // Rewrites summary.json atomically. `status` is "running", "completed" or
+  // "numerical_failure"; `error` is the failure message, if any.
+  void writeSummary(const World& world, const std::string& sceneName, double timeStep,
+                    double stableTimeStep, const PhaseTimes& times,
+                    const std::vector<std::string>& warnings, const std::string& status,
+                    const std::string& error) const;
+
+  [[nodiscard]] const std::filesystem::path& folder() const { return folder_; }
+  [[nodiscard]] std::filesystem::path summaryPath() const { return folder_ / "summary.json"; }
+  [[nodiscard]] const std::vector<FrameRecord>& frames() const { return frames_; }
+
+ private:
+  std::filesystem::path folder_;
+  std::vector<OutputFormat> formats_;
+  std::vector<FrameRecord> frames_;
+};
+
+}  // namespace shellsim

@@ -1,0 +1,122 @@
+#include "shellsim/run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "dynamics/recorder.hpp"
+#include "dynamics/stepper.hpp"
+#include "dynamics/world.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+
+namespace {
+
+// Safety factor on the stable-step estimate when the scene asks for an automatic step.
+constexpr double kAutomaticStepSafety = 0.5;
+
+struct StepPlan {
+  double timeStep = 0;  // s, divides the frame interval exactly
+  int64_t stepsPerFrame = 0;
+};
+
+StepPlan planSteps(double requested, double stable, double frameInterval,
+                   std::vector<std::string>& warnings) {
+  double target = requested > 0 ? requested : kAutomaticStepSafety * stable;
+  if (requested > 0 && requested > stable) {
+    std::ostringstream msg;
+    msg << "time.time_step = " << requested << " s is above the stable explicit step estimate "
+        << stable << " s; the run may blow up";
+    warnings.push_back(msg.str());
+  }
+  target = std::min(target, frameInterval);
+  StepPlan plan;
+  plan.stepsPerFrame = static_cast<int64_t>(std::ceil(frameInterval / target - 1e-9));
+  plan.stepsPerFrame = std::max<int64_t>(plan.stepsPerFrame, 1);
+  plan.timeStep = frameInterval / static_cast<double>(plan.stepsPerFrame);
+  return plan;
+}
+
+}  // namespace
+
+RunReport runScene(const SceneDef& scene, const RunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+
+  World world = buildWorld(scene);
+  RunReport report;
+  report.warnings = world.warnings;
+  report.stableTimeStep = stableTimeStep(world);
+
+  const double frameInterval = 1.0 / scene.time.frameRate;
+  const StepPlan plan =
+      planSteps(scene.time.timeStep, report.stableTimeStep, frameInterval, report.warnings);
+  report.timeStep = plan.timeStep;
+  if (static_cast<double>(plan.stepsPerFrame) > 1e7) {
+    std::ostringstream msg;
+    msg << "the stable time step " << report.stableTimeStep
+        << " s needs more than 10^7 steps per frame; the material is too stiff for explicit "
+           "integration at this resolution";
+    throw InputError(msg.str());
+  }
+  int32_t frameCount =
+      static_cast<int32_t>(std::floor(scene.time.duration / frameInterval + 1e-9)) + 1;
+  if (options.maxFrames) frameCount = std::min(frameCount, std::max(*options.maxFrames, 1));
+
+  Recorder recorder(options.outputFolder.value_or(scene.output.folder), scene.output.formats);
+  report.outputFolder = recorder.folder();
+  report.summaryPath = recorder.summaryPath();
+  for (const auto& warning : report.warnings) {
+    if (options.onWarning) options.onWarning(warning);
+  }
+
+  const std::string sceneName = options.sceneName;
+  PhaseTimes times;
+  applyScriptedMotion(world);
+  computeAccelerations(world);
+  checkState(world);
+
+  const auto record = [&](int32_t frame) {
+    {
+      const auto outputStart = std::chrono::steady_clock::now();
+      recorder.writeFrame(world, frame, report.steps, elapsed());
+      recorder.writeSummary(world, sceneName, report.timeStep, report.stableTimeStep, times,
+                            report.warnings, frame + 1 == frameCount ? "completed" : "running", "");
+      times.output +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - outputStart).count();
+    }
+    report.framesWritten = frame + 1;
+    if (options.onProgress) {
+      options.onProgress({frame, frameCount, world.time, report.steps, elapsed()});
+    }
+  };
+
+  record(0);
+  for (int32_t frame = 1; frame < frameCount; ++frame) {
+    try {
+      for (int64_t s = 0; s < plan.stepsPerFrame; ++s) {
+        step(world, plan.timeStep, times);
+        ++report.steps;
+      }
+    } catch (const NumericalError& e) {
+      std::ostringstream msg;
+      msg << e.what() << " (while computing frame " << frame << ")";
+      recorder.writeSummary(world, sceneName, report.timeStep, report.stableTimeStep, times,
+                            report.warnings, "numerical_failure", msg.str());
+      throw NumericalError(msg.str());
+    }
+    // Frame times are exact multiples of the frame interval, not accumulated sums.
+    world.time = frame * frameInterval;
+    record(frame);
+  }
+  // Refresh phase times (the output of the last frame) in the final summary.
+  recorder.writeSummary(world, sceneName, report.timeStep, report.stableTimeStep, times,
+                        report.warnings, "completed", "");
+  return report;
+}
+
+}  // namespace shellsim

@@ -1,0 +1,171 @@
+#include "dynamics/stepper.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "dynamics/contact.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+
+namespace {
+
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& accumulator)
+      : accumulator_(accumulator), start_(std::chrono::steady_clock::now()) {}
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+  ~PhaseTimer() {
+    accumulator_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double& accumulator_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+template <class Function>
+void forEachNode(const Body& body, const Function& function) {
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, static_cast<size_t>(body.nodeCount()), kAssemblyGrain),
+      [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i != r.end(); ++i) function(i);
+      });
+}
+
+// v <- exp(-c dt/2) (v + dt/2 a) on free nodes.
+void halfKick(Body& body, double dt) {
+  const double decay = std::exp(-body.damping * 0.5 * dt);
+  forEachNode(body, [&](size_t i) {
+    if (body.pinned[i]) return;
+    for (size_t c = 3 * i; c < 3 * i + 3; ++c) {
+      body.velocities[c] = decay * (body.velocities[c] + 0.5 * dt * body.accelerations[c]);
+    }
+  });
+}
+
+void drift(Body& body, double dt) {
+  forEachNode(body, [&](size_t i) {
+    if (body.pinned[i]) return;
+    for (size_t c = 3 * i; c < 3 * i + 3; ++c) body.positions[c] += dt * body.velocities[c];
+  });
+}
+
+// Scripted nodes follow their paths exactly: position and velocity at `time`.
+void moveScriptedNodes(Body& body, double time) {
+  for (const PinGroup& pin : body.pins) {
+    const Vec3 offset = pin.path.offset(time);
+    const Vec3 velocity = pin.path.velocity(time);
+    for (size_t k = 0; k < pin.nodes.size(); ++k) {
+      const size_t node = static_cast<size_t>(pin.nodes[k]);
+      for (int c = 0; c < 3; ++c) {
+        body.positions[3 * node + c] = pin.restPositions[3 * k + c] + offset[c];
+        body.velocities[3 * node + c] = velocity[c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void applyScriptedMotion(World& world) {
+  for (Body& body : world.bodies) moveScriptedNodes(body, world.time);
+}
+
+void computeAccelerations(World& world) {
+  for (Body& body : world.bodies) {
+    std::fill(body.accelerations.begin(), body.accelerations.end(), 0.0);
+    body.elastic = body.model->addGradient(body.positions, body.accelerations);
+    const auto mass = body.model->nodeMasses();
+    forEachNode(body, [&](size_t i) {
+      for (int c = 0; c < 3; ++c) {
+        double& a = body.accelerations[3 * i + c];
+        a = body.pinned[i] ? 0.0 : -a / mass[i] + world.gravity[c];
+      }
+    });
+  }
+}
+
+void step(World& world, double dt, PhaseTimes& times) {
+  {
+    PhaseTimer timer(times.integrate);
+    for (Body& body : world.bodies) {
+      halfKick(body, dt);
+      drift(body, dt);
+    }
+    world.time += dt;
+    applyScriptedMotion(world);
+  }
+  {
+    PhaseTimer timer(times.contact);
+    projectOutOfObstacles(world);
+  }
+  {
+    PhaseTimer timer(times.forces);
+    computeAccelerations(world);
+  }
+  {
+    PhaseTimer timer(times.integrate);
+    for (Body& body : world.bodies) halfKick(body, dt);
+  }
+  {
+    PhaseTimer timer(times.contact);
+    applyContactVelocities(world);
+  }
+  {
+    PhaseTimer timer(times.checks);
+    checkState(world);
+  }
+}
+
+double kineticEnergy(const Body& body) {
+  const auto mass = body.model->nodeMasses();
+  double energy = 0;
+  for (size_t i = 0; i < mass.size(); ++i) {
+    const Eigen::Map<const Vec3> v(&body.velocities[3 * i]);
+    energy += 0.5 * mass[i] * v.squaredNorm();
+  }
+  return energy;
+}
+
+double gravitationalEnergy(const Body& body, const Vec3& gravity) {
+  const auto mass = body.model->nodeMasses();
+  double energy = 0;
+  for (size_t i = 0; i < mass.size(); ++i) {
+    const Eigen::Map<const Vec3> x(&body.positions[3 * i]);
+    energy -= mass[i] * gravity.dot(x);
+  }
+  return energy;
+}
+
+void checkState(const World& world) {
+  for (const Body& body : world.bodies) {
+    const size_t n = static_cast<size_t>(body.nodeCount());
+    for (size_t i = 0; i < n; ++i) {
+      const Eigen::Map<const Vec3> x(&body.positions[3 * i]);
+      const Eigen::Map<const Vec3> v(&body.velocities[3 * i]);
+      const char* problem = nullptr;
+      if (!x.allFinite()) {
+        problem = "position is not finite";
+      } else if (!v.allFinite()) {
+        problem = "velocity is not finite";
+      } else if (v.norm() > kMaxNodeSpeed) {
+        problem = "speed exceeds 1000 m/s (the simulation blew up; try a smaller time_step)";
+      }
+      if (problem != nullptr) {
+        std::ostringstream msg;
+        msg << "body '" << body.name << "', node " << i << ": " << problem
+            << " at t = " << world.time << " s";
+        throw NumericalError(msg.str());
+      }
+    }
+  }
+}
+
+}  // namespace shellsim

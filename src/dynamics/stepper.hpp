@@ -1,0 +1,49 @@
+// One time step of the world, as a named pipeline.
+#pragma once
+
+#include <cstdint>
+
+#include "dynamics/world.hpp"
+
+namespace shellsim {
+
+// Wall time spent in each phase, s.
+struct PhaseTimes {
+  double forces = 0;
+  double integrate = 0;
+  double contact = 0;
+  double checks = 0;
+  double output = 0;
+};
+
+// Bound on node speed beyond which the state counts as blown up, m/s. No shell in a
+// scene of everyday objects legitimately moves at a kilometre per second; a diverging
+// explicit step reaches it within a few steps.
+inline constexpr double kMaxNodeSpeed = 1.0e3;
+
+// Computes every body's elastic energy and accelerations at the current positions,
+// a = (-dE/dx) / m + g; pinned nodes get zero acceleration. Must be called once
+// before the first step.
+void computeAccelerations(World& world);
+
+// Velocity Verlet (kick-drift-kick), the integrator of wicke2005 section 8, with
+// mass-proportional damping (wicke2005 eq. 15) applied as the exact decay
+// exp(-c dt / 2) at each half kick, and scripted nodes moved by their paths:
+//   v += dt/2 a(x);  x += dt v;  pins;  project out of obstacles;  a = a(x);
+//   v += dt/2 a(x);  contact velocity response
+// then checks for NaN and blow-up. Throws NumericalError naming the body and node.
+void step(World& world, double dt, PhaseTimes& times);
+
+// Moves every scripted (pinned) node to its path's position and velocity at world.time.
+void applyScriptedMotion(World& world);
+
+// Kinetic energy of a body, J.
+[[nodiscard]] double kineticEnergy(const Body& body);
+// Gravitational potential energy of a body, -sum m g.x, J (zero at the origin).
+[[nodiscard]] double gravitationalEnergy(const Body& body, const Vec3& gravity);
+
+// Throws NumericalError if any position or velocity is not finite or a node is faster
+// than kMaxNodeSpeed; the message names the body, the node and the time.
+void checkState(const World& world);
+
+}  // namespace shellsim

@@ -1,0 +1,215 @@
+#include "dynamics/world.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "geometry/primitives.hpp"
+#include "models/mass_spring/mass_spring.hpp"
+#include "shellsim/errors.hpp"
+#include "shellsim/io.hpp"
+
+namespace shellsim {
+
+KinematicPath::KinematicPath(std::vector<ObstacleDef::Keyframe> keyframes)
+    : keyframes_(std::move(keyframes)) {}
+
+namespace {
+
+Vec3 toVec3(const Vec3d& v) {
+  return {v[0], v[1], v[2]};
+}
+
+// Index of the segment [k, k+1] containing time, or -1 outside the keyframes.
+int activeSegment(const std::vector<ObstacleDef::Keyframe>& keys, double time) {
+  if (keys.size() < 2 || time < keys.front().time || time >= keys.back().time) return -1;
+  const auto it =
+      std::upper_bound(keys.begin(), keys.end(), time,
+                       [](double t, const ObstacleDef::Keyframe& k) { return t < k.time; });
+  return static_cast<int>(it - keys.begin()) - 1;
+}
+
+}  // namespace
+
+Vec3 KinematicPath::offset(double time) const {
+  if (keyframes_.empty()) return Vec3::Zero();
+  if (time <= keyframes_.front().time) return toVec3(keyframes_.front().offset);
+  if (time >= keyframes_.back().time) return toVec3(keyframes_.back().offset);
+  const int k = activeSegment(keyframes_, time);
+  const auto& a = keyframes_[static_cast<size_t>(k)];
+  const auto& b = keyframes_[static_cast<size_t>(k) + 1];
+  const double s = (time - a.time) / (b.time - a.time);
+  return (1.0 - s) * toVec3(a.offset) + s * toVec3(b.offset);
+}
+
+Vec3 KinematicPath::velocity(double time) const {
+  const int k = activeSegment(keyframes_, time);
+  if (k < 0) return Vec3::Zero();
+  const auto& a = keyframes_[static_cast<size_t>(k)];
+  const auto& b = keyframes_[static_cast<size_t>(k) + 1];
+  return (toVec3(b.offset) - toVec3(a.offset)) / (b.time - a.time);
+}
+
+namespace {
+
+std::string bodyLabel(size_t index, const BodyDef& def) {
+  std::ostringstream label;
+  label << "bodies[" << index << "] '" << def.name << "'";
+  return label.str();
+}
+
+// Drops vertices that no triangle uses (they would carry no mass) and returns the map
+// old index -> new index (-1 for dropped ones).
+std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh) {
+  std::vector<int32_t> remap(static_cast<size_t>(mesh.vertexCount()), -1);
+  for (int32_t v : mesh.triangles) remap[static_cast<size_t>(v)] = 0;
+  int32_t next = 0;
+  for (auto& r : remap) {
+    if (r == 0) r = next++;
+  }
+  if (next == mesh.vertexCount()) return remap;
+  Geometry compact;
+  compact.positions.resize(3 * static_cast<size_t>(next));
+  if (mesh.hasNormals()) compact.normals.resize(3 * static_cast<size_t>(next));
+  if (!mesh.colors.empty()) compact.colors.resize(3 * static_cast<size_t>(next));
+  for (size_t v = 0; v < remap.size(); ++v) {
+    if (remap[v] < 0) continue;
+    const size_t to = 3 * static_cast<size_t>(remap[v]);
+    for (int c = 0; c < 3; ++c) {
+      compact.positions[to + c] = mesh.positions[3 * v + c];
+      if (mesh.hasNormals()) compact.normals[to + c] = mesh.normals[3 * v + c];
+      if (!mesh.colors.empty()) compact.colors[to + c] = mesh.colors[3 * v + c];
+    }
+  }
+  compact.triangles = mesh.triangles;
+  for (auto& v : compact.triangles) v = remap[static_cast<size_t>(v)];
+  mesh = std::move(compact);
+  return remap;
+}
+
+std::unique_ptr<Model> makeModel(const BodyDef& def, const Geometry& geometry,
+                                 std::vector<std::string>& warnings, const std::string& label) {
+  try {
+    if (def.model == "mass_spring") {
+      MassSpringSetup setup;
+      auto model = std::make_unique<MassSpringModel>(geometry, def.material, &setup);
+      for (const auto& w : setup.warnings) warnings.push_back(label + ": " + w);
+      return model;
+    }
+  } catch (const InputError& e) {
+    throw InputError(label + ": " + e.what());
+  }
+  throw InputError(label + ": unknown model '" + def.model + "'");
+}
+
+std::vector<int32_t> selectPinnedNodes(const PinDef& pin, std::span<const double> x,
+                                       const std::vector<int32_t>& remap,
+                                       const std::string& label) {
+  std::vector<int32_t> nodes;
+  const size_t nodeCount = x.size() / 3;
+  if (pin.shape == PinShape::kVertices) {
+    for (int32_t v : pin.vertices) {
+      if (v < 0 || static_cast<size_t>(v) >= remap.size()) {
+        std::ostringstream msg;
+        msg << label << ": vertex " << v << " out of range [0, " << remap.size() << ")";
+        throw InputError(msg.str());
+      }
+      if (remap[static_cast<size_t>(v)] < 0) {
+        std::ostringstream msg;
+        msg << label << ": vertex " << v << " belongs to no triangle and was dropped";
+        throw InputError(msg.str());
+      }
+      nodes.push_back(remap[static_cast<size_t>(v)]);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  } else {
+    const Vec3 center = toVec3(pin.center);
+    for (size_t n = 0; n < nodeCount; ++n) {
+      const Vec3 d = Vec3(x[3 * n], x[3 * n + 1], x[3 * n + 2]) - center;
+      const bool inside = pin.shape == PinShape::kSphere ? d.norm() <= pin.radius
+                                                         : (std::abs(d.x()) <= pin.halfExtents[0] &&
+                                                            std::abs(d.y()) <= pin.halfExtents[1] &&
+                                                            std::abs(d.z()) <= pin.halfExtents[2]);
+      if (inside) nodes.push_back(static_cast<int32_t>(n));
+    }
+  }
+  if (nodes.empty()) throw InputError(label + ": selects no node");
+  return nodes;
+}
+
+}  // namespace
+
+World buildWorld(const SceneDef& scene) {
+  World world;
+  world.gravity = toVec3(scene.gravity);
+  for (const auto& o : scene.obstacles) world.obstacles.push_back({o, KinematicPath(o.path)});
+
+  for (size_t b = 0; b < scene.bodies.size(); ++b) {
+    const BodyDef& def = scene.bodies[b];
+    const std::string label = bodyLabel(b, def);
+    Geometry geometry;
+    if (def.file) {
+      geometry = readGeometry(*def.file);
+    } else if (def.primitive) {
+      try {
+        geometry = makePrimitive(*def.primitive);
+      } catch (const InputError& e) {
+        throw InputError(label + ".primitive: " + e.what());
+      }
+    } else {
+      throw InputError(label + ": needs a file or a primitive");
+    }
+    applyTransform(geometry, def.transform);
+    std::vector<int32_t> remap(static_cast<size_t>(geometry.vertexCount()));
+    for (size_t i = 0; i < remap.size(); ++i) remap[i] = static_cast<int32_t>(i);
+    if (!geometry.isPointCloud()) {
+      const int32_t before = geometry.vertexCount();
+      remap = removeUnreferencedVertices(geometry);
+      if (geometry.vertexCount() != before) {
+        std::ostringstream msg;
+        msg << label << ": dropped " << before - geometry.vertexCount()
+            << " vertices that belong to no triangle";
+        world.warnings.push_back(msg.str());
+      }
+    }
+
+    Body body;
+    body.name = def.name;
+    body.model = makeModel(def, geometry, world.warnings, label);
+    body.positions = geometry.positions;
+    body.damping = def.material.damping;
+    const size_t n = static_cast<size_t>(body.model->nodeCount());
+    body.velocities.resize(3 * n);
+    for (size_t i = 0; i < n; ++i) {
+      for (int c = 0; c < 3; ++c) body.velocities[3 * i + c] = def.initialVelocity[c];
+    }
+    body.accelerations.assign(3 * n, 0.0);
+    body.pinned.assign(n, 0);
+    for (size_t p = 0; p < def.pins.size(); ++p) {
+      std::ostringstream pinLabel;
+      pinLabel << label << ".pins[" << p << "]";
+      PinGroup group;
+      group.nodes = selectPinnedNodes(def.pins[p], body.positions, remap, pinLabel.str());
+      group.path = KinematicPath(def.pins[p].path);
+      for (int32_t node : group.nodes) {
+        body.pinned[static_cast<size_t>(node)] = 1;
+        for (int c = 0; c < 3; ++c) {
+          group.restPositions.push_back(body.positions[3 * static_cast<size_t>(node) + c]);
+        }
+      }
+      body.pins.push_back(std::move(group));
+    }
+    world.bodies.push_back(std::move(body));
+  }
+  return world;
+}
+
+double stableTimeStep(const World& world) {
+  double dt = std::numeric_limits<double>::infinity();
+  for (const auto& body : world.bodies) dt = std::min(dt, body.model->stableTimeStep());
+  return dt;
+}
+
+}  // namespace shellsim

@@ -1,0 +1,205 @@
+// Bounds, edge topology and area-weighted vertex normals of triangle meshes.
+#include "shellsim/geometry.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+namespace {
+
+// Throws InputError unless the flat arrays have whole rows of 3 and every triangle
+// index names a vertex. Reports the first bad triangle (no silent failure).
+void checkMeshArrays(const Geometry& mesh, const char* caller) {
+  if (mesh.positions.size() % 3 != 0) {
+    throw InputError(std::string(caller) + ": positions has " +
+                     std::to_string(mesh.positions.size()) + " values, not a multiple of 3");
+  }
+  if (mesh.triangles.size() % 3 != 0) {
+    throw InputError(std::string(caller) + ": triangles has " +
+                     std::to_string(mesh.triangles.size()) + " indices, not a multiple of 3");
+  }
+  const int32_t n = mesh.vertexCount();
+  for (size_t i = 0; i < mesh.triangles.size(); ++i) {
+    const int32_t v = mesh.triangles[i];
+    if (v < 0 || v >= n) {
+      throw InputError(std::string(caller) + ": triangle " + std::to_string(i / 3) +
+                       " names vertex " + std::to_string(v) + " of " + std::to_string(n));
+    }
+  }
+}
+
+// Disjoint sets with path halving and union by index (the smaller root wins), so the
+// result is independent of the order in which unions happen.
+class UnionFind {
+ public:
+  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  int32_t find(int32_t x) {
+    while (parent_[static_cast<size_t>(x)] != x) {
+      parent_[static_cast<size_t>(x)] =
+          parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
+      x = parent_[static_cast<size_t>(x)];
+    }
+    return x;
+  }
+  void unite(int32_t a, int32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return;
+    if (a < b) std::swap(a, b);
+    parent_[static_cast<size_t>(a)] = b;
+  }
+
+ private:
+  std::vector<int32_t> parent_;  // (n)
+};
+
+// Twice the area vector of triangle (a, b, c): (pb - pa) x (pc - pa), written to out[3].
+void crossOfEdges(const double* p, int32_t a, int32_t b, int32_t c, double out[3]) {
+  const double* pa = p + 3 * static_cast<size_t>(a);
+  const double* pb = p + 3 * static_cast<size_t>(b);
+  const double* pc = p + 3 * static_cast<size_t>(c);
+  const double e1[3] = {pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]};
+  const double e2[3] = {pc[0] - pa[0], pc[1] - pa[1], pc[2] - pa[2]};
+  out[0] = e1[1] * e2[2] - e1[2] * e2[1];
+  out[1] = e1[2] * e2[0] - e1[0] * e2[2];
+  out[2] = e1[0] * e2[1] - e1[1] * e2[0];
+}
+
+}  // namespace
+
+Bounds computeBounds(const Geometry& geometry) {
+  Bounds bounds;
+  const size_t n = geometry.positions.size() / 3;
+  if (n == 0) return bounds;
+  for (int d = 0; d < 3; ++d)
+    bounds.min[d] = bounds.max[d] = geometry.positions[static_cast<size_t>(d)];
+  for (size_t i = 1; i < n; ++i) {
+    for (size_t d = 0; d < 3; ++d) {
+      const double x = geometry.positions[3 * i + d];
+      bounds.min[d] = std::min(bounds.min[d], x);
+      bounds.max[d] = std::max(bounds.max[d], x);
+    }
+  }
+  return bounds;
+}
+
+// Conventions, so that counts are well defined on broken input:
+//  - A triangle with a repeated vertex index is degenerate and takes no part in the edge
+//    counts (it has no well-defined edges); its vertices still count as referenced and
+//    still join connected components.
+//  - A triangle with three distinct indices whose area is at most
+//    kDegenerateAreaRatio * d^2, d the diagonal of the mesh's bounding box, is degenerate
+//    too but keeps its edges: its connectivity is valid, only its geometry collapsed.
+//    1e-14 is about 100 times the relative rounding error of the cross product of two
+//    edges of length d, so exactly collinear or coincident vertices are caught while a
+//    genuine triangle would need edges ~1e-7 d long to be flagged.
+//  - Edges are counted by sorting the (min, max) vertex pair of every edge occurrence;
+//    the run length of a pair is its number of incident triangles.
+MeshTopology analyzeTopology(const Geometry& mesh) {
+  constexpr double kDegenerateAreaRatio = 1e-14;
+  checkMeshArrays(mesh, "analyzeTopology");
+  MeshTopology topology;
+  const int32_t n = mesh.vertexCount();
+  const int32_t m = mesh.triangleCount();
+  const std::vector<int32_t>& t = mesh.triangles;
+
+  const Bounds bounds = computeBounds(mesh);
+  double diagonal2 = 0;
+  for (int d = 0; d < 3; ++d)
+    diagonal2 += (bounds.max[d] - bounds.min[d]) * (bounds.max[d] - bounds.min[d]);
+  // area <= ratio * d^2  <=>  |cross| <= 2 * ratio * d^2 (|cross| is twice the area).
+  const double crossLimit = 2.0 * kDegenerateAreaRatio * diagonal2;
+
+  std::vector<uint64_t> edgeKeys;  // (min << 32 | max) per edge occurrence, (<= 3 m)
+  edgeKeys.reserve(3 * static_cast<size_t>(m));
+  std::vector<char> referenced(static_cast<size_t>(n), 0);  // (n)
+  UnionFind components(static_cast<size_t>(n));
+  for (int32_t f = 0; f < m; ++f) {
+    const int32_t v[3] = {t[3 * static_cast<size_t>(f)], t[3 * static_cast<size_t>(f) + 1],
+                          t[3 * static_cast<size_t>(f) + 2]};
+    for (int32_t x : v) referenced[static_cast<size_t>(x)] = 1;
+    components.unite(v[0], v[1]);
+    components.unite(v[1], v[2]);
+    if (v[0] == v[1] || v[1] == v[2] || v[2] == v[0]) {
+      ++topology.degenerateTriangleCount;
+      continue;
+    }
+    double c[3];
+    crossOfEdges(mesh.positions.data(), v[0], v[1], v[2], c);
+    if (std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]) <= crossLimit) {
+      ++topology.degenerateTriangleCount;
+    }
+    for (int k = 0; k < 3; ++k) {
+      const auto a = static_cast<uint64_t>(std::min(v[k], v[(k + 1) % 3]));
+      const auto b = static_cast<uint64_t>(std::max(v[k], v[(k + 1) % 3]));
+      edgeKeys.push_back(a << 32 | b);
+    }
+  }
+
+  std::sort(edgeKeys.begin(), edgeKeys.end());
+  for (size_t i = 0; i < edgeKeys.size();) {
+    size_t j = i + 1;
+    while (j < edgeKeys.size() && edgeKeys[j] == edgeKeys[i]) ++j;
+    const size_t incident = j - i;
+    ++topology.edgeCount;
+    if (incident == 1) ++topology.boundaryEdgeCount;
+    if (incident >= 3) ++topology.nonManifoldEdgeCount;
+    i = j;
+  }
+
+  for (int32_t v = 0; v < n; ++v) {
+    if (!referenced[static_cast<size_t>(v)]) {
+      ++topology.unreferencedVertexCount;
+    } else if (components.find(v) == v) {
+      ++topology.connectedComponentCount;
+    }
+  }
+  return topology;
+}
+
+// Area-weighted vertex normals: each vertex sums the unnormalised face normals
+// (pb - pa) x (pc - pa) = 2 A n_f of its triangles, so a face contributes in proportion
+// to its area, then the sum is normalised. The faces are visited in index order on one
+// thread, so the result does not depend on the thread count.
+//
+// A vertex whose sum vanishes (unreferenced, only on degenerate triangles, or on faces
+// whose normals cancel) gets (0, 0, 1): a unit vector that keeps `normals` usable, with
+// no claim to be meaningful.
+void computeVertexNormals(Geometry& mesh) {
+  checkMeshArrays(mesh, "computeVertexNormals");
+  const size_t n = static_cast<size_t>(mesh.vertexCount());
+  std::vector<double> normals(3 * n, 0.0);  // (n, 3)
+  const std::vector<int32_t>& t = mesh.triangles;
+  for (size_t f = 0; f < t.size() / 3; ++f) {
+    double c[3];
+    crossOfEdges(mesh.positions.data(), t[3 * f], t[3 * f + 1], t[3 * f + 2], c);
+    for (size_t k = 0; k < 3; ++k) {
+      double* nv = &normals[3 * static_cast<size_t>(t[3 * f + k])];
+      nv[0] += c[0];
+      nv[1] += c[1];
+      nv[2] += c[2];
+    }
+  }
+  for (size_t v = 0; v < n; ++v) {
+    double* nv = &normals[3 * v];
+    const double length = std::sqrt(nv[0] * nv[0] + nv[1] * nv[1] + nv[2] * nv[2]);
+    if (length > 0 && std::isfinite(length)) {
+      nv[0] /= length;
+      nv[1] /= length;
+      nv[2] /= length;
+    } else {
+      nv[0] = 0;
+      nv[1] = 0;
+      nv[2] = 1;
+    }
+  }
+  mesh.normals = std::move(normals);
+}
+
+}  // namespace shellsim

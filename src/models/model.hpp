@@ -1,0 +1,57 @@
+// The energy contract every model offers the stepper (DESIGN.md principle 1).
+//
+// Degrees of freedom: node positions, a flat array of shape (nNodes, 3), metres.
+// A model owns its rest state and topology; the stepper owns positions and velocities.
+#pragma once
+
+#include <Eigen/SparseCore>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shellsim/geometry.hpp"
+
+namespace shellsim {
+
+// Energies of one model, J, split by kind for the run summary.
+struct EnergyParts {
+  double stretching = 0;
+  double bending = 0;
+  [[nodiscard]] double total() const { return stretching + bending; }
+};
+
+class Model {
+ public:
+  Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  virtual ~Model() = default;
+
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual int32_t nodeCount() const = 0;
+  [[nodiscard]] virtual int64_t elementCount() const = 0;
+
+  // Lumped node masses, kg, shape (nNodes).
+  [[nodiscard]] virtual std::span<const double> nodeMasses() const = 0;
+
+  // Internal energy at positions x, J.
+  [[nodiscard]] virtual EnergyParts energy(std::span<const double> x) const = 0;
+
+  // gradient += dE/dx (shape (nNodes, 3)); returns the energy. The internal forces are
+  // the negative gradient. Deterministic for any thread count.
+  virtual EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const = 0;
+
+  // Appends the Hessian d2E/dx2 at x as triplets (row, col, value) over 3*nNodes dofs.
+  // Models without a Hessian return false and append nothing.
+  virtual bool addHessian(std::span<const double> x,
+                          std::vector<Eigen::Triplet<double>>& triplets) const = 0;
+
+  // An estimate of the largest stable explicit (velocity Verlet) time step, s.
+  [[nodiscard]] virtual double stableTimeStep() const = 0;
+
+  // The surface to write as a frame for positions x (shares the model's topology).
+  [[nodiscard]] virtual Geometry surface(std::span<const double> x) const = 0;
+};
+
+}  // namespace shellsim

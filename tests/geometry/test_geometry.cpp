@@ -1,0 +1,148 @@
+// Bounds, edge topology and vertex normals on hand-made meshes whose counts are known.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "shellsim/errors.hpp"
+#include "shellsim/geometry.hpp"
+
+namespace shellsim {
+namespace {
+
+Geometry mesh(std::vector<double> positions, std::vector<int32_t> triangles) {
+  Geometry g;
+  g.positions = std::move(positions);
+  g.triangles = std::move(triangles);
+  return g;
+}
+
+// A regular-ish tetrahedron, every face counter-clockwise seen from outside:
+//
+//        3 (0,0,1)
+//        |
+//        0 ------ 1 (1,0,0)
+//       /
+//      2 (0,1,0)
+Geometry tetrahedron() {
+  return mesh({0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1}, {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3});
+}
+
+TEST(Bounds, EmptyGeometryHasZeroCorners) {
+  const Bounds b = computeBounds(Geometry{});
+  for (int d = 0; d < 3; ++d) {
+    EXPECT_EQ(b.min[d], 0);
+    EXPECT_EQ(b.max[d], 0);
+  }
+}
+
+TEST(Bounds, CoversAllVertices) {
+  const Bounds b = computeBounds(mesh({1, -2, 3, -4, 5, 0.5, 0, 0, 7}, {}));
+  EXPECT_EQ(b.min[0], -4);
+  EXPECT_EQ(b.min[1], -2);
+  EXPECT_EQ(b.min[2], 0.5);
+  EXPECT_EQ(b.max[0], 1);
+  EXPECT_EQ(b.max[1], 5);
+  EXPECT_EQ(b.max[2], 7);
+}
+
+TEST(Topology, SingleTriangleHasThreeBoundaryEdges) {
+  const MeshTopology t = analyzeTopology(mesh({0, 0, 0, 1, 0, 0, 0, 1, 0}, {0, 1, 2}));
+  EXPECT_EQ(t.edgeCount, 3);
+  EXPECT_EQ(t.boundaryEdgeCount, 3);
+  EXPECT_EQ(t.nonManifoldEdgeCount, 0);
+  EXPECT_EQ(t.degenerateTriangleCount, 0);
+  EXPECT_EQ(t.connectedComponentCount, 1);
+  EXPECT_EQ(t.unreferencedVertexCount, 0);
+}
+
+TEST(Topology, TwoTrianglesSharingAnEdge) {
+  const MeshTopology t =
+      analyzeTopology(mesh({0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0}, {0, 1, 2, 0, 2, 3}));
+  EXPECT_EQ(t.edgeCount, 5);
+  EXPECT_EQ(t.boundaryEdgeCount, 4);
+  EXPECT_EQ(t.nonManifoldEdgeCount, 0);
+  EXPECT_EQ(t.connectedComponentCount, 1);
+}
+
+TEST(Topology, ThreeTrianglesOnOneEdgeAreNonManifold) {
+  // Edge 0-1 carries three fins.
+  const MeshTopology t = analyzeTopology(
+      mesh({0, 0, 0, 1, 0, 0, 0.5, 1, 0, 0.5, -1, 0, 0.5, 0, 1}, {0, 1, 2, 1, 0, 3, 0, 1, 4}));
+  EXPECT_EQ(t.edgeCount, 7);
+  EXPECT_EQ(t.nonManifoldEdgeCount, 1);
+  EXPECT_EQ(t.boundaryEdgeCount, 6);
+  EXPECT_EQ(t.connectedComponentCount, 1);
+}
+
+TEST(Topology, ClosedTetrahedron) {
+  const MeshTopology t = analyzeTopology(tetrahedron());
+  EXPECT_EQ(t.edgeCount, 6);
+  EXPECT_EQ(t.boundaryEdgeCount, 0);
+  EXPECT_EQ(t.nonManifoldEdgeCount, 0);
+  EXPECT_EQ(t.degenerateTriangleCount, 0);
+  EXPECT_EQ(t.connectedComponentCount, 1);
+}
+
+TEST(Topology, TwoDisjointTrianglesAndAnUnreferencedVertex) {
+  const MeshTopology t = analyzeTopology(
+      mesh({0, 0, 0, 1, 0, 0, 0, 1, 0, 5, 0, 0, 6, 0, 0, 5, 1, 0, 9, 9, 9}, {0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(t.connectedComponentCount, 2);
+  EXPECT_EQ(t.unreferencedVertexCount, 1);
+  EXPECT_EQ(t.boundaryEdgeCount, 6);
+}
+
+TEST(Topology, DegenerateTriangles) {
+  // Triangle 1 repeats a vertex, triangle 2 has three collinear vertices.
+  const MeshTopology t =
+      analyzeTopology(mesh({0, 0, 0, 1, 0, 0, 0, 1, 0, 2, 0, 0}, {0, 1, 2, 0, 0, 2, 0, 1, 3}));
+  EXPECT_EQ(t.degenerateTriangleCount, 2);
+  EXPECT_EQ(t.connectedComponentCount, 1);
+}
+
+TEST(Topology, RejectsOutOfRangeIndices) {
+  EXPECT_THROW((void)analyzeTopology(mesh({0, 0, 0, 1, 0, 0, 0, 1, 0}, {0, 1, 3})), InputError);
+  EXPECT_THROW((void)analyzeTopology(mesh({0, 0, 0, 1, 0, 0, 0, 1, 0}, {0, 1, -1})), InputError);
+}
+
+TEST(VertexNormals, TetrahedronNormalsPointOutward) {
+  Geometry g = tetrahedron();
+  computeVertexNormals(g);
+  ASSERT_EQ(g.normals.size(), g.positions.size());
+  const double centroid[3] = {0.25, 0.25, 0.25};
+  for (size_t v = 0; v < 4; ++v) {
+    double dot = 0, length2 = 0;
+    for (size_t d = 0; d < 3; ++d) {
+      dot += g.normals[3 * v + d] * (g.positions[3 * v + d] - centroid[d]);
+      length2 += g.normals[3 * v + d] * g.normals[3 * v + d];
+    }
+    EXPECT_GT(dot, 0) << "vertex " << v;
+    EXPECT_NEAR(length2, 1.0, 1e-12);
+  }
+  // Vertex 0 sits on three faces of equal area with normals -x, -y, -z.
+  const double s = -1 / std::sqrt(3.0);
+  EXPECT_NEAR(g.normals[0], s, 1e-12);
+  EXPECT_NEAR(g.normals[1], s, 1e-12);
+  EXPECT_NEAR(g.normals[2], s, 1e-12);
+}
+
+TEST(VertexNormals, AreaWeighted) {
+  // Vertex 0 is shared by a large triangle facing +z and a small one facing +x.
+  Geometry g = mesh({0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 1, 0, 0, 0, 1}, {0, 1, 2, 0, 3, 4});
+  computeVertexNormals(g);
+  // Sum of 2A n: (0, 0, 16) + (1, 0, 0).
+  const double length = std::sqrt(16.0 * 16.0 + 1.0);
+  EXPECT_NEAR(g.normals[0], 1 / length, 1e-12);
+  EXPECT_NEAR(g.normals[2], 16 / length, 1e-12);
+}
+
+TEST(VertexNormals, IsolatedVertexGetsUnitZ) {
+  Geometry g = mesh({0, 0, 0, 1, 0, 0, 0, 1, 0, 3, 3, 3}, {0, 1, 2});
+  computeVertexNormals(g);
+  EXPECT_EQ(g.normals[9], 0);
+  EXPECT_EQ(g.normals[10], 0);
+  EXPECT_EQ(g.normals[11], 1);
+}
+
+}  // namespace
+}  // namespace shellsim

@@ -1,0 +1,662 @@
+// Scene files: parsing, validation messages, defaults, example scenes and the generated docs.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shellsim/errors.hpp"
+#include "shellsim/scene.hpp"
+
+namespace shellsim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSourceDir = SHELLSIM_SOURCE_DIR;
+
+// A valid scene with one body; tests change one value and look at the message.
+json minimalScene() {
+  return json::parse(R"({
+    "obstacles": [
+      {"type": "plane"},
+      {"type": "sphere", "center": [0, 0, 0.3], "radius": 0.2},
+      {"type": "box", "half_extents": [0.1, 0.1, 0.1]}
+    ],
+    "bodies": [{
+      "primitive": {"type": "sheet"},
+      "pins": [
+        {"shape": "box", "center": [0.5, 0.5, 0]},
+        {"shape": "sphere", "radius": 0.1},
+        {"shape": "vertices", "vertices": [0, 1]}
+      ]
+    }]
+  })");
+}
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The InputError message parseScene throws, or a failure if it does not throw one.
+std::string errorOf(const std::string& text, const fs::path& folder = ".") {
+  try {
+    (void)parseScene(text, "scene.json", folder);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError for:\n" << text;
+  return {};
+}
+
+std::string errorOfJson(const json& scene) {
+  return errorOf(scene.dump(2));
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// A fresh folder for one test, removed at the end.
+class TempFolder {
+ public:
+  TempFolder() {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::path(testing::TempDir()) /
+            (std::string("shellsim_scene_") + info->test_suite_name() + "_" + info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+  void write(const fs::path& relative, const std::string& text) const {
+    fs::create_directories((path_ / relative).parent_path());
+    std::ofstream(path_ / relative, std::ios::binary) << text;
+  }
+
+ private:
+  fs::path path_;
+};
+
+const std::string kTriangleObj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+
+// ---------------------------------------------------------------------------------------
+// Example scenes and defaults
+
+TEST(SceneExamples, EveryExampleSceneParses) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(kSourceDir / "scenes")) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW({
+      const SceneDef scene = loadScene(entry.path());
+      EXPECT_FALSE(scene.bodies.empty());
+    });
+    ++count;
+  }
+  EXPECT_GE(count, 4);
+}
+
+TEST(SceneExamples, BunnyDropResolvesTheSharedModel) {
+  const SceneDef scene = loadScene(kSourceDir / "scenes" / "bunny_drop.json");
+  ASSERT_TRUE(scene.bodies[0].file.has_value());
+  EXPECT_TRUE(fs::exists(*scene.bodies[0].file));
+  EXPECT_TRUE(fs::equivalent(*scene.bodies[0].file, fs::path(SHELLSIM_DATA_DIR) / "spot.obj"));
+}
+
+TEST(SceneExamples, DefaultSceneEqualsDefaultJson) {
+  SceneDef fromCode = defaultScene();
+  SceneDef fromFile = loadScene(kSourceDir / "scenes" / "default.json");
+  EXPECT_EQ(fromCode.sceneFolder, fs::current_path());
+  fromCode.sceneFolder = fromFile.sceneFolder;
+  EXPECT_TRUE(fromCode == fromFile);
+}
+
+TEST(SceneExamples, DefaultSceneHasTheDocumentedValues) {
+  const SceneDef s = defaultScene();
+  EXPECT_EQ(s.gravity, (Vec3d{0, 0, -9.81}));
+  ASSERT_EQ(s.bodies.size(), 1U);
+  const BodyDef& b = s.bodies[0];
+  ASSERT_TRUE(b.primitive.has_value());
+  EXPECT_EQ(b.primitive->type, PrimitiveType::kSheet);
+  EXPECT_EQ(b.primitive->size[0], 1.0);
+  EXPECT_EQ(b.primitive->size[1], 1.0);
+  EXPECT_EQ(b.primitive->resolution, 24);
+  EXPECT_EQ(b.transform.translation, (Vec3d{0, 0, 0.8}));
+  EXPECT_EQ(b.model, "mass_spring");
+  EXPECT_EQ(b.material.youngModulus, 1e6);
+  EXPECT_EQ(b.material.poisson, 0.3);
+  EXPECT_EQ(b.material.thickness, 1e-3);
+  EXPECT_EQ(b.material.density, 300.0);
+  EXPECT_EQ(b.material.damping, 0.5);
+  ASSERT_EQ(s.obstacles.size(), 2U);
+  EXPECT_EQ(s.obstacles[0].type, ObstacleType::kPlane);
+  EXPECT_EQ(s.obstacles[0].point, (Vec3d{0, 0, 0}));
+  EXPECT_EQ(s.obstacles[0].normal, (Vec3d{0, 0, 1}));
+  EXPECT_EQ(s.obstacles[0].friction, 0.5);
+  EXPECT_EQ(s.obstacles[1].type, ObstacleType::kSphere);
+  EXPECT_EQ(s.obstacles[1].center, (Vec3d{0, 0, 0.35}));
+  EXPECT_EQ(s.obstacles[1].radius, 0.3);
+  EXPECT_EQ(s.obstacles[1].friction, 0.4);
+  EXPECT_EQ(s.time.duration, 3.0);
+  EXPECT_EQ(s.time.frameRate, 30.0);
+  EXPECT_EQ(s.time.timeStep, 0.0);
+  EXPECT_EQ(s.output.folder, fs::path("out/default"));
+  EXPECT_EQ(s.output.formats, std::vector<OutputFormat>{OutputFormat::kPly});
+}
+
+// The tables in scene.cpp give the defaults a scene file gets; the member initializers in
+// scene.hpp give those of code that builds definitions directly. They must agree.
+TEST(SceneDefaults, TableDefaultsMatchHeaderDefaults) {
+  const SceneDef s = parseScene(minimalScene().dump(), "scene.json", ".");
+  const SceneDef empty;
+  EXPECT_EQ(s.gravity, empty.gravity);
+  EXPECT_TRUE(s.time == TimeDef{});
+  EXPECT_TRUE(s.output == OutputDef{});
+  const BodyDef& b = s.bodies[0];
+  EXPECT_EQ(b.name, "body0");
+  EXPECT_EQ(b.model, BodyDef{}.model);
+  EXPECT_TRUE(b.material == MaterialDef{});
+  EXPECT_TRUE(b.transform == TransformDef{});
+  EXPECT_EQ(b.initialVelocity, BodyDef{}.initialVelocity);
+  EXPECT_TRUE(b.primitive == PrimitiveDef{});
+  ObstacleDef plane;
+  EXPECT_TRUE(s.obstacles[0] == plane);
+  ObstacleDef sphere;
+  sphere.type = ObstacleType::kSphere;
+  sphere.center = {0, 0, 0.3};
+  sphere.radius = 0.2;
+  EXPECT_TRUE(s.obstacles[1] == sphere);
+  ObstacleDef box;
+  box.type = ObstacleType::kBox;
+  box.halfExtents = {0.1, 0.1, 0.1};
+  EXPECT_TRUE(s.obstacles[2] == box);
+  PinDef pin;
+  pin.center = {0.5, 0.5, 0};
+  EXPECT_TRUE(b.pins[0] == pin);
+}
+
+TEST(SceneDefaults, BodiesGetIndexedNames) {
+  json scene = minimalScene();
+  scene["bodies"].push_back({{"primitive", {{"type", "sphere"}}}, {"name", "ball"}});
+  scene["bodies"].push_back({{"primitive", {{"type", "box"}}}});
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  ASSERT_EQ(s.bodies.size(), 3U);
+  EXPECT_EQ(s.bodies[0].name, "body0");
+  EXPECT_EQ(s.bodies[1].name, "ball");
+  EXPECT_EQ(s.bodies[2].name, "body2");
+}
+
+TEST(SceneDefaults, PlaneNormalIsNormalised) {
+  json scene = minimalScene();
+  scene["obstacles"][0]["normal"] = {0, 3, 4};
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_DOUBLE_EQ(s.obstacles[0].normal[0], 0.0);
+  EXPECT_DOUBLE_EQ(s.obstacles[0].normal[1], 0.6);
+  EXPECT_DOUBLE_EQ(s.obstacles[0].normal[2], 0.8);
+}
+
+TEST(SceneDefaults, ValuesAreRead) {
+  json scene = minimalScene();
+  scene["gravity"] = {0, -9.81, 0};
+  scene["bodies"][0]["transform"] = {
+      {"scale", 2}, {"rotation_degrees", {90, 0, 0}}, {"translation", {1, 2, 3}}};
+  scene["bodies"][0]["material"] = {{"stiffness", 250}};
+  scene["bodies"][0]["initial_velocity"] = {0, 0, -1};
+  scene["obstacles"][1]["path"] = {{{"time", 0}, {"offset", {0, 0, 0}}},
+                                   {{"time", 1.5}, {"offset", {0, 0, 0.5}}}};
+  scene["time"] = {{"duration", 5}, {"frame_rate", 60}, {"time_step", 0.001}};
+  scene["output"] = {{"folder", "frames"}, {"formats", {"vtp", "obj"}}};
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.gravity, (Vec3d{0, -9.81, 0}));
+  const BodyDef& b = s.bodies[0];
+  EXPECT_EQ(b.transform.scale, (Vec3d{2, 2, 2}));
+  EXPECT_EQ(b.transform.rotationDegrees, (Vec3d{90, 0, 0}));
+  EXPECT_EQ(b.transform.translation, (Vec3d{1, 2, 3}));
+  EXPECT_EQ(b.material.stiffness, 250.0);
+  EXPECT_EQ(b.initialVelocity, (Vec3d{0, 0, -1}));
+  EXPECT_EQ(b.pins[2].shape, PinShape::kVertices);
+  EXPECT_EQ(b.pins[2].vertices, (std::vector<int32_t>{0, 1}));
+  ASSERT_EQ(s.obstacles[1].path.size(), 2U);
+  EXPECT_EQ(s.obstacles[1].path[1].time, 1.5);
+  EXPECT_EQ(s.obstacles[1].path[1].offset, (Vec3d{0, 0, 0.5}));
+  EXPECT_EQ(s.time.duration, 5.0);
+  EXPECT_EQ(s.time.frameRate, 60.0);
+  EXPECT_EQ(s.time.timeStep, 0.001);
+  EXPECT_EQ(s.output.folder, fs::path("frames"));
+  EXPECT_EQ(s.output.formats, (std::vector<OutputFormat>{OutputFormat::kVtp, OutputFormat::kObj}));
+}
+
+TEST(SceneDefaults, KnownModelNamesListsMassSpring) {
+  const auto& names = knownModelNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "mass_spring"), names.end());
+}
+
+// ---------------------------------------------------------------------------------------
+// Messages
+
+TEST(SceneErrors, ThreeMistakesAreAllListedWithTheirPaths) {
+  const std::string text = R"({
+  "bodies": [{
+    "primitive": {"type": "sheet"},
+    "material": {"poisson": 0.7, "densty": 300}
+  }],
+  "time": {"frame_rate": "fast"}
+})";
+  EXPECT_EQ(errorOf(text),
+            "scene.json: bodies[0].material.poisson = 0.7: must be in [0, 0.5)\n"
+            "scene.json: bodies[0].material.densty: unknown key; did you mean 'density'?\n"
+            "scene.json: time.frame_rate = \"fast\": must be a number");
+}
+
+TEST(SceneErrors, UnknownKeysSuggestTheClosestKnownKey) {
+  json scene = minimalScene();
+  scene["bodies"][0]["materal"] = json::object();
+  scene["bodies"][0]["primitive"]["resolutoin"] = 3;
+  scene["bodies"][0]["youngModulus"] = 3;  // camelCase is close to snake_case, but not here
+  scene["tmie"] = json::object();
+  scene["colour"] = "red";
+  const std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("scene.json: bodies[0].materal: unknown key; did you mean 'material'?"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("scene.json: bodies[0].primitive.resolutoin: unknown key; did you mean "
+                         "'resolution'?"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("scene.json: tmie: unknown key; did you mean 'time'?"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("scene.json: colour: unknown key; expected one of 'gravity', "
+                         "'obstacles', 'bodies', 'time', 'output'"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(lines(message).size(), 5U) << message;
+}
+
+TEST(SceneErrors, CamelCaseKeySuggestsSnakeCase) {
+  json scene = minimalScene();
+  scene["bodies"][0]["material"] = {{"youngModulus", 1e6}};
+  EXPECT_EQ(errorOfJson(scene),
+            "scene.json: bodies[0].material.youngModulus: unknown key; did you mean "
+            "'young_modulus'?");
+}
+
+TEST(SceneErrors, UnknownEnumValuesSuggestTheClosest) {
+  json scene = minimalScene();
+  scene["obstacles"][1]["type"] = "sphre";
+  scene["bodies"][0]["model"] = "mass_sprin";
+  const std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("scene.json: obstacles[1].type = \"sphre\": must be one of 'plane', "
+                         "'sphere', 'box'; did you mean 'sphere'?"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("scene.json: bodies[0].model = \"mass_sprin\": must be one of "
+                         "'mass_spring'; did you mean 'mass_spring'?"),
+            std::string::npos)
+      << message;
+}
+
+struct Case {
+  std::string pointer;  // JSON pointer into minimalScene()
+  json value;
+  std::string expected;  // the whole message
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.pointer << " = " << c.value.dump();
+}
+
+class SceneValueErrors : public testing::TestWithParam<Case> {};
+
+TEST_P(SceneValueErrors, ReportsPathValueAndReason) {
+  json scene = minimalScene();
+  scene[json::json_pointer(GetParam().pointer)] = GetParam().value;
+  EXPECT_EQ(errorOfJson(scene), GetParam().expected);
+}
+
+const Case kTypeCases[] = {
+    {"/bodies/0/material/poisson", "high",
+     "scene.json: bodies[0].material.poisson = \"high\": must be a number"},
+    {"/bodies/0/material/poisson", true,
+     "scene.json: bodies[0].material.poisson = true: must be a number"},
+    {"/gravity", {0, -9.81}, "scene.json: gravity = [0,-9.81]: must be [x, y, z]"},
+    {"/gravity", {0, "down", 0}, "scene.json: gravity[1] = \"down\": must be a number"},
+    {"/bodies/0/primitive/resolution", 2.5,
+     "scene.json: bodies[0].primitive.resolution = 2.5: must be an integer"},
+    {"/bodies/0/primitive/resolution", "8",
+     "scene.json: bodies[0].primitive.resolution = \"8\": must be an integer"},
+    {"/bodies/0/material", 3, "scene.json: bodies[0].material = 3: must be an object"},
+    {"/bodies/0/name", 5, "scene.json: bodies[0].name = 5: must be a string"},
+    {"/bodies", json::object(), "scene.json: bodies = {}: must be a list of objects"},
+    {"/bodies/0", "sheet", "scene.json: bodies[0] = \"sheet\": must be an object"},
+    {"/obstacles/0/type", 1,
+     "scene.json: obstacles[0].type = 1: must be a string, one of 'plane', 'sphere', 'box'"},
+    {"/output",
+     {{"formats", "ply"}},
+     "scene.json: output.formats = \"ply\": must be a list of strings, from 'ply', 'obj', 'vtp'"},
+    {"/bodies/0/transform",
+     {{"scale", "big"}},
+     "scene.json: bodies[0].transform.scale = \"big\": must be a number or [x, y, z]"},
+    {"/bodies/0/pins/2/vertices",
+     {0, 1.5},
+     "scene.json: bodies[0].pins[2].vertices[1] = 1.5: must be an integer"},
+};
+INSTANTIATE_TEST_SUITE_P(Types, SceneValueErrors, testing::ValuesIn(kTypeCases));
+
+const Case kRangeCases[] = {
+    {"/bodies/0/material/poisson", 0.5,
+     "scene.json: bodies[0].material.poisson = 0.5: must be in [0, 0.5)"},
+    {"/bodies/0/material/poisson", -0.1,
+     "scene.json: bodies[0].material.poisson = -0.1: must be in [0, 0.5)"},
+    {"/bodies/0/material/young_modulus", 0,
+     "scene.json: bodies[0].material.young_modulus = 0: must be > 0"},
+    {"/bodies/0/material/thickness", -0.001,
+     "scene.json: bodies[0].material.thickness = -0.001: must be > 0"},
+    {"/bodies/0/material/density", 0, "scene.json: bodies[0].material.density = 0: must be > 0"},
+    {"/bodies/0/material/damping", -1, "scene.json: bodies[0].material.damping = -1: must be >= 0"},
+    {"/bodies/0/material/stiffness", 0,
+     "scene.json: bodies[0].material.stiffness = 0: must be > 0"},
+    {"/obstacles/0/restitution", 1.5,
+     "scene.json: obstacles[0].restitution = 1.5: must be in [0, 1]"},
+    {"/obstacles/0/friction", -0.1, "scene.json: obstacles[0].friction = -0.1: must be >= 0"},
+    {"/obstacles/1/radius", 0, "scene.json: obstacles[1].radius = 0: must be > 0"},
+    {"/obstacles/2/half_extents",
+     {0.1, 0, 0.1},
+     "scene.json: obstacles[2].half_extents[1] = 0: must be > 0"},
+    {"/obstacles/0/normal",
+     {0, 0, 0},
+     "scene.json: obstacles[0].normal = [0,0,0]: must be a non-zero vector"},
+    {"/time/duration", 0, "scene.json: time.duration = 0: must be in (0, 1000000]"},
+    {"/time/duration", 2e6, "scene.json: time.duration = 2000000: must be in (0, 1000000]"},
+    {"/time/frame_rate", 0, "scene.json: time.frame_rate = 0: must be in (0, 10000]"},
+    {"/time/frame_rate", 20000, "scene.json: time.frame_rate = 20000: must be in (0, 10000]"},
+    {"/time/time_step", -0.01, "scene.json: time.time_step = -0.01: must be >= 0"},
+    {"/time/time_step", 0.1,
+     "scene.json: time.time_step = 0.1: must be <= 1 / frame_rate = 0.03333333333333333 s, so "
+     "that every frame is reached"},
+    {"/bodies/0/primitive/resolution", 0,
+     "scene.json: bodies[0].primitive.resolution = 0: must be in [1, 2048]"},
+    {"/bodies/0/primitive/resolution", 4096,
+     "scene.json: bodies[0].primitive.resolution = 4096: must be in [1, 2048]"},
+    {"/bodies/0/primitive/size",
+     {0, 1, 1},
+     "scene.json: bodies[0].primitive.size[0] = 0: must be > 0 for a sheet"},
+    {"/bodies/0/primitive/size",
+     {1, 1, -1},
+     "scene.json: bodies[0].primitive.size[2] = -1: must be >= 0"},
+    {"/bodies/0/transform",
+     {{"scale", 0}},
+     "scene.json: bodies[0].transform.scale = 0: must be > 0"},
+    {"/bodies/0/transform",
+     {{"scale", {1, -1, 1}}},
+     "scene.json: bodies[0].transform.scale[1] = -1: must be > 0"},
+    {"/bodies/0/pins/0/half_extents",
+     {0.1, 0, 0.1},
+     "scene.json: bodies[0].pins[0].half_extents[1] = 0: must be > 0"},
+    {"/bodies/0/pins/1/radius", 0, "scene.json: bodies[0].pins[1].radius = 0: must be > 0"},
+    {"/bodies/0/pins/2/vertices",
+     {3, -1},
+     "scene.json: bodies[0].pins[2].vertices[1] = -1: must be in [0, 2147483647]"},
+    {"/bodies/0/pins/2/vertices", json::array(),
+     "scene.json: bodies[0].pins[2].vertices = []: must list at least one vertex"},
+    {"/output/formats", json::array(),
+     "scene.json: output.formats = []: must list at least one of 'ply', 'obj', 'vtp'"},
+    {"/output/formats", {"ply", "ply"}, "scene.json: output.formats[1] = \"ply\": is listed twice"},
+    {"/output/formats",
+     {"png"},
+     "scene.json: output.formats[0] = \"png\": must be one of 'ply', 'obj', 'vtp'"},
+    {"/output/folder", "", "scene.json: output.folder = \"\": must be a non-empty path"},
+    {"/bodies", json::array(), "scene.json: bodies = []: must list at least one body"},
+    {"/bodies/0/name", "../escape",
+     "scene.json: bodies[0].name = \"../escape\": must be 1 to 64 letters, digits, '_', '-' or "
+     "'.', not starting with '.'"},
+    {"/obstacles/1/normal",
+     {0, 0, 1},
+     "scene.json: obstacles[1].normal: is not used when type is 'sphere' (only for 'plane')"},
+    {"/bodies/0/pins/1/half_extents",
+     {1, 1, 1},
+     "scene.json: bodies[0].pins[1].half_extents: is not used when shape is 'sphere' (only for "
+     "'box')"},
+    {"/obstacles/1/path",
+     {{{"time", 1}, {"offset", {0, 0, 0}}}, {{"time", 1}, {"offset", {0, 0, 1}}}},
+     "scene.json: obstacles[1].path[1].time = 1: must be greater than the previous keyframe's "
+     "time (1)"},
+    {"/bodies/0/pins/0/path",
+     {{{"offset", {0, 0, 0}}}},
+     "scene.json: bodies[0].pins[0].path[0].time: is required"},
+    {"/obstacles/0",
+     {{"normal", {0, 0, 1}}},
+     "scene.json: obstacles[0].type: is required: one of 'plane', 'sphere', 'box'"},
+};
+INSTANTIATE_TEST_SUITE_P(Ranges, SceneValueErrors, testing::ValuesIn(kRangeCases));
+
+// JSON has no NaN or infinity; a number too large for a double is the only way to write
+// one, and the JSON reader already rejects it, with its place in the file.
+TEST(SceneErrors, NonFiniteNumbersAreRejected) {
+  const std::string text =
+      "{\"bodies\": [{\"primitive\": {\"type\": \"sheet\"},\n"
+      "  \"material\": {\"poisson\": 1e999}}]}";
+  EXPECT_EQ(errorOf(text), "scene.json:2:31: invalid JSON: number overflow parsing '1e999'");
+}
+
+TEST(SceneErrors, BodyNeedsExactlyOneGeometry) {
+  json scene = minimalScene();
+  scene["bodies"][0]["file"] = "mesh.obj";
+  EXPECT_EQ(errorOfJson(scene).rfind(
+                "scene.json: bodies[0]: give either 'file' or 'primitive', not both\n", 0),
+            0U);
+  scene["bodies"][0].erase("file");
+  scene["bodies"][0].erase("primitive");
+  EXPECT_EQ(errorOfJson(scene),
+            "scene.json: bodies[0]: needs a geometry: give 'file' or 'primitive'");
+}
+
+TEST(SceneErrors, BodyNamesMustBeDistinct) {
+  json scene = minimalScene();
+  scene["bodies"][0]["name"] = "body1";
+  scene["bodies"].push_back({{"primitive", {{"type", "box"}}}});
+  EXPECT_EQ(errorOfJson(scene),
+            "scene.json: bodies[1].name = \"body1\": already names bodies[0]; names must be "
+            "distinct");
+}
+
+TEST(SceneErrors, MissingBodiesIsAnError) {
+  EXPECT_EQ(errorOf("{}"), "scene.json: bodies: is required");
+}
+
+TEST(SceneErrors, DuplicateKeysAreErrors) {
+  const std::string text =
+      R"({"bodies": [{"primitive": {"type": "sheet", "type": "box"}}], "gravity": [0, 0, 0]})";
+  EXPECT_EQ(errorOf(text),
+            "scene.json: bodies[0].primitive.type: key given more than once (only one may be "
+            "given)");
+}
+
+TEST(SceneErrors, OddKeysAreQuotedSoEachProblemStaysOnOneLine) {
+  json scene = minimalScene();
+  scene["bodies"][0]["material"]["a\nb"] = 1;
+  scene[std::string(1000, 'k')] = 1;
+  const auto all = lines(errorOfJson(scene));
+  ASSERT_EQ(all.size(), 2U);
+  EXPECT_EQ(all[0].rfind("scene.json: bodies[0].material[\"a\\nb\"]: unknown key; ", 0), 0U)
+      << all[0];
+  EXPECT_LT(all[1].size(), 300U);
+}
+
+TEST(SceneErrors, TopLevelMustBeAnObject) {
+  EXPECT_EQ(errorOf("[1, 2]"), "scene.json: the top level must be a JSON object {...}, not array");
+}
+
+TEST(SceneErrors, ManyProblemsAreCappedButCounted) {
+  json scene = minimalScene();
+  for (int i = 0; i < 80; ++i) scene["unknown" + std::to_string(i)] = i;
+  const auto all = lines(errorOfJson(scene));
+  ASSERT_EQ(all.size(), 51U);
+  EXPECT_EQ(all.back(), "scene.json: ... and 30 more problems");
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON syntax
+
+TEST(SceneSyntax, ErrorNamesLineAndColumn) {
+  const std::string text = "{\n  \"bodies\": [\n    {\"name\": tru}\n  ]\n}\n";
+  const std::string message = errorOf(text);
+  EXPECT_EQ(message.rfind("scene.json:3:17: invalid JSON: ", 0), 0U) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST(SceneSyntax, TrailingCommaAndEmptyInput) {
+  EXPECT_EQ(errorOf("{\"bodies\": [],\n}").rfind("scene.json:2:1: invalid JSON: ", 0), 0U);
+  EXPECT_EQ(errorOf("").rfind("scene.json:1:1: invalid JSON: ", 0), 0U) << errorOf("");
+}
+
+TEST(SceneSyntax, DeepNestingIsRejectedWithoutCrashing) {
+  const std::string deep =
+      "{\"bodies\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_EQ(errorOf(deep), "scene.json: JSON nested deeper than 64 levels");
+}
+
+// ---------------------------------------------------------------------------------------
+// Files
+
+TEST(SceneFiles, RelativeGeometryPathsResolveAgainstTheSceneFolder) {
+  TempFolder tmp;
+  tmp.write("models/tri.obj", kTriangleObj);
+  json scene = minimalScene();
+  scene["bodies"][0].erase("primitive");
+  scene["bodies"][0]["file"] = "models/tri.obj";
+  const SceneDef s = parseScene(scene.dump(), "scene.json", tmp.path());
+  ASSERT_TRUE(s.bodies[0].file.has_value());
+  EXPECT_EQ(*s.bodies[0].file, tmp.path() / "models" / "tri.obj");
+  EXPECT_EQ(s.sceneFolder, tmp.path());
+
+  // loadScene uses the folder of the file, whatever the working directory.
+  tmp.write("scenes/s.json", [&] {
+    json inner = scene;
+    inner["bodies"][0]["file"] = "../models/tri.obj";
+    return inner.dump();
+  }());
+  const SceneDef loaded = loadScene(tmp.path() / "scenes" / "s.json");
+  ASSERT_TRUE(loaded.bodies[0].file.has_value());
+  EXPECT_TRUE(fs::equivalent(*loaded.bodies[0].file, tmp.path() / "models" / "tri.obj"));
+}
+
+TEST(SceneFiles, AbsolutePathsAreKept) {
+  TempFolder tmp;
+  tmp.write("tri.obj", kTriangleObj);
+  json scene = minimalScene();
+  scene["bodies"][0].erase("primitive");
+  scene["bodies"][0]["file"] = (tmp.path() / "tri.obj").string();
+  const SceneDef s = parseScene(scene.dump(), "scene.json", "/nonexistent");
+  EXPECT_EQ(*s.bodies[0].file, tmp.path() / "tri.obj");
+}
+
+TEST(SceneFiles, MissingGeometryNamesThePathAndTheResolvedPath) {
+  TempFolder tmp;
+  json scene = minimalScene();
+  scene["bodies"][0].erase("primitive");
+  scene["bodies"][0]["file"] = "missing.obj";
+  const std::string resolved = (tmp.path() / "missing.obj").string();
+  EXPECT_EQ(errorOf(scene.dump(), tmp.path()),
+            "scene.json: bodies[0].file = \"missing.obj\": no such file (resolved to '" + resolved +
+                "')");
+}
+
+TEST(SceneFiles, GeometryFileMustHaveAKnownFormatAndNotBeAFolder) {
+  TempFolder tmp;
+  tmp.write("mesh.txt", kTriangleObj);
+  fs::create_directories(tmp.path() / "folder.obj");
+  json scene = minimalScene();
+  scene["bodies"][0].erase("primitive");
+  scene["bodies"][0]["file"] = "mesh.txt";
+  EXPECT_EQ(errorOf(scene.dump(), tmp.path()),
+            "scene.json: bodies[0].file = \"mesh.txt\": unsupported geometry format: expected "
+            ".obj, .ply, .off, .stl or .xyz");
+  scene["bodies"][0]["file"] = "folder.obj";
+  EXPECT_EQ(errorOf(scene.dump(), tmp.path()),
+            "scene.json: bodies[0].file = \"folder.obj\": is a directory, not a file (resolved "
+            "to '" +
+                (tmp.path() / "folder.obj").string() + "')");
+}
+
+TEST(SceneFiles, LoadSceneMissingFileIsAnIoErrorNamingThePath) {
+  const fs::path missing = fs::path(testing::TempDir()) / "shellsim_no_such_scene.json";
+  try {
+    (void)loadScene(missing);
+    FAIL() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(missing.string()), std::string::npos) << e.what();
+    EXPECT_EQ(e.exitCode(), ExitCode::kIo);
+  }
+}
+
+TEST(SceneFiles, LoadSceneOnADirectoryIsAnIoError) {
+  TempFolder tmp;
+  try {
+    (void)loadScene(tmp.path());
+    FAIL() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()), tmp.path().string() + ": is a directory, not a scene file");
+  }
+}
+
+TEST(SceneFiles, LoadSceneReportsTheFileNameInValidationErrors) {
+  TempFolder tmp;
+  tmp.write("bad.json", R"({"bodies": [{"primitive": {"type": "sheet"}, "model": "fem"}]})");
+  const fs::path path = tmp.path() / "bad.json";
+  try {
+    (void)loadScene(path);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path.string() + ": bodies[0].model = \"fem\": must be one of 'mass_spring'");
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Docs
+
+// docs/scene-reference.md is generated from the same tables the parser uses. To refresh it:
+//   shellsim scene-reference > docs/scene-reference.md
+// or run this test with SHELLSIM_UPDATE_DOCS=1 in the environment.
+TEST(SceneDocs, ReferenceIsInSyncWithTheParser) {
+  const fs::path doc = kSourceDir / "docs" / "scene-reference.md";
+  const std::string generated = sceneReferenceMarkdown();
+  if (const char* update = std::getenv("SHELLSIM_UPDATE_DOCS");
+      update && std::string(update) == "1") {
+    std::ofstream(doc, std::ios::binary) << generated;
+  }
+  EXPECT_TRUE(readText(doc) == generated)
+      << doc.string() << " is out of date. Regenerate it with\n"
+      << "  shellsim scene-reference > docs/scene-reference.md\n"
+      << "or run test_scene with SHELLSIM_UPDATE_DOCS=1.";
+}
+
+TEST(SceneDocs, ReferenceMentionsEveryKeyAndModel) {
+  const std::string md = sceneReferenceMarkdown();
+  for (const char* key : {"`young_modulus`", "`poisson`", "`half_extents`", "`frame_rate`",
+                          "`time_step`", "`initial_velocity`", "`rotation_degrees`", "`formats`",
+                          "`vertices`", "`restitution`", "## keyframe"}) {
+    EXPECT_NE(md.find(key), std::string::npos) << key;
+  }
+  for (const auto& model : knownModelNames()) EXPECT_NE(md.find(model), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shellsim
