@@ -17,6 +17,7 @@
 #include <tbb/partitioner.h>
 
 #include <Eigen/Core>
+#include <Eigen/Geometry>  // cross products on Vec3
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -81,6 +81,7 @@ void applyScriptedMotion(World& world) {
 void computeAccelerations(World& world) {
   for (Body& body : world.bodies) {
     std::fill(body.accelerations.begin(), body.accelerations.end(), 0.0);
+    body.model->prepare(body.positions);
     body.elastic = body.model->addGradient(body.positions, body.accelerations);
     const auto mass = body.model->nodeMasses();
     forEachNode(body, [&](size_t i) {

@@ -35,6 +35,12 @@ class Model {
   // Lumped node masses, kg, shape (nNodes).
   [[nodiscard]] virtual std::span<const double> nodeMasses() const = 0;
 
+  // Updates state that is held fixed while the energy is differentiated (for example the
+  // reference normals that orient the fibers' curvature sign). The stepper calls it once
+  // before each force evaluation; energy() and addGradient() are exact derivatives of
+  // each other for the state last prepared.
+  virtual void prepare(std::span<const double> x) { (void)x; }
+
   // Internal energy at positions x, J.
   [[nodiscard]] virtual EnergyParts energy(std::span<const double> x) const = 0;
 
