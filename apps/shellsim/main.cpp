@@ -188,7 +188,9 @@ int main(int argc, char** argv) {
       return 0;
     }
   } catch (const shellsim::Error& e) {
-    std::cerr << "\nshellsim: error: " << e.what() << '\n';
+    // On a terminal the progress bar may still hold the cursor: start a fresh line.
+    if (isatty(STDERR_FILENO) != 0) std::cerr << '\n';
+    std::cerr << "shellsim: error: " << e.what() << '\n';
     return static_cast<int>(e.exitCode());
   } catch (const std::bad_alloc&) {
     std::cerr << "shellsim: error: out of memory\n";

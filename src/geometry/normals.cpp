@@ -21,35 +21,18 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <nanoflann.hpp>
 #include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "core/spatial.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/geometry.hpp"
 
 namespace shellsim {
 namespace {
-
-// nanoflann's dataset interface over the flat positions array (nPoints, 3), no copy.
-struct FlatPointCloud {
-  const std::vector<double>& positions;  // (nPoints, 3)
-  [[nodiscard]] size_t kdtree_get_point_count() const { return positions.size() / 3; }
-  [[nodiscard]] double kdtree_get_pt(uint32_t index, size_t dim) const {
-    return positions[3 * static_cast<size_t>(index) + dim];
-  }
-  template <class Bbox>
-  bool kdtree_get_bbox(Bbox& /*bbox*/) const {
-    return false;
-  }
-};
-
-using KdTree =
-    nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, FlatPointCloud>,
-                                        FlatPointCloud, 3, uint32_t>;
 
 Eigen::Vector3d point(const std::vector<double>& flat, size_t i) {
   return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
@@ -256,8 +239,7 @@ void estimateNormals(Geometry& cloud, int neighbourCount) {
   // Each neighbourhood contains the point itself (distance 0).
   const size_t k = std::min(static_cast<size_t>(neighbourCount), n);
 
-  const FlatPointCloud dataset{positions};
-  const KdTree tree(3, dataset, nanoflann::KDTreeSingleIndexAdaptorParams(10));
+  const PointKdTree tree(positions);
 
   std::vector<uint32_t> knn(n * k);    // neighbour indices, (nPoints, k), nearest first
   std::vector<double> normals(3 * n);  // unoriented unit normals, (nPoints, 3)
@@ -266,7 +248,7 @@ void estimateNormals(Geometry& cloud, int neighbourCount) {
         std::vector<double> distances2(k);
         for (size_t i = r.begin(); i != r.end(); ++i) {
           uint32_t* row = &knn[i * k];
-          const size_t found = tree.knnSearch(&positions[3 * i], k, row, distances2.data());
+          const size_t found = tree.nearest(&positions[3 * i], k, row, distances2.data());
           // found == k always since k <= n; kept defensive for an index that returns fewer.
           for (size_t j = found; j < k; ++j) row[j] = static_cast<uint32_t>(i);
           const Eigen::Vector3d normal = planeNormal(positions, row, found);
