@@ -88,6 +88,18 @@ struct MaterialDef {
   bool operator==(const MaterialDef&) const = default;
 };
 
+// How a fiber-model body is discretized (wicke2005 section 5).
+struct FiberDef {
+  int32_t nodeCount = 0;                   // > 0: cluster the surface into about this many nodes
+  double nodeSpacing = 0;                  // > 0: cluster into nodes about this far apart, m
+                                           // (both 0: every vertex or point is a node)
+  int32_t neighbours = 8;                  // k nearest neighbours per node, one fiber each
+  int32_t arcLengthSamples = 4;            // samples of the arc-length quadrature per spline piece
+  std::optional<double> stretchStiffness;  // raw K_s, N/m^3, overrides the material map
+  std::optional<double> bendStiffness;     // raw K_b, N/m, overrides the material map
+  bool operator==(const FiberDef&) const = default;
+};
+
 struct BodyDef {
   std::string name;                           // unique; default "body<i>"
   std::optional<std::filesystem::path> file;  // geometry file, resolved against the scene folder
@@ -95,6 +107,7 @@ struct BodyDef {
   TransformDef transform;
   std::string model = "mass_spring";  // the model that animates this body
   MaterialDef material;
+  FiberDef fiber;  // used when model == "fiber"
   std::vector<PinDef> pins;
   Vec3d initialVelocity{0, 0, 0};  // m/s
 

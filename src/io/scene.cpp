@@ -205,6 +205,41 @@ constexpr FieldSpec kMaterialFields[] = {
                 "mass_spring uses it as the spring constant."},
 };
 
+constexpr FieldSpec kFiberFields[] = {
+    {.key = "node_count",
+     .kind = FieldKind::kInteger,
+     .number = 0,
+     .range = Range::closed(0, 10000000),
+     .rule = "at most one of `node_count`, `node_spacing` non-zero",
+     .meaning = "Cluster the surface into about this many simulation nodes; 0: not by count."},
+    {.key = "node_spacing",
+     .unit = "m",
+     .number = 0,
+     .range = Range::atLeast(0),
+     .meaning = "Cluster the surface into nodes about this far apart; 0: not by spacing. "
+                "With both 0 every vertex or point is a node."},
+    {.key = "neighbours",
+     .kind = FieldKind::kInteger,
+     .number = 8,
+     .range = Range::closed(4, 32),
+     .meaning = "Nearest neighbours of each node; each gives one fiber (wicke2005 eq. 16)."},
+    {.key = "arc_length_samples",
+     .kind = FieldKind::kInteger,
+     .number = 4,
+     .range = Range::closed(1, 64),
+     .meaning = "Samples per spline piece of the arc-length quadrature (wicke2005 eq. 33)."},
+    {.key = "stretch_stiffness",
+     .unit = "N/m^3",
+     .range = Range::above(0),
+     .optional = true,
+     .meaning = "Raw stretching stiffness K_s of every node; overrides the material map."},
+    {.key = "bend_stiffness",
+     .unit = "N/m",
+     .range = Range::above(0),
+     .optional = true,
+     .meaning = "Raw bending stiffness K_b of every node; overrides the material map."},
+};
+
 constexpr FieldSpec kPinFields[] = {
     {.key = "shape",
      .kind = FieldKind::kChoice,
@@ -274,6 +309,10 @@ constexpr FieldSpec kBodyFields[] = {
      .kind = FieldKind::kObject,
      .object = "material",
      .meaning = "Physical parameters."},
+    {.key = "fiber",
+     .kind = FieldKind::kObject,
+     .object = "fiber",
+     .meaning = "Discretization of a body whose model is `fiber`."},
     {.key = "pins",
      .kind = FieldKind::kObjectList,
      .object = "pin",
@@ -358,6 +397,10 @@ constexpr ObjectSpec kMaterialSpec{"material",
                                    "Physical parameters in SI units; each model "
                                    "documents how it maps them to its own stiffnesses.",
                                    kMaterialFields};
+constexpr ObjectSpec kFiberSpec{"fiber",
+                                "Simulation nodes and fibers of the point-sampled shell model "
+                                "(wicke2005 sections 3 and 5).",
+                                kFiberFields};
 constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripted path.",
                               kPinFields, "shape"};
 constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
@@ -367,7 +410,7 @@ constexpr ObjectSpec kOutputSpec{"output", "Frame files.", kOutputFields};
 
 // Document order: top-down, as a reader meets them in a file.
 constexpr const ObjectSpec* kAllSpecs[] = {
-    &kSceneSpec, &kBodySpec,     &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec,
+    &kSceneSpec, &kBodySpec,     &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec, &kFiberSpec,
     &kPinSpec,   &kObstacleSpec, &kKeyframeSpec,  &kTimeSpec,      &kOutputSpec};
 
 // The scene of `shellsim run` without a scene file; scenes/default.json holds the same.
@@ -634,6 +677,21 @@ MaterialDef readMaterial(ObjectReader& r) {
   return m;
 }
 
+FiberDef readFiber(ObjectReader& r, Problems& problems) {
+  FiberDef f;
+  f.nodeCount = r.integer("node_count");
+  f.nodeSpacing = r.number("node_spacing");
+  if (f.nodeCount > 0 && f.nodeSpacing > 0) {
+    problems.add(r.path(), "give at most one of 'node_count' and 'node_spacing'");
+  }
+  f.neighbours = r.integer("neighbours");
+  f.arcLengthSamples = r.integer("arc_length_samples");
+  f.stretchStiffness = r.tryNumber("stretch_stiffness");
+  f.bendStiffness = r.tryNumber("bend_stiffness");
+  r.finish();
+  return f;
+}
+
 PinDef readPin(const ObjectReader::Element& element, Problems& problems) {
   ObjectReader r(element.value, element.path, kPinSpec, problems);
   PinDef pin;
@@ -733,6 +791,10 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
   {
     ObjectReader mr = r.object("material", kMaterialSpec);
     body.material = readMaterial(mr);
+  }
+  {
+    ObjectReader fr = r.object("fiber", kFiberSpec);
+    body.fiber = readFiber(fr, problems);
   }
   for (const auto& pin : r.objectList("pins")) body.pins.push_back(readPin(pin, problems));
   body.initialVelocity = r.vec3("initial_velocity");

@@ -173,6 +173,7 @@ TEST(SceneDefaults, TableDefaultsMatchHeaderDefaults) {
   EXPECT_EQ(b.name, "body0");
   EXPECT_EQ(b.model, BodyDef{}.model);
   EXPECT_TRUE(b.material == MaterialDef{});
+  EXPECT_TRUE(b.fiber == FiberDef{});
   EXPECT_TRUE(b.transform == TransformDef{});
   EXPECT_EQ(b.initialVelocity, BodyDef{}.initialVelocity);
   EXPECT_TRUE(b.primitive == PrimitiveDef{});
@@ -656,6 +657,26 @@ TEST(SceneDocs, ReferenceMentionsEveryKeyAndModel) {
     EXPECT_NE(md.find(key), std::string::npos) << key;
   }
   for (const auto& model : knownModelNames()) EXPECT_NE(md.find(model), std::string::npos);
+}
+
+TEST(SceneFiber, ValuesAreReadAndCountAndSpacingExcludeEachOther) {
+  json scene = minimalScene();
+  scene["bodies"][0]["fiber"] = {
+      {"node_count", 500}, {"neighbours", 10}, {"arc_length_samples", 6}, {"bend_stiffness", 0.25}};
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.bodies[0].fiber.nodeCount, 500);
+  EXPECT_EQ(s.bodies[0].fiber.neighbours, 10);
+  EXPECT_EQ(s.bodies[0].fiber.arcLengthSamples, 6);
+  EXPECT_EQ(s.bodies[0].fiber.bendStiffness, 0.25);
+  EXPECT_FALSE(s.bodies[0].fiber.stretchStiffness.has_value());
+
+  scene["bodies"][0]["fiber"] = {{"node_count", 500}, {"node_spacing", 0.1}, {"neighbours", 2}};
+  const std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("bodies[0].fiber: give at most one of 'node_count' and 'node_spacing'"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("bodies[0].fiber.neighbours = 2: must be in [4, 32]"), std::string::npos)
+      << message;
 }
 
 }  // namespace
