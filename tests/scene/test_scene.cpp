@@ -113,8 +113,8 @@ TEST(SceneExamples, EveryExampleSceneParses) {
   EXPECT_GE(count, 4);
 }
 
-TEST(SceneExamples, BunnyDropResolvesTheSharedModel) {
-  const SceneDef scene = loadScene(kSourceDir / "scenes" / "bunny_drop.json");
+TEST(SceneExamples, SpotDropResolvesTheSharedModel) {
+  const SceneDef scene = loadScene(kSourceDir / "scenes" / "mass_spring_spot_drop.json");
   ASSERT_TRUE(scene.bodies[0].file.has_value());
   EXPECT_TRUE(fs::exists(*scene.bodies[0].file));
   EXPECT_TRUE(fs::equivalent(*scene.bodies[0].file, fs::path(SHELLSIM_DATA_DIR) / "spot.obj"));
