@@ -126,7 +126,7 @@ TEST_P(MassSpringContract, HessianMatchesFiniteDifferences) {
 
 TEST_P(MassSpringContract, InvariantUnderRigidMotion) {
   const Geometry g = mesh();
-  const MassSpringModel model(g, rubber());
+  MassSpringModel model(g, rubber());
   EXPECT_TRUE(rigidMotionInvariant(model, perturbed(g.positions, 0.02, 3), 1e-9));
 }
 

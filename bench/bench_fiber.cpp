@@ -1,0 +1,111 @@
+// Force evaluation of the fiber model (wicke2005): time per fiber on regular sheet
+// networks of ~10^3 to ~10^6 fibers with 1 and 2 threads, the model's bytes per fiber
+// (all of its arrays, nodes included, scratch included), and a STREAM triad for the
+// machine's memory bandwidth to compare with. Run: build/release/bench/shellsim_bench
+//   --benchmark_filter='Fiber|StreamTriad'
+#include <benchmark/benchmark.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "models/fiber/fiber_model.hpp"
+#include "shellsim/parallel.hpp"
+
+namespace {
+
+// side x side grid of spacing 1 cm in z = 0; interior nodes are the centre of 4 fibers.
+shellsim::FiberNodes sheetNodes(int side) {
+  shellsim::FiberNodes nodes;
+  const double h = 0.01;
+  for (int j = 0; j < side; ++j) {
+    for (int i = 0; i < side; ++i) {
+      nodes.positions.insert(nodes.positions.end(), {h * i, h * j, 0.0});
+      nodes.normals.insert(nodes.normals.end(), {0.0, 0.0, 1.0});
+      nodes.areas.push_back(h * h);
+    }
+  }
+  return nodes;
+}
+
+void BM_FiberForces(benchmark::State& state) {
+  const int side = static_cast<int>(state.range(0));
+  const shellsim::FiberNodes nodes = sheetNodes(side);
+  shellsim::FiberModel model(nodes, shellsim::MaterialDef{});
+  std::vector<double> x = nodes.positions;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> u(-1e-4, 1e-4);
+  for (double& v : x) v += u(rng);
+  model.prepare(x);
+  std::vector<double> gradient(x.size());
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
+  for (auto _ : state) {
+    std::fill(gradient.begin(), gradient.end(), 0.0);
+    benchmark::DoNotOptimize(model.addGradient(x, gradient));
+    benchmark::ClobberMemory();
+  }
+  const auto fibers = static_cast<double>(model.elementCount());
+  state.counters["fibers"] = fibers;
+  state.counters["bytes_per_fiber"] = static_cast<double>(model.memoryBytes()) / fibers;
+  state.counters["ns_per_fiber"] =
+      benchmark::Counter(fibers * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// ~10^3, 10^4, 10^5, 10^6 fibers (4 per node).
+BENCHMARK(BM_FiberForces)
+    ->ArgsProduct({{16, 50, 158, 500}, {1, 2}})
+    ->ArgNames({"side", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Reference normals update (shape matching per node), once per step.
+void BM_FiberPrepare(benchmark::State& state) {
+  const shellsim::FiberNodes nodes = sheetNodes(static_cast<int>(state.range(0)));
+  shellsim::FiberModel model(nodes, shellsim::MaterialDef{});
+  std::vector<double> x = nodes.positions;
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> u(-1e-4, 1e-4);
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (double& v : x) v += u(rng) * 1e-2;
+    state.ResumeTiming();
+    model.prepare(x);
+  }
+  state.counters["ns_per_fiber"] = benchmark::Counter(
+      static_cast<double>(model.elementCount()) * static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_FiberPrepare)
+    ->ArgsProduct({{158}, {1, 2}})
+    ->ArgNames({"side", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// STREAM triad a = b + s c over 3 x 64 MiB, counted as 24 bytes per element.
+void BM_StreamTriad(benchmark::State& state) {
+  const size_t n = size_t{1} << 23;
+  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(0)));
+  const double s = 3.0;
+  for (auto _ : state) {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, n, size_t{1} << 16),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t i = r.begin(); i != r.end(); ++i) a[i] = b[i] + s * c[i];
+                      });
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(24 * n));
+}
+BENCHMARK(BM_StreamTriad)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace

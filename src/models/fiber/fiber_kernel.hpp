@@ -1,0 +1,225 @@
+// The fiber stencil of Wicke, Steinemann and Gross 2005, "Efficient Animation of
+// Point-Sampled Thin Shells" (wicke2005), Appendix A: a natural cubic spline through three
+// nodes, its sampled arc length and its signed tangential angle, with exact gradients and
+// Hessians. Pure functions of the three positions (and, for the angle, a reference normal
+// held fixed while differentiating).
+//
+//            p1 o                       o p2          one fiber, K = 3 nodes:
+//                 `- ._           _ .-'               slot 0 = p1 (end), slot 1 = p
+//                        `-- o --'                    (centre), slot 2 = p2 (end)
+//                            p
+//                            |  N (reference normal at the centre)
+//
+// ---------------------------------------------------------------------------------------
+// Reduced coordinates. Every quantity below depends on the three points only through
+//     e = (p2 - p1) / 2          (the tangent at the centre, t_c = b2 of eq. (32))
+//     q = p1 - 2 p + p2          (the second difference; 4 d1 = 4 c2 / 3 = q)
+// so translations drop out exactly. The linear map z = (e, q) = J (p1, p, p2) has
+//     de/dp1 = -1/2, de/dp = 0, de/dp2 = +1/2,    dq/dp1 = 1, dq/dp = -2, dq/dp2 = 1,
+// and a gradient (g_e, g_q) w.r.t. z pulls back to the nodes as (fiberSlotGradient)
+//     g_p1 = -g_e/2 + g_q,   g_p = -2 g_q,   g_p2 = g_e/2 + g_q;   Hessian: J^T H_z J.
+// The three node gradients sum to zero for any (g_e, g_q): no net force.
+//
+// Spline, wicke2005 eq. (30)-(32). Substituting (32) into the derivatives of (31):
+//     f1'(s) = b1 + 3 d1 s^2            = e - (3/4) q (1 - s^2),        s in [0, 1]
+//     f2'(s) = b2 + 2 c2 s + 3 d2 s^2   = e + (3/4) q (1 - (1 - s)^2),  s in [0, 1]
+// (derivatives w.r.t. each piece's own parameter s; the global t = s/2 or (1 + s)/2).
+// f1(0) = p1, f1(1) = f2(0) = p, f2(1) = p2; f1' and f1'' (= 6 d1 s) match f2' and
+// f2'' (= 2 c2 + 6 d2 s) at the centre; f1''(0) = f2''(1) = 0 (natural spline).
+//
+// Arc length, eq. (33). The printed rule samples f' at t = i/n on the whole fiber, while
+// eq. (34) sums over both pieces at i/n: a left rule, which under-weights the ends. We use
+// the composite MIDPOINT rule with `samples` = n points per piece, s_i = (i + 1/2)/n:
+//     l~ = (1/n) sum_{i<n} ( |f1'(s_i)| + |f2'(s_i)| )
+//        = (1/n) sum_{i<n} ( |e - a_i q| + |e + a_i q| ),   a_i = (3/4)(1 - s_i^2)
+// (for piece 2, 1 - s_i = s_{n-1-i}, so the same a_i appear with a plus sign). It is
+// symmetric under p1 <-> p2 and exact for straight fibers; its error is O(n^-2) against
+// O(n^-1) for the left rule (tests/models/test_fiber.cpp measures both).
+// Gradient: with v = e +- a q and u = v / |v|,
+//     dl/de = (1/n) sum (u_- + u_+),   dl/dq = (1/n) sum a_i (u_+ - u_-)
+// (the printed eq. (35)-(37) carry wrong polynomial coefficients; this is the truth).
+// Hessian: d2|v|/dv2 = (I - u u^T) / |v|, and dv/d(e, q) = (I, +-a_i I).
+//
+// Tangential angle, eq. (38). The printed sign(<N, f''>) * arccos(<t0, t1>/|t0||t1|) has an
+// infinite derivative at theta = 0, i.e. on every straight fiber (the rest state of a flat
+// sheet), and a sign that jumps. We use instead the signed angle
+//     theta = atan2( <t0 x t1, b>, <t0, t1> ),   b = (N x t_c) / |N x t_c|,
+// where t0 = f1'(0) = e - (3/4) q and t1 = f2'(1) = e + (3/4) q are the end tangents,
+// t_c = e and N is the reference normal at the centre. With beta = 3/4:
+//     t0 x t1 = 2 beta (e x q),   <t0, t1> = |e|^2 - beta^2 |q|^2,
+//     <e x q, N x e> = (e.N)(q.e) - |e|^2 (q.N)                 (Binet-Cauchy),
+// so, with s = |N x e| = sqrt(|e|^2 - (e.N)^2) for unit N,
+//     y = 2 beta [ (e.N)(q.e) - |e|^2 (q.N) ] / s,     x = |e|^2 - beta^2 |q|^2,
+//     theta = atan2(y, x).
+// SIGN: theta > 0 when the fiber bends AWAY from N (q.N < 0 for a fiber across a ridge),
+// i.e. a sphere with outward normals has theta > 0 and the same sphere with inward normals
+// (concave) theta < 0; a straight fiber has theta = 0. A fiber folded within the tangent
+// plane has y = 0 and theta = 0 as long as x > 0, which the network guarantees at rest by
+// requiring the legs to open by >= 120 degrees (x > 0 needs > 112.6 degrees for equal
+// legs, see fiber_network.hpp).
+// b depends on positions through t_c = e; that dependence is differentiated:
+//     Y = (e.N)(q.e) - |e|^2 (q.N)
+//     dY/de = (q.e) N + (e.N) q - 2 (q.N) e,     dY/dq = (e.N) e - |e|^2 N
+//     ds/de = (e - (e.N) N) / s = P e / s,       P = I - N N^T
+//     dy/de = 2 beta ( dY/de / s - Y P e / s^3 ),  dy/dq = 2 beta dY/dq / s
+//     dx/de = 2 e,   dx/dq = -2 beta^2 q
+//     dtheta = (x dy - y dx) / (x^2 + y^2).
+// Second derivatives (used by the Hessian):
+//     d2Y/de2 = N q^T + q N^T - 2 (q.N) I,   d2Y/de dq = N e^T + (e.N) I - 2 e N^T,
+//     d2Y/dq2 = 0;   g = 1/s: dg/de = -P e / s^3, d2g/de2 = -P / s^3 + 3 (P e)(P e)^T / s^5
+//     y = 2 beta Y g  ->  H_y = 2 beta (g H_Y + dY dg^T + dg dY^T + Y H_g)
+//     H_x = diag(2 I, -2 beta^2 I)
+//     H_theta = theta_x H_x + theta_y H_y + theta_xx dx dx^T + theta_yy dy dy^T
+//               + theta_xy (dx dy^T + dy dx^T),
+//     theta_x = -y/r^2, theta_y = x/r^2, theta_xx = 2xy/r^4 = -theta_yy,
+//     theta_xy = (y^2 - x^2)/r^4.
+// Small-curvature limit: three points on a normal section of curvature kappa_n, spaced h
+// along the chord, give theta = 2 atan(3/2 tan(phi/2)) for a circular arc of half-angle phi,
+// i.e. theta ~ (3/4) kappa_n l: the natural spline's curvature is a hat function that
+// vanishes at the ends, so its total turning is 3/4 of the circle's. The stiffness mapping
+// in fiber_model.hpp uses this factor.
+// Degenerate case: when the chord e is parallel to N (s = 0) the direction b is undefined;
+// s is clamped below by 1e-12 |e| so the values stay finite (the derivative is then not
+// exact; the network never creates such fibers at rest).
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+
+#include "core/assembler.hpp"
+
+namespace shellsim::fiber {
+
+using Mat3 = Eigen::Matrix3d;
+using Mat6 = Eigen::Matrix<double, 6, 6>;
+using Mat9 = Eigen::Matrix<double, 9, 9>;
+
+inline constexpr double kTangentWeight = 0.75;  // beta: t0 = e - beta q, t1 = e + beta q
+inline constexpr int kMaxSamples = 16;          // upper bound of `samples` per piece
+
+// (e, q) of a fiber (p1, p, p2).
+struct Reduced {
+  Vec3 e;  // (p2 - p1) / 2, m
+  Vec3 q;  // p1 - 2 p + p2, m
+};
+
+inline Reduced reduce(const Vec3& p1, const Vec3& p, const Vec3& p2) {
+  return {0.5 * (p2 - p1), p1 - 2.0 * p + p2};
+}
+
+// Node gradient of slot 0, 1, 2 from a gradient (ge, gq) w.r.t. (e, q).
+inline Vec3 fiberSlotGradient(int slot, const Vec3& ge, const Vec3& gq) {
+  if (slot == 0) return -0.5 * ge + gq;
+  if (slot == 1) return -2.0 * gq;
+  return 0.5 * ge + gq;
+}
+
+// Midpoint-rule weights a_i = (3/4)(1 - s_i^2), s_i = (i + 1/2)/n; see the header comment.
+inline double sampleWeight(int i, int samples) {
+  const double s = (i + 0.5) / samples;
+  return kTangentWeight * (1.0 - s * s);
+}
+
+// Sampled arc length l~ (wicke2005 eq. (33), midpoint rule, `samples` points per piece)
+// and, if dE/dQ are non-null, its gradient w.r.t. e and q.
+inline double arcLength(const Reduced& z, int samples, Vec3* dE = nullptr, Vec3* dQ = nullptr) {
+  const double invN = 1.0 / samples;
+  double length = 0;
+  Vec3 ge = Vec3::Zero(), gq = Vec3::Zero();
+  for (int i = 0; i < samples; ++i) {
+    const double s = (i + 0.5) * invN;
+    const double a = kTangentWeight * (1.0 - s * s);  // = sampleWeight(i, samples)
+    const Vec3 vMinus = z.e - a * z.q;                // f1'(s_i)
+    const Vec3 vPlus = z.e + a * z.q;                 // f2'(1 - s_i)
+    const double nMinus = vMinus.norm();
+    const double nPlus = vPlus.norm();
+    length += nMinus + nPlus;
+    if (dE != nullptr) {
+      // A zero derivative (all three points coincident) contributes no gradient.
+      const Vec3 uMinus = nMinus > 0 ? Vec3(vMinus * (1.0 / nMinus)) : Vec3::Zero();
+      const Vec3 uPlus = nPlus > 0 ? Vec3(vPlus * (1.0 / nPlus)) : Vec3::Zero();
+      ge += uMinus + uPlus;
+      gq += a * (uPlus - uMinus);
+    }
+  }
+  if (dE != nullptr) {
+    *dE = invN * ge;
+    *dQ = invN * gq;
+  }
+  return invN * length;
+}
+
+// The two arguments of theta = atan2(y, x) and the pieces of their derivatives.
+struct AngleTerms {
+  double y, x;  // theta = atan2(y, x)
+  double s;     // |N x e| (clamped)
+  double yNum;  // Y = (e.N)(q.e) - |e|^2 (q.N)
+  double eN, qe, qN, ee;
+};
+
+inline AngleTerms angleTerms(const Reduced& z, const Vec3& normal) {
+  AngleTerms t{};
+  t.eN = z.e.dot(normal);
+  t.qe = z.q.dot(z.e);
+  t.qN = z.q.dot(normal);
+  t.ee = z.e.squaredNorm();
+  const double s2 = std::max(t.ee - t.eN * t.eN, 1e-24 * t.ee);
+  t.s = std::sqrt(s2);
+  t.yNum = t.eN * t.qe - t.ee * t.qN;
+  constexpr double kBeta = kTangentWeight;
+  t.y = t.s > 0 ? 2.0 * kBeta * t.yNum / t.s : 0.0;
+  t.x = t.ee - kBeta * kBeta * z.q.squaredNorm();
+  return t;
+}
+
+// Signed tangential angle theta (our eq. (38), see the header comment), radians, and, if
+// dE/dQ are non-null, its gradient w.r.t. e and q. `normal` is a unit vector.
+inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = nullptr,
+                           Vec3* dQ = nullptr) {
+  const AngleTerms t = angleTerms(z, normal);
+  const double theta = std::atan2(t.y, t.x);
+  if (dE != nullptr) {
+    constexpr double kBeta = kTangentWeight;
+    const double r2 = t.x * t.x + t.y * t.y;
+    if (!(r2 > 0) || !(t.s > 0)) {
+      dE->setZero();
+      dQ->setZero();
+      return theta;
+    }
+    const double invS = 1.0 / t.s;
+    const Vec3 dYde = t.qe * normal + t.eN * z.q - 2.0 * t.qN * z.e;
+    const Vec3 dYdq = t.eN * z.e - t.ee * normal;
+    const Vec3 projectedE = z.e - t.eN * normal;  // P e
+    const Vec3 dyde = 2.0 * kBeta * invS * (dYde - (t.yNum * invS * invS) * projectedE);
+    const Vec3 dydq = 2.0 * kBeta * invS * dYdq;
+    // dtheta = (x dy - y dx) / r^2, dx/de = 2 e, dx/dq = -2 beta^2 q
+    const double invR2 = 1.0 / r2;
+    const double cx = t.x * invR2;
+    const double cy = t.y * invR2;
+    *dE = cx * dyde - cy * 2.0 * z.e;
+    *dQ = cx * dydq + cy * 2.0 * kBeta * kBeta * z.q;
+  }
+  return theta;
+}
+
+// 6x6 Hessians w.r.t. z = (e, q) (rows/cols 0-2: e, 3-5: q).
+Mat6 arcLengthHessianReduced(const Reduced& z, int samples);
+Mat6 tangentAngleHessianReduced(const Reduced& z, const Vec3& normal);
+
+// The 9x9 Hessian w.r.t. (p1, p, p2) of a function with reduced Hessian h: J^T h J.
+Mat9 expandReducedHessian(const Mat6& h);
+
+// Convenience wrappers on the three node positions x = {p1, p, p2}: value, gradient
+// (3 x Vec3, may be null) and Hessian (9x9 over (p1, p, p2), may be null).
+double fiberArcLength(const Vec3 x[3], int samples, Vec3 gradient[3] = nullptr,
+                      Mat9* hessian = nullptr);
+double fiberTangentAngle(const Vec3 x[3], const Vec3& normal, Vec3 gradient[3] = nullptr,
+                         Mat9* hessian = nullptr);
+
+// The spline f(t), t in [0, 1], of eq. (30)-(32), and its derivative df/dt (for tests and
+// for drawing fibers).
+Vec3 splinePoint(const Vec3 x[3], double t);
+Vec3 splineDerivative(const Vec3 x[3], double t);
+
+}  // namespace shellsim::fiber

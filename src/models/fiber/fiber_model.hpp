@@ -1,0 +1,163 @@
+// The point-sampled thin shell of wicke2005 (sections 3 and 4): every node is the centre
+// of a few fibers (fiber_network.hpp); their arc lengths measure the node's area and their
+// tangential angles its mean curvature (fiber_kernel.hpp).
+//
+// Energy of node j, the centre of the fibers k in F_j, n_j = |F_j|:
+//   A_k = pi/4 l_k^2,  A_j = (1/n_j) sum_k A_k                                    eq. (4)
+//   E_s(j) = K_s,j / 2 [ (A_j - A_j0)^2 + (1/n_j) sum_k (A_k - A_k0)^2 ]           eq. (5)
+//   H_j = (1/n_j) sum_k theta_k                                                   eq. (7)
+//   E_b(j) = K_b,j / 2 (H_j - H_j0)^2 A_j0                                        eq. (6), (8)
+// Eq. (8) integrates over the current area A_j, but the force of eq. (11) uses the rest
+// area A_j0; we take A_j0 in the energy, so the forces are its exact negative gradient and
+// bending does not couple to stretching. (Eq. (11) also mixes the indices i and j; the
+// energy above is the definition, the gradient is derived from it.)
+//
+// Gradient, three passes, none sharing a write (DESIGN.md principle 5):
+//   1. per centre node j (parallel): l_k, theta_k and their gradients for k in F_j; A_j,
+//      H_j, E_s(j), E_b(j); the multipliers dE/dl_k = K_s/n_j [(A_j - A_j0) + (A_k - A_k0)]
+//      pi/2 l_k and dE/dtheta_k = K_b A_j0 (H_j - H_j0) / n_j; the fiber's gradient w.r.t.
+//      its reduced coordinates (e, q), 6 numbers, into fiberGradient[k].
+//   2. per node (parallel): sum over its incident (fiber, slot) in ascending order of
+//      the slot's share of fiberGradient (fiberSlotGradient).
+//   3. energies: deterministicSum over the per-node energies.
+//
+// Stiffness mapping (material -> K_s,j, K_b,j), per node from its rest fibers and its area
+// a_j (the true surface area the node represents, m^2):
+//  (a) Stretching. An equibiaxial stretch by (1 + eps) scales every l~ by (1 + eps) (l~ is
+//      homogeneous of degree 1), so A_k - A_k0 = (2 eps + eps^2) A_k0 and
+//        E_s(j) = K_s,j / 2 (2 eps)^2 M_j + O(eps^3),  M_j = A_j0^2 + (1/n_j) sum_k A_k0^2.
+//      Plane stress stores W = E h / (2 (1 - nu^2)) (2 eps^2 (1 + nu)) = E h eps^2 / (1 - nu)
+//      per unit area, hence
+//        K_s,j = E h a_j / (2 (1 - nu) M_j)                                   [N/m^3]
+//      Note: for isotropically distributed fibers the energy (5) expands to
+//      A0^2 [5/2 (e_xx^2 + e_yy^2) + 3 e_xx e_yy + 2 e_xy^2], a plane-stress form with
+//      Poisson ratio 3/5 whatever nu is: the mapping matches the areal (bulk) stiffness
+//      E h / (1 - nu) exactly; shear and uniaxial stiffness follow from the model.
+//  (b) Bending. Roll the rest surface around node j into a cylinder of curvature kappa
+//      whose curved direction is the unit tangent e_psi: a neighbour at tangent-plane
+//      offset d moves by -1/2 kappa (d . e_psi)^2 N (second order), so to first order in
+//      kappa each fiber's angle changes by
+//        theta_k - theta_k0 = kappa e_psi^T Q_k e_psi,
+//        Q_k = -1/2 sum_{ends i} (N . grad_{p_i} theta_k) d_i d_i^T      (2x2, tangent plane)
+//      with the kernel's exact rest gradient. For a straight symmetric fiber of length l
+//      along u this is Q_k = 3/4 l u u^T, i.e. theta ~ 3/4 kappa_n l (the natural spline
+//      turns by 3/4 of the circle's angle, fiber_kernel.hpp); for fibers kinked within the
+//      tangent plane (irregular samplings) theta = atan2(y, <t0, t1>) is amplified by the
+//      smaller <t0, t1>, which Q_k captures and the closed form would miss (it overshot the
+//      plate energy by 12-58 % on a jittered grid). With Qbar = (1/n_j) sum_k Q_k,
+//        H_j - H_j0 = kappa e_psi^T Qbar e_psi,
+//      and averaged over the cylinder's direction psi (eigenvalues q1, q2 of Qbar)
+//        c_j = mean_psi (e_psi^T Qbar e_psi)^2 = (tr Qbar)^2 / 4 + (q1 - q2)^2 / 8.
+//      E_b(j) = K_b,j / 2 kappa^2 c_j A_j0 must equal D kappa^2 / 2 a_j with
+//      D = E h^3 / (12 (1 - nu^2)):
+//        K_b,j = D a_j / (c_j A_j0)                                            [N/m]
+//      (q1 = q2 for a direction-balanced node, e.g. an interior node of a regular grid;
+//      then the result holds for every cylinder direction, not only on average.)
+//  Raw overrides: FiberParams::stretchStiffness / bendStiffness replace K_s,j / K_b,j for
+//  every node. MaterialDef::stiffness, if set, is used as K_s for every node (N/m^3) unless
+//  FiberParams::stretchStiffness is set; K_b keeps the mapping.
+//  Masses: m_j = rho h a_j.
+//
+// Reference normals (the orientation of theta). They are state, held fixed while the
+// energy is differentiated, and updated by prepare(x): per node, the rotation R_j of the
+// best-fit rigid transform (shape matching, Mueller et al. 2005) from the node's rest
+// neighbourhood (itself and every node sharing a fiber with it) to the current one, found
+// as the maximiser of tr(R^T A_j), A_j = sum_i (x_i - c)(x_i0 - c0)^T, with the iteration of
+// Mueller, Bender, Chentanez, Macklin 2016 ("A robust method to extract the rotational part
+// of deformations"), warm-started from the previous R_j. Then N_j = R_j N_j0. It follows
+// rotations of the surface and cannot flip on a bent or crumpled surface (a rotation of the
+// neighbourhood, not a fitted plane whose normal has no sign).
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/assembler.hpp"
+#include "models/fiber/fiber_network.hpp"
+#include "models/model.hpp"
+#include "shellsim/scene.hpp"
+
+namespace shellsim {
+
+// Simulation nodes of a fiber shell.
+struct FiberNodes {
+  std::vector<double> positions;  // (nNodes, 3), m: the rest configuration
+  std::vector<double> normals;    // (nNodes, 3), unit outward normals (normalised if not)
+  std::vector<double> areas;      // (nNodes), m^2: surface area each node represents, > 0
+};
+
+struct FiberParams {
+  int neighbourCount = 8;  // k nearest neighbours of each node, [2, 32] (section 5)
+  int samples = 4;         // arc-length samples per spline piece, [1, 16] (eq. (33))
+  std::optional<double> stretchStiffness;  // raw K_s for every node, N/m^3
+  std::optional<double> bendStiffness;     // raw K_b for every node, N/m
+};
+
+class FiberModel : public Model {
+ public:
+  // Throws InputError naming the node for bad input (non-finite values, non-positive
+  // area, zero normal, fewer than 3 nodes, coincident nodes) or a bad triangle index.
+  // `outputTriangles` (nTriangles, 3), if given, turns surface() into a mesh.
+  // Warnings (nodes with fewer than 2 fibers) are appended to `warnings`.
+  FiberModel(const FiberNodes& nodes, const MaterialDef& material, const FiberParams& params = {},
+             std::vector<int32_t> outputTriangles = {},
+             std::vector<std::string>* warnings = nullptr);
+
+  [[nodiscard]] std::string name() const override { return "fiber"; }
+  [[nodiscard]] int32_t nodeCount() const override { return network_.nodeCount; }
+  [[nodiscard]] int64_t elementCount() const override { return network_.fiberCount(); }
+  [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
+  void prepare(std::span<const double> x) override;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
+  bool addHessian(std::span<const double> x,
+                  std::vector<Eigen::Triplet<double>>& triplets) const override;
+  // 0.7 * 2 / sqrt(lambda), lambda the largest eigenvalue of M^-1 K at rest from 40 Lanczos
+  // steps (Hessian-vector products by central differences of the gradient). Lanczos
+  // approaches lambda_max from below; the factor 0.7 covers that and the stiffening of the
+  // area terms under stretch (computed once, then cached).
+  [[nodiscard]] double stableTimeStep() const override;
+  [[nodiscard]] Geometry surface(std::span<const double> x) const override;
+
+  // Per-node energies E_s(j), E_b(j) (J) and mean angles H_j (rad), each (nNodes) or empty.
+  void nodeValues(std::span<const double> x, std::span<double> stretching,
+                  std::span<double> bending, std::span<double> meanAngle) const;
+
+  [[nodiscard]] const FiberNetwork& network() const { return network_; }
+  [[nodiscard]] std::span<const double> referenceNormals() const { return normals_; }
+  [[nodiscard]] std::span<const double> stretchStiffness() const { return stretchK_; }
+  [[nodiscard]] std::span<const double> bendStiffness() const { return bendK_; }
+  // Bytes held by the model's arrays (capacity), scratch included.
+  [[nodiscard]] size_t memoryBytes() const;
+
+ private:
+  // Pass 1 and 3 (and pass 2 if `gradient` is non-empty) with the reference normals given.
+  EnergyParts evaluate(std::span<const double> x, std::span<const double> normals,
+                       std::span<double> gradient, double* meanAngleOut) const;
+
+  int samples_ = 4;
+  FiberNetwork network_;
+  std::vector<int32_t> triangles_;     // (nTriangles, 3), output only
+  std::vector<double> mass_;           // (nNodes), kg
+  std::vector<double> stretchK_;       // K_s,j, (nNodes), N/m^3
+  std::vector<double> bendK_;          // K_b,j, (nNodes), N/m
+  std::vector<double> restArea_;       // A_j0, (nNodes), m^2
+  std::vector<double> restMeanAngle_;  // H_j0, (nNodes), rad
+  std::vector<double> restPositions_;  // (nNodes, 3), m
+  std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit
+  std::vector<double> normals_;        // N_j, reference normals, (nNodes, 3), unit
+  std::vector<double> rotations_;      // R_j as unit quaternions (w, x, y, z), (nNodes, 4)
+  std::vector<int32_t> patchOffsets_;  // (nNodes + 1): node j's neighbourhood is
+  std::vector<int32_t> patchNodes_;    // patchNodes_[patchOffsets_[j] .. [j + 1]), sorted
+  // Scratch of one evaluation.
+  mutable std::vector<double> fiberGradient_;  // (nFibers, 6): dE/de, dE/dq per fiber
+  mutable std::vector<double> nodeStretch_;    // (nNodes), J
+  mutable std::vector<double> nodeBend_;       // (nNodes), J
+  mutable std::optional<double> stableStep_;
+};
+
+}  // namespace shellsim

@@ -1,0 +1,202 @@
+#include "models/fiber/fiber_network.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nanoflann.hpp>
+#include <numbers>
+#include <sstream>
+#include <utility>
+
+#include "models/fiber/fiber_kernel.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+namespace {
+
+// nanoflann's dataset interface over the flat positions array (nPoints, 3), no copy.
+struct FlatPoints {
+  std::span<const double> positions;  // (nPoints, 3)
+  [[nodiscard]] size_t kdtree_get_point_count() const { return positions.size() / 3; }
+  [[nodiscard]] double kdtree_get_pt(uint32_t index, size_t dim) const {
+    return positions[3 * static_cast<size_t>(index) + dim];
+  }
+  template <class Bbox>
+  bool kdtree_get_bbox(Bbox& /*bbox*/) const {
+    return false;
+  }
+};
+
+using KdTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, FlatPoints>,
+                                                   FlatPoints, 3, uint32_t>;
+
+Vec3 row(std::span<const double> flat, size_t i) {
+  return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
+}
+
+struct EndPair {
+  int32_t first, second;  // first < second
+  auto operator<=>(const EndPair&) const = default;
+};
+
+}  // namespace
+
+FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<const double> normals,
+                               const FiberNetworkParams& params,
+                               std::vector<std::string>* warnings) {
+  const size_t n = positions.size() / 3;
+  if (positions.size() % 3 != 0 || normals.size() != positions.size()) {
+    throw InputError("fiber network: positions and normals must both have shape (nNodes, 3)");
+  }
+  if (n < 3) {
+    throw InputError("fiber network: needs at least 3 nodes, got " + std::to_string(n));
+  }
+  if (params.neighbourCount < 2 || params.neighbourCount > 32) {
+    throw InputError("fiber network: neighbourCount = " + std::to_string(params.neighbourCount) +
+                     ": must be in [2, 32]");
+  }
+  if (params.samples < 1 || params.samples > fiber::kMaxSamples) {
+    throw InputError("fiber network: samples = " + std::to_string(params.samples) +
+                     ": must be in [1, 16]");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Vec3 p = row(positions, i);
+    const Vec3 normal = row(normals, i);
+    if (!p.allFinite()) {
+      throw InputError("fiber network: node " + std::to_string(i) + " has a non-finite position");
+    }
+    if (!normal.allFinite() || !(normal.norm() > 1e-12)) {
+      throw InputError("fiber network: node " + std::to_string(i) +
+                       " has a zero or non-finite normal");
+    }
+  }
+
+  FiberNetwork net;
+  net.nodeCount = static_cast<int32_t>(n);
+  const size_t k = std::min(static_cast<size_t>(params.neighbourCount), n - 1);
+  // Query a few more than k + 1 so that ties at the k-th distance are broken by index,
+  // not by the kd-tree's traversal order.
+  const size_t query = std::min(k + 5, n);
+  const double cosOpening = std::cos(params.minOpeningAngleDegrees * std::numbers::pi / 180.0);
+
+  const FlatPoints dataset{positions};
+  const KdTree tree(3, dataset, nanoflann::KDTreeSingleIndexAdaptorParams(10));
+
+  std::vector<std::vector<EndPair>> perNode(n);  // fibers centred at each node
+  std::vector<int64_t> coincident(n, -1);        // a node at distance 0, or -1
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, n, 256), [&](const tbb::blocked_range<size_t>& r) {
+        std::vector<uint32_t> found(query);
+        std::vector<double> distances2(query);
+        std::vector<std::pair<double, uint32_t>> sorted;
+        for (size_t c = r.begin(); c != r.end(); ++c) {
+          const size_t count =
+              tree.knnSearch(&positions[3 * c], query, found.data(), distances2.data());
+          sorted.clear();
+          for (size_t i = 0; i < count; ++i) {
+            if (found[i] == c) continue;
+            sorted.emplace_back(distances2[i], found[i]);
+          }
+          std::sort(sorted.begin(), sorted.end());
+          if (sorted.size() > k) sorted.resize(k);
+          if (!sorted.empty() && sorted.front().first == 0.0) {
+            coincident[c] = sorted.front().second;
+            continue;
+          }
+          const Vec3 p = row(positions, c);
+          std::vector<EndPair>& fibers = perNode[c];
+          for (size_t i = 0; i < sorted.size(); ++i) {
+            const Vec3 di = row(positions, sorted[i].second) - p;
+            double bestCos = 2.0;
+            size_t best = i;
+            for (size_t j = 0; j < sorted.size(); ++j) {
+              if (j == i) continue;
+              const Vec3 dj = row(positions, sorted[j].second) - p;
+              const double cosine = di.dot(dj) / (di.norm() * dj.norm());
+              if (cosine < bestCos) {  // strict: the nearer (earlier) node wins a tie
+                bestCos = cosine;
+                best = j;
+              }
+            }
+            if (best == i || bestCos > cosOpening) continue;  // rule (a)
+            const auto a = static_cast<int32_t>(sorted[i].second);
+            const auto b = static_cast<int32_t>(sorted[best].second);
+            fibers.push_back({std::min(a, b), std::max(a, b)});
+          }
+          std::sort(fibers.begin(), fibers.end());
+          fibers.erase(std::unique(fibers.begin(), fibers.end()), fibers.end());
+          // Rule (b): the rest spline's end tangents turn by less than acos(minEndTangentCosine).
+          std::erase_if(fibers, [&](const EndPair& f) {
+            const fiber::Reduced z = fiber::reduce(row(positions, static_cast<size_t>(f.first)), p,
+                                                   row(positions, static_cast<size_t>(f.second)));
+            const Vec3 t0 = z.e - fiber::kTangentWeight * z.q;
+            const Vec3 t1 = z.e + fiber::kTangentWeight * z.q;
+            return !(t0.dot(t1) >= params.minEndTangentCosine * t0.norm() * t1.norm());
+          });
+        }
+      });
+  for (size_t c = 0; c < n; ++c) {
+    if (coincident[c] >= 0) {
+      std::ostringstream msg;
+      msg << "fiber network: nodes " << std::min<int64_t>(static_cast<int64_t>(c), coincident[c])
+          << " and " << std::max<int64_t>(static_cast<int64_t>(c), coincident[c])
+          << " coincide (zero distance)";
+      throw InputError(msg.str());
+    }
+  }
+
+  net.centreOffsets.assign(n + 1, 0);
+  for (size_t c = 0; c < n; ++c) {
+    net.centreOffsets[c + 1] = net.centreOffsets[c] + static_cast<int32_t>(perNode[c].size());
+  }
+  const auto fiberCount = static_cast<size_t>(net.centreOffsets[n]);
+  net.fiberNodes.resize(3 * fiberCount);
+  net.restLength.resize(fiberCount);
+  net.restAngle.resize(fiberCount);
+  net.flags.assign(fiberCount, kFiberActive);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, n, 256), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t c = r.begin(); c != r.end(); ++c) {
+          // Unit normals are used bit for bit (the model passes its own, so that the rest
+          // angles equal the angles it evaluates at rest exactly); others are normalised.
+          Vec3 normal = row(normals, c);
+          if (std::abs(normal.norm() - 1.0) > 1e-12) normal.normalize();
+          auto f = static_cast<size_t>(net.centreOffsets[c]);
+          for (const EndPair& ends : perNode[c]) {
+            net.fiberNodes[3 * f] = ends.first;
+            net.fiberNodes[3 * f + 1] = static_cast<int32_t>(c);
+            net.fiberNodes[3 * f + 2] = ends.second;
+            const fiber::Reduced z =
+                fiber::reduce(row(positions, static_cast<size_t>(ends.first)), row(positions, c),
+                              row(positions, static_cast<size_t>(ends.second)));
+            net.restLength[f] = fiber::arcLength(z, params.samples);
+            net.restAngle[f] = fiber::tangentAngle(z, normal);
+            ++f;
+          }
+        }
+      });
+  net.incidence = buildIncidence(net.fiberNodes, 3, net.nodeCount);
+
+  if (warnings != nullptr) {
+    std::vector<int32_t> weak;
+    for (size_t c = 0; c < n; ++c) {
+      if (perNode[c].size() < 2) weak.push_back(static_cast<int32_t>(c));
+    }
+    if (!weak.empty()) {
+      std::ostringstream msg;
+      msg << "fiber network: " << weak.size() << " of " << n
+          << " nodes are the centre of fewer than 2 fibers and have no stretching or bending "
+             "stiffness in some directions (e.g. node";
+      for (size_t i = 0; i < std::min<size_t>(weak.size(), 5); ++i) {
+        msg << ' ' << weak[i] << " (" << perNode[static_cast<size_t>(weak[i])].size() << ")";
+      }
+      msg << "); sample the surface more evenly or raise neighbourCount";
+      warnings->push_back(msg.str());
+    }
+  }
+  return net;
+}
+
+}  // namespace shellsim

@@ -1,0 +1,75 @@
+// The fiber network of wicke2005 section 5: for every node p, one fiber through each of its
+// k nearest neighbours p_i, p and the neighbour most opposite to p_i (eq. (16)).
+//
+//      p_i o-------o p-------o p_j        p_j = the neighbour q of p minimising the cosine
+//                                          of the angle between q - p and p_i - p
+//
+// Deviations from the paper, each for a reason:
+//  - Eq. (16) as printed, argmin_q <q - p, p - p_i>, selects p_i itself (the value is
+//    -|p_i - p|^2 < 0); with the sign fixed, the unnormalised projection still prefers far
+//    nodes at a worse angle (on a hexagonal lattice with k = 12 it picks the node at 150
+//    degrees and distance sqrt(3) a over the exactly opposite one at distance a). We
+//    minimise the cosine instead: p_j = argmin_q <q - p, p_i - p> / (|q - p| |p_i - p|),
+//    ties broken by distance, then index.
+//  - Folded fibers are discarded. A fiber is kept only if
+//      (a) its legs open by at least `minOpeningAngleDegrees` (default 120):
+//          <p_i - p, p_j - p> <= cos(120 deg) |p_i - p| |p_j - p|, and
+//      (b) at rest its spline's end tangents t0, t1 turn by at most acos(0.25) = 75.5
+//          degrees: <t0, t1> >= minEndTangentCosine |t0| |t1|.
+//    Rule (b) is what the curvature measure needs: theta = atan2(y, <t0, t1>) has its
+//    branch cut at <t0, t1> < 0, y = 0, which a fiber folded in the tangent plane reaches
+//    at rest (equal legs at 90 degrees: <t0, t1> = -0.625; equal legs need > 112.6 degrees
+//    for <t0, t1> > 0), and so does a straight fiber whose legs differ by more than a
+//    factor 5 (the natural spline then runs backwards at one end). Rule (a) alone (the
+//    "~90 degrees" of the issue) would accept both.
+//  - Duplicates (same centre, same unordered pair of ends) are discarded.
+// Everything is deterministic: the neighbours of each node are sorted by (distance,
+// index) before use and each node's fibers by (smaller end, larger end), so the network
+// does not depend on the number of threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/assembler.hpp"
+
+namespace shellsim {
+
+struct FiberNetworkParams {
+  int neighbourCount = 8;               // k nearest neighbours per node, [2, 32]
+  double minOpeningAngleDegrees = 120;  // rule (a) above
+  double minEndTangentCosine = 0.25;    // rule (b) above
+  int samples = 4;                      // arc-length samples per spline piece, [1, 16]
+};
+
+// Fiber flag bits.
+inline constexpr uint8_t kFiberActive = 1;  // counted in the energy (all fibers at creation)
+
+struct FiberNetwork {
+  int32_t nodeCount = 0;
+  // Fibers sorted by centre, then by (first end, second end); first end < second end.
+  std::vector<int32_t> fiberNodes;     // (nFibers, 3): end p1, centre p, end p2
+  std::vector<int32_t> centreOffsets;  // (nNodes + 1): node j is the centre of fibers
+                                       // [centreOffsets[j], centreOffsets[j + 1])
+  std::vector<double> restLength;      // rest arc length l~0, (nFibers), m
+  std::vector<double> restAngle;       // rest tangential angle theta0, (nFibers), rad
+  std::vector<uint8_t> flags;          // kFiber* bits, (nFibers)
+  Incidence incidence;                 // node -> (fiber * 3 + slot), ascending
+
+  [[nodiscard]] int64_t fiberCount() const { return static_cast<int64_t>(restLength.size()); }
+  [[nodiscard]] int32_t fibersAt(int32_t node) const {
+    return centreOffsets[static_cast<size_t>(node) + 1] - centreOffsets[static_cast<size_t>(node)];
+  }
+};
+
+// Builds the network over positions (nNodes, 3) with unit normals (nNodes, 3) (they orient
+// the rest angles). Throws InputError naming the node for non-finite input, coincident
+// nodes or fewer than 3 nodes. Appends a warning for nodes with fewer than 2 fibers.
+[[nodiscard]] FiberNetwork buildFiberNetwork(std::span<const double> positions,
+                                             std::span<const double> normals,
+                                             const FiberNetworkParams& params,
+                                             std::vector<std::string>* warnings = nullptr);
+
+}  // namespace shellsim

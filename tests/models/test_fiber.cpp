@@ -1,0 +1,778 @@
+// Tests of the fiber thin-shell model (wicke2005): the kernel alone, the network, the
+// energy contract on real networks, the curvature sign, the stiffness mapping,
+// determinism and the stable time step. Every check compares against an independent
+// value (finite differences, closed forms, plate theory) with a stated tolerance.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <Eigen/Eigenvalues>
+#include <Eigen/SparseCore>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "geometry/primitives.hpp"
+#include "models/fiber/fiber_kernel.hpp"
+#include "models/fiber/fiber_model.hpp"
+#include "models/fiber/fiber_network.hpp"
+#include "models/model_contract.hpp"
+#include "shellsim/errors.hpp"
+#include "shellsim/io.hpp"
+#include "shellsim/parallel.hpp"
+
+namespace shellsim {
+namespace {
+
+using fiber::Mat9;
+using testing::gradientMatchesFiniteDifferences;
+using testing::hessianMatchesFiniteDifferences;
+using testing::perturbed;
+using testing::rigidMotionInvariant;
+using testing::zeroNetForceAndTorque;
+constexpr double kPi = std::numbers::pi;
+
+MaterialDef rubber() {
+  MaterialDef m;
+  m.youngModulus = 1e6;
+  m.poisson = 0.3;
+  m.thickness = 1e-3;
+  m.density = 1000;
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------
+// Node sets.
+
+// A regular nx x ny grid of spacing h in z = 0, normal +z; areas are the true areas of the
+// grid cells around each node (h^2 inside, h^2/2 on edges, h^2/4 at corners).
+FiberNodes gridSheet(int nx, int ny, double h, double jitter = 0.0, unsigned seed = 1) {
+  FiberNodes nodes;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-jitter * h, jitter * h);
+  for (int j = 0; j < ny; ++j) {
+    for (int i = 0; i < nx; ++i) {
+      const bool edgeI = i == 0 || i == nx - 1;
+      const bool edgeJ = j == 0 || j == ny - 1;
+      const bool interior = !edgeI && !edgeJ;
+      nodes.positions.insert(nodes.positions.end(), {h * i + (interior ? u(rng) : 0.0),
+                                                     h * j + (interior ? u(rng) : 0.0), 0.0});
+      nodes.normals.insert(nodes.normals.end(), {0.0, 0.0, 1.0});
+      nodes.areas.push_back(h * h * (edgeI ? 0.5 : 1.0) * (edgeJ ? 0.5 : 1.0));
+    }
+  }
+  return nodes;
+}
+
+// Barycentric vertex areas of a triangle mesh, (nVertices).
+std::vector<double> vertexAreas(const Geometry& mesh) {
+  std::vector<double> areas(static_cast<size_t>(mesh.vertexCount()), 0.0);
+  for (int32_t t = 0; t < mesh.triangleCount(); ++t) {
+    Vec3 p[3];
+    for (int c = 0; c < 3; ++c) {
+      const auto v = static_cast<size_t>(mesh.triangles[3 * static_cast<size_t>(t) + c]);
+      p[c] = Vec3(mesh.positions[3 * v], mesh.positions[3 * v + 1], mesh.positions[3 * v + 2]);
+    }
+    const double area = 0.5 * (p[1] - p[0]).cross(p[2] - p[0]).norm();
+    for (int c = 0; c < 3; ++c) {
+      areas[static_cast<size_t>(mesh.triangles[3 * static_cast<size_t>(t) + c])] += area / 3;
+    }
+  }
+  return areas;
+}
+
+// Every `stride`-th vertex of a mesh, with normals of the full mesh and its barycentric
+// area times the stride (so the areas still sum to about the mesh's area).
+FiberNodes nodesFromMesh(Geometry mesh, int stride) {
+  computeVertexNormals(mesh);
+  const std::vector<double> areas = vertexAreas(mesh);
+  FiberNodes nodes;
+  for (size_t v = 0; v < areas.size(); v += static_cast<size_t>(stride)) {
+    if (!(areas[v] > 0)) continue;
+    for (int c = 0; c < 3; ++c) {
+      nodes.positions.push_back(mesh.positions[3 * v + static_cast<size_t>(c)]);
+      nodes.normals.push_back(mesh.normals[3 * v + static_cast<size_t>(c)]);
+    }
+    nodes.areas.push_back(areas[v] * stride);
+  }
+  return nodes;
+}
+
+FiberNodes primitiveNodes(PrimitiveType type, int resolution) {
+  PrimitiveDef p;
+  p.type = type;
+  p.resolution = resolution;
+  return nodesFromMesh(makePrimitive(p), 1);
+}
+
+FiberNodes bunnyNodes() {
+  return nodesFromMesh(readGeometry(std::string(SHELLSIM_DATA_DIR) + "/stanford-bunny.obj"), 20);
+}
+
+double meanRestLength(const FiberModel& model) {
+  double sum = 0;
+  for (double l : model.network().restLength) sum += l;
+  return sum / static_cast<double>(model.network().restLength.size());
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernel.
+
+TEST(FiberKernel, SplineInterpolatesTheThreePointsWithContinuousTangentAndZeroEndCurvature) {
+  const Vec3 x[3] = {Vec3(0.1, -0.3, 0.2), Vec3(0.5, 0.4, -0.1), Vec3(1.3, 0.2, 0.6)};
+  EXPECT_LT((fiber::splinePoint(x, 0.0) - x[0]).norm(), 1e-15);
+  EXPECT_LT((fiber::splinePoint(x, 0.5) - x[1]).norm(), 1e-15);
+  EXPECT_LT((fiber::splinePoint(x, 1.0) - x[2]).norm(), 1e-15);
+  const double d = 1e-7;
+  EXPECT_LT((fiber::splinePoint(x, 0.5 - d) - fiber::splinePoint(x, 0.5)).norm(), 1e-6);
+  EXPECT_LT((fiber::splineDerivative(x, 0.5 - d) - fiber::splineDerivative(x, 0.5)).norm(), 1e-5);
+  // Second derivative at the ends vanishes (natural spline): f'(t) flat near t = 0, 1.
+  const Vec3 secondAt0 = (fiber::splineDerivative(x, 1e-4) - fiber::splineDerivative(x, 0)) / 1e-4;
+  const Vec3 secondAt1 =
+      (fiber::splineDerivative(x, 1) - fiber::splineDerivative(x, 1 - 1e-4)) / 1e-4;
+  EXPECT_LT(secondAt0.norm(), 1e-2);
+  EXPECT_LT(secondAt1.norm(), 1e-2);
+  // ... and it is non-zero at the centre for a bent fiber (the check above can fail).
+  const Vec3 secondAtCentre =
+      (fiber::splineDerivative(x, 0.5 + 1e-4) - fiber::splineDerivative(x, 0.5 - 1e-4)) / 2e-4;
+  EXPECT_GT(secondAtCentre.norm(), 1.0);
+}
+
+enum class FiberShape { kRandom, kNearlyStraight, kStronglyBent };
+
+// A fiber of the given kind and a unit normal roughly perpendicular to its chord.
+std::tuple<std::array<Vec3, 3>, Vec3> sampleFiber(FiberShape shape, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  const auto random = [&] { return Vec3(u(rng), u(rng), u(rng)); };
+  std::array<Vec3, 3> x;
+  if (shape == FiberShape::kRandom) {
+    x = {random(), random(), random()};
+  } else if (shape == FiberShape::kNearlyStraight) {
+    x = {Vec3(-1, 0, 0) + 1e-4 * random(), 1e-4 * random(), Vec3(0.9, 0, 0) + 1e-4 * random()};
+  } else {
+    // Legs opening by ~125 degrees, bent out of the plane as well.
+    const double half = 0.5 * (kPi - 125.0 * kPi / 180.0);
+    x = {Vec3(-std::cos(half), -std::sin(half), 0.3) + 0.05 * random(), Vec3::Zero(),
+         Vec3(std::cos(half), -std::sin(half), 0.35) + 0.05 * random()};
+  }
+  Vec3 normal;
+  const Vec3 chord = (x[2] - x[0]).normalized();
+  do {
+    normal = (Vec3(0, 0, 1) + 0.5 * random()).normalized();
+  } while (std::abs(normal.dot(chord)) > 0.8);
+  return {x, normal};
+}
+
+// Central differences of value(x) against gradient and Hessian, every coordinate.
+template <class Value>
+void expectDerivativesMatch(const std::array<Vec3, 3>& x, const Value& value,
+                            const Vec3 gradient[3], const Mat9& hessian, double tolerance,
+                            const std::string& what) {
+  const double step = 1e-6;
+  double gradScale = 1e-12, hessScale = 1e-12;
+  for (int s = 0; s < 3; ++s) gradScale = std::max(gradScale, gradient[s].cwiseAbs().maxCoeff());
+  hessScale = std::max(hessScale, hessian.cwiseAbs().maxCoeff());
+  for (int j = 0; j < 9; ++j) {
+    std::array<Vec3, 3> plus = x, minus = x;
+    plus[static_cast<size_t>(j / 3)][j % 3] += step;
+    minus[static_cast<size_t>(j / 3)][j % 3] -= step;
+    Vec3 gp[3], gm[3];
+    const double numeric = (value(plus.data(), gp) - value(minus.data(), gm)) / (2 * step);
+    ASSERT_NEAR(numeric, gradient[j / 3][j % 3], tolerance * gradScale) << what << " d/dx" << j;
+    for (int i = 0; i < 9; ++i) {
+      const double column = (gp[i / 3][i % 3] - gm[i / 3][i % 3]) / (2 * step);
+      ASSERT_NEAR(column, hessian(i, j), tolerance * hessScale)
+          << what << " H(" << i << "," << j << ")";
+    }
+  }
+}
+
+class FiberKernelDerivatives : public ::testing::TestWithParam<FiberShape> {};
+
+TEST_P(FiberKernelDerivatives, ArcLengthGradientAndHessianMatchFiniteDifferences) {
+  std::mt19937 rng(static_cast<unsigned>(GetParam()) + 10);
+  for (int trial = 0; trial < 40; ++trial) {
+    const auto [x, normal] = sampleFiber(GetParam(), rng);
+    for (int samples : {1, 4, 7}) {
+      Vec3 g[3];
+      Mat9 h;
+      fiber::fiberArcLength(x.data(), samples, g, &h);
+      expectDerivativesMatch(
+          x, [&](const Vec3* y, Vec3* gy) { return fiber::fiberArcLength(y, samples, gy); }, g, h,
+          1e-6, "trial " + std::to_string(trial) + " samples " + std::to_string(samples));
+    }
+  }
+}
+
+TEST_P(FiberKernelDerivatives, AngleGradientAndHessianMatchFiniteDifferences) {
+  std::mt19937 rng(static_cast<unsigned>(GetParam()) + 20);
+  for (int trial = 0; trial < 40; ++trial) {
+    const auto [x, normal] = sampleFiber(GetParam(), rng);
+    Vec3 g[3];
+    Mat9 h;
+    fiber::fiberTangentAngle(x.data(), normal, g, &h);
+    expectDerivativesMatch(
+        x, [&](const Vec3* y, Vec3* gy) { return fiber::fiberTangentAngle(y, normal, gy); }, g, h,
+        1e-5, "trial " + std::to_string(trial));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FiberKernelDerivatives,
+                         ::testing::Values(FiberShape::kRandom, FiberShape::kNearlyStraight,
+                                           FiberShape::kStronglyBent));
+
+TEST(FiberKernel, AngleGradientNeedsTheDerivativeOfTheBendingDirection) {
+  // b = N x t_c / |N x t_c| moves with the centre tangent. A gradient that holds b fixed
+  // differs from the finite difference by far more than the tolerance used above, so the
+  // derivative tests can tell the two apart.
+  const Vec3 x[3] = {Vec3(-1, 0.3, 0.2), Vec3(0, 0, 0), Vec3(1, 0.2, 0.25)};
+  const Vec3 normal = Vec3(0.1, 0.2, 1).normalized();
+  Vec3 g[3];
+  fiber::fiberTangentAngle(x, normal, g);
+  const fiber::Reduced z = fiber::reduce(x[0], x[1], x[2]);
+  const Vec3 b = normal.cross(z.e).normalized();
+  const auto frozen = [&](const Vec3* y) {
+    const fiber::Reduced w = fiber::reduce(y[0], y[1], y[2]);
+    const Vec3 t0 = w.e - 0.75 * w.q, t1 = w.e + 0.75 * w.q;
+    return std::atan2(t0.cross(t1).dot(b), t0.dot(t1));
+  };
+  double worst = 0;
+  for (int j = 0; j < 9; ++j) {
+    Vec3 plus[3] = {x[0], x[1], x[2]}, minus[3] = {x[0], x[1], x[2]};
+    plus[j / 3][j % 3] += 1e-6;
+    minus[j / 3][j % 3] -= 1e-6;
+    worst = std::max(worst, std::abs((frozen(plus) - frozen(minus)) / 2e-6 - g[j / 3][j % 3]));
+  }
+  EXPECT_GT(worst, 1e-2);
+}
+
+// Three points on a circle of radius R at polar angles -phi, 0, phi (centre below p).
+std::array<Vec3, 3> circularArc(double radius, double halfAngle) {
+  const auto at = [&](double a) {
+    return Vec3(radius * std::sin(a), radius * (std::cos(a) - 1.0), 0.0);
+  };
+  return {at(-halfAngle), at(0), at(halfAngle)};
+}
+
+// Arc length of the spline by the composite midpoint rule with many points.
+double denseSplineLength(const std::array<Vec3, 3>& x) {
+  const int n = 20000;
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += fiber::splineDerivative(x.data(), (i + 0.5) / n).norm();
+  return sum / n;
+}
+
+// Three points on a circle of radius 1 at polar angles -a, 0, b.
+std::array<Vec3, 3> unevenArc(double a, double b) {
+  const auto at = [](double t) { return Vec3(std::sin(t), std::cos(t) - 1.0, 0.0); };
+  return {at(-a), at(0), at(b)};
+}
+
+TEST(FiberKernel, MidpointArcLengthIsAccurateAndBeatsTheLeftRuleOnCircularArcs) {
+  // Against a dense quadrature of the same spline: the 4-point midpoint rule per piece is
+  // within 2e-4 relative for arcs up to 2 x 60 degrees. On an uneven arc (the pieces
+  // differ) it is at least 10x more accurate than the left rule of eq. (33)-(34) with the
+  // same samples; on symmetric arcs the left rules of the two pieces add up to a
+  // trapezoid rule and the two are comparable.
+  for (double halfAngle : {0.1, 0.5, 1.0}) {
+    const auto x = circularArc(1.0, halfAngle);
+    const double dense = denseSplineLength(x);
+    EXPECT_NEAR(fiber::fiberArcLength(x.data(), 4), dense, 2e-4 * dense) << halfAngle;
+    // The spline is not the circle but close to it: R 2 phi within 0.5% up to phi = 0.5,
+    // 2.5% at phi = 1.
+    EXPECT_NEAR(fiber::fiberArcLength(x.data(), 4), 2 * halfAngle,
+                (halfAngle < 0.6 ? 5e-3 : 2.5e-2) * 2 * halfAngle)
+        << halfAngle;
+  }
+  for (double scale : {0.2, 0.6}) {
+    const auto x = unevenArc(scale, 0.4 * scale);
+    const double dense = denseSplineLength(x);
+    double left = 0;
+    for (int i = 0; i < 4; ++i) {
+      left += 0.5 *
+              (fiber::splineDerivative(x.data(), 0.5 * i / 4.0).norm() +
+               fiber::splineDerivative(x.data(), 0.5 + 0.5 * i / 4.0).norm()) /
+              4.0;
+    }
+    const double midpointError = std::abs(fiber::fiberArcLength(x.data(), 4) - dense) / dense;
+    const double leftError = std::abs(left - dense) / dense;
+    std::cout << "[ measured ] uneven arc " << scale << ": midpoint error " << midpointError
+              << ", left-rule error " << leftError << "\n";
+    EXPECT_LT(midpointError, 2e-4);
+    EXPECT_LT(10 * midpointError, leftError);
+  }
+  // Straight fibers are measured exactly.
+  const Vec3 straight[3] = {Vec3(0, 0, 0), Vec3(0.3, 0.4, 0), Vec3(0.9, 1.2, 0)};
+  EXPECT_NEAR(fiber::fiberArcLength(straight, 4), 1.5, 1e-14);
+}
+
+TEST(FiberKernel, AngleOfACircularArcIsTheSplinesExactTurningWithTheRightSign) {
+  // Symmetric points on a circle: t0 = (R sin phi, 3/2 R (1 - cos phi)) and t1 mirrored, so
+  // the spline turns by exactly 2 atan(3/2 tan(phi/2)) (~ 3/4 of the circle's 2 phi).
+  for (double halfAngle : {0.05, 0.3, 0.8}) {
+    const auto x = circularArc(2.0, halfAngle);
+    const double exact = 2 * std::atan(1.5 * std::tan(halfAngle / 2));
+    // The arc bends down, away from +y: theta > 0 with N = +y (convex, like a sphere
+    // with outward normals) and theta < 0 with N = -y (concave).
+    EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0, 1, 0)), exact, 1e-14);
+    EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0, -1, 0)), -exact, 1e-14);
+    // Tilting N towards the chord leaves b, hence theta, unchanged; tilting it about the
+    // chord projects the turning: theta = atan2(|t0 x t1| cos(tilt), <t0, t1>).
+    EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0.3, 1, 0).normalized()), exact, 1e-14);
+    const double tilt = 0.4;
+    const double projected = std::atan2(std::tan(exact) * std::cos(tilt), 1.0);
+    EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0, std::cos(tilt), std::sin(tilt))),
+                projected, 1e-12);
+  }
+  const Vec3 straight[3] = {Vec3(-1, 0, 0), Vec3(0, 0, 0), Vec3(1.2, 0, 0)};
+  EXPECT_EQ(fiber::fiberTangentAngle(straight, Vec3(0, 0, 1)), 0.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Network.
+
+TEST(FiberNetwork, RegularGridGivesFourStraightFibersPerInteriorNodeSortedAndUnique) {
+  const FiberNodes nodes = gridSheet(7, 6, 0.1);
+  const FiberNetwork net = buildFiberNetwork(nodes.positions, nodes.normals, {});
+  const int nx = 7;
+  const auto id = [nx](int i, int j) { return j * nx + i; };
+  // Interior node (3, 3): four fibers through the axis and diagonal neighbours.
+  const int32_t centre = id(3, 3);
+  ASSERT_EQ(net.fibersAt(centre), 4);
+  std::set<std::pair<int32_t, int32_t>> ends;
+  for (int32_t f = net.centreOffsets[centre]; f < net.centreOffsets[centre + 1]; ++f) {
+    EXPECT_EQ(net.fiberNodes[3 * f + 1], centre);
+    ends.insert({net.fiberNodes[3 * f], net.fiberNodes[3 * f + 2]});
+    EXPECT_NEAR(net.restAngle[static_cast<size_t>(f)], 0.0, 1e-15);
+  }
+  const std::set<std::pair<int32_t, int32_t>> expected = {
+      {id(2, 2), id(4, 4)}, {id(3, 2), id(3, 4)}, {id(4, 2), id(2, 4)}, {id(2, 3), id(4, 3)}};
+  EXPECT_EQ(ends, expected);
+  // Sorted by centre, then ends; first end < second end; no duplicates.
+  for (int64_t f = 0; f < net.fiberCount(); ++f) {
+    const auto i = static_cast<size_t>(f);
+    EXPECT_LT(net.fiberNodes[3 * i], net.fiberNodes[3 * i + 2]);
+    if (f > 0) {
+      const auto a = std::make_tuple(net.fiberNodes[3 * i - 2], net.fiberNodes[3 * i - 3],
+                                     net.fiberNodes[3 * i - 1]);
+      const auto b = std::make_tuple(net.fiberNodes[3 * i + 1], net.fiberNodes[3 * i],
+                                     net.fiberNodes[3 * i + 2]);
+      EXPECT_LT(a, b) << "fiber " << f;
+    }
+  }
+  EXPECT_NEAR(net.restLength[static_cast<size_t>(net.centreOffsets[centre])], 0.2 * std::sqrt(2.0),
+              1e-14);
+}
+
+TEST(FiberNetwork, CornersGetNoFoldedFibersAndAreReported) {
+  // A corner's neighbours all lie in one quadrant: every candidate fiber folds back by
+  // more than 60 degrees and is discarded, and the corner is reported.
+  const FiberNodes nodes = gridSheet(6, 6, 0.1);
+  std::vector<std::string> warnings;
+  const FiberNetwork net = buildFiberNetwork(nodes.positions, nodes.normals, {}, &warnings);
+  EXPECT_EQ(net.fibersAt(0), 0);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("node 0"), std::string::npos) << warnings[0];
+  // Every fiber opens by >= 120 degrees.
+  for (int64_t f = 0; f < net.fiberCount(); ++f) {
+    const auto i = static_cast<size_t>(f);
+    const auto p = [&](int s) {
+      const auto v = static_cast<size_t>(net.fiberNodes[3 * i + static_cast<size_t>(s)]);
+      return Vec3(nodes.positions[3 * v], nodes.positions[3 * v + 1], nodes.positions[3 * v + 2]);
+    };
+    const Vec3 a = p(0) - p(1), b = p(2) - p(1);
+    EXPECT_LE(a.dot(b), -0.5 * a.norm() * b.norm() + 1e-12);
+  }
+}
+
+TEST(FiberNetwork, RejectsBadInputNamingTheNode) {
+  FiberNodes nodes = gridSheet(4, 4, 0.1);
+  const auto expectError = [](const FiberNodes& bad, const std::string& needle) {
+    try {
+      FiberModel model(bad, rubber());
+      FAIL() << "accepted input that should fail with '" << needle << "'";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  FiberNodes nan = nodes;
+  nan.positions[3 * 5 + 1] = std::nan("");
+  expectError(nan, "node 5");
+  FiberNodes zeroArea = nodes;
+  zeroArea.areas[7] = 0;
+  expectError(zeroArea, "node 7");
+  FiberNodes zeroNormal = nodes;
+  zeroNormal.normals[3 * 9] = zeroNormal.normals[3 * 9 + 1] = zeroNormal.normals[3 * 9 + 2] = 0;
+  expectError(zeroNormal, "node 9");
+  FiberNodes coincident = nodes;
+  for (int c = 0; c < 3; ++c) coincident.positions[3 * 6 + c] = coincident.positions[3 * 5 + c];
+  expectError(coincident, "nodes 5 and 6");
+  FiberNodes tiny;
+  tiny.positions = {0, 0, 0, 1, 0, 0};
+  tiny.normals = {0, 0, 1, 0, 0, 1};
+  tiny.areas = {1, 1};
+  expectError(tiny, "at least 3 nodes");
+}
+
+// ---------------------------------------------------------------------------------------
+// The energy contract on real networks.
+
+class FiberContract : public ::testing::TestWithParam<const char*> {
+ protected:
+  FiberNodes nodes() const {
+    const std::string which = GetParam();
+    if (which == "bunny") return bunnyNodes();
+    if (which == "sphere") return primitiveNodes(PrimitiveType::kSphere, 20);
+    return primitiveNodes(PrimitiveType::kSheet, 12);
+  }
+};
+
+TEST_P(FiberContract, ZeroEnergyAndForceAtRest) {
+  const FiberNodes n = nodes();
+  const FiberModel model(n, rubber());
+  ASSERT_GT(model.elementCount(), 0);
+  const auto grad = testing::gradientAt(model, n.positions);
+  for (double v : grad) ASSERT_EQ(v, 0.0);
+  EXPECT_EQ(model.energy(n.positions).total(), 0.0);
+}
+
+TEST_P(FiberContract, GradientMatchesFiniteDifferences) {
+  const FiberNodes n = nodes();
+  FiberModel model(n, rubber());
+  const double scale = meanRestLength(model);
+  const auto x = perturbed(n.positions, 0.05 * scale, 1);
+  model.prepare(x);
+  EXPECT_GT(model.energy(x).stretching, 0);
+  EXPECT_GT(model.energy(x).bending, 0);
+  // Central differences converge as step^2 (measured on the bunny: relative error 1.1e-4,
+  // 1.1e-6, 1.2e-8 at steps 1e-4, 1e-5, 1e-6 of the fiber length, then round-off), so
+  // the step is 2e-7 of the fiber length and the tolerance 1e-6.
+  EXPECT_TRUE(gradientMatchesFiniteDifferences(model, x, 2e-7 * scale, 1e-6));
+}
+
+TEST_P(FiberContract, HessianMatchesFiniteDifferences) {
+  const FiberNodes n = nodes();
+  FiberModel model(n, rubber());
+  const double scale = meanRestLength(model);
+  const auto x = perturbed(n.positions, 0.05 * scale, 2);
+  model.prepare(x);
+  EXPECT_TRUE(hessianMatchesFiniteDifferences(model, x, 1e-6 * scale, 1e-6));
+}
+
+TEST_P(FiberContract, InvariantUnderRigidMotionWhenPrepared) {
+  const FiberNodes n = nodes();
+  FiberModel model(n, rubber());
+  const auto x = perturbed(n.positions, 0.05 * meanRestLength(model), 3);
+  EXPECT_TRUE(rigidMotionInvariant(model, x, 1e-9));
+  const Eigen::Matrix3d r = Eigen::AngleAxisd(0.7, Vec3(1, 2, 3).normalized()).toRotationMatrix();
+  // The reference normals turned with the body.
+  model.prepare(n.positions);
+  const std::vector<double> before(model.referenceNormals().begin(),
+                                   model.referenceNormals().end());
+  std::vector<double> rotated(n.positions.size());
+  for (size_t i = 0; i < rotated.size() / 3; ++i) {
+    const Vec3 p = r * Vec3(n.positions[3 * i], n.positions[3 * i + 1], n.positions[3 * i + 2]);
+    for (int c = 0; c < 3; ++c) rotated[3 * i + static_cast<size_t>(c)] = p[c];
+  }
+  model.prepare(rotated);
+  for (size_t i = 0; i < before.size() / 3; ++i) {
+    const Vec3 expected = r * Vec3(before[3 * i], before[3 * i + 1], before[3 * i + 2]);
+    const auto after = model.referenceNormals();
+    ASSERT_LT((Vec3(after[3 * i], after[3 * i + 1], after[3 * i + 2]) - expected).norm(), 1e-9)
+        << i;
+  }
+}
+
+TEST_P(FiberContract, ZeroNetForceAndSmallNetTorque) {
+  // The net force vanishes to round-off (the energy is translation invariant for fixed
+  // reference normals). The net torque does NOT vanish exactly: with the normals N_j held
+  // fixed while differentiating, E(x; N) is not invariant under rotating x alone; the
+  // identity is sum_i x_i x g_i = -sum_j N_j x dE/dN_j, non-zero where a fiber kinked in
+  // the tangent plane carries a bending moment (theta depends on N through the rotation
+  // of b about the chord). Measured: |torque| / sum |g_i| max(1, |x_i|) ~ 1e-7 (sheet,
+  // sphere) to 1.2e-6 (bunny) at 5% random perturbation; the bound below is 1e-5, and the
+  // zeroNetForceAndTorque check at 1e-12 fails for this model (see the report).
+  const FiberNodes n = nodes();
+  FiberModel model(n, rubber());
+  const auto x = perturbed(n.positions, 0.05 * meanRestLength(model), 4);
+  model.prepare(x);
+  EXPECT_TRUE(zeroNetForceAndTorque(model, x, 1e-5));
+  const std::vector<double> g = testing::gradientAt(model, x);
+  Vec3 force = Vec3::Zero();
+  double scale = 0;
+  for (size_t i = 0; i < g.size() / 3; ++i) {
+    force += Vec3(g[3 * i], g[3 * i + 1], g[3 * i + 2]);
+    scale += Vec3(g[3 * i], g[3 * i + 1], g[3 * i + 2]).norm();
+  }
+  EXPECT_LT(force.norm(), 1e-12 * scale);
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, FiberContract, ::testing::Values("sheet", "sphere", "bunny"));
+
+TEST(FiberModel, DetectsAWrongGradient) {
+  // The contract check must be able to fail: energy from a 1% stiffer model.
+  const FiberNodes n = gridSheet(5, 5, 0.1);
+  const FiberModel other(n, [] {
+    MaterialDef m = rubber();
+    m.youngModulus *= 1.01;
+    return m;
+  }());
+  struct Mismatched final : FiberModel {
+    Mismatched(const FiberNodes& nodes, const FiberModel& energyModel)
+        : FiberModel(nodes, rubber()), energyModel_(energyModel) {}
+    EnergyParts energy(std::span<const double> x) const override { return energyModel_.energy(x); }
+    const FiberModel& energyModel_;
+  } broken(n, other);
+  EXPECT_FALSE(
+      gradientMatchesFiniteDifferences(broken, perturbed(n.positions, 0.005, 5), 1e-7, 1e-5));
+}
+
+// ---------------------------------------------------------------------------------------
+// Curvature sign.
+
+TEST(FiberModel, MeanAngleIsPositiveOnAConvexSphereNegativeWhenConcaveZeroWhenFlat) {
+  FiberNodes sphere = primitiveNodes(PrimitiveType::kSphere, 20);
+  const auto meanAngles = [](const FiberNodes& nodes) {
+    const FiberModel model(nodes, rubber());
+    std::vector<double> h(nodes.areas.size());
+    model.nodeValues(nodes.positions, {}, {}, h);
+    return h;
+  };
+  for (double h : meanAngles(sphere)) EXPECT_GT(h, 0.05);
+  for (double& v : sphere.normals) v = -v;
+  for (double h : meanAngles(sphere)) EXPECT_LT(h, -0.05);
+  for (double h : meanAngles(gridSheet(6, 6, 0.1))) EXPECT_EQ(h, 0.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Stiffness mapping.
+
+bool interior(int i, int j, int nx, int ny, int margin) {
+  return i >= margin && j >= margin && i < nx - margin && j < ny - margin;
+}
+
+TEST(FiberModel, EquibiaxialStretchStoresThePlateEnergy) {
+  // E h eps^2 / (1 - nu) per unit area. Every node is calibrated on its own fibers, so
+  // boundary nodes match too; the tolerance 1e-3 covers the O(eps) = 1e-4 nonlinearity.
+  const int nx = 12, ny = 10;
+  const FiberNodes n = gridSheet(nx, ny, 0.01);
+  const MaterialDef material = rubber();
+  FiberModel model(n, material);
+  const double eps = 1e-4;
+  std::vector<double> x = n.positions;
+  for (double& v : x) v *= 1 + eps;
+  model.prepare(x);
+  std::vector<double> stretch(n.areas.size());
+  model.nodeValues(x, stretch, {}, {});
+  const double density =
+      material.youngModulus * material.thickness * eps * eps / (1 - material.poisson);
+  double total = 0, area = 0;
+  for (size_t j = 0; j < stretch.size(); ++j) {
+    if (model.network().fibersAt(static_cast<int32_t>(j)) == 0) continue;  // corners
+    EXPECT_NEAR(stretch[j], density * n.areas[j], 1e-3 * density * n.areas[j]) << "node " << j;
+    total += stretch[j];
+    area += n.areas[j];
+  }
+  EXPECT_NEAR(model.energy(x).stretching, density * area, 1e-3 * density * area);
+}
+
+// Maps a flat grid (z = 0) isometrically onto a cylinder of curvature kappa whose curved
+// direction is the unit in-plane vector `across`, bulging towards +z.
+std::vector<double> rollUp(const std::vector<double>& flat, double kappa, const Vec3& across) {
+  std::vector<double> x(flat.size());
+  const double radius = 1 / kappa;
+  for (size_t i = 0; i < flat.size() / 3; ++i) {
+    const Vec3 p(flat[3 * i], flat[3 * i + 1], 0);
+    const double s = p.dot(across) - 0.05;
+    const Vec3 along = p - p.dot(across) * across;
+    const Vec3 q = along + (0.05 + radius * std::sin(s / radius)) * across +
+                   Vec3(0, 0, radius * (1 - std::cos(s / radius)));
+    for (int c = 0; c < 3; ++c) x[3 * i + static_cast<size_t>(c)] = q[c];
+  }
+  return x;
+}
+
+// Bending energy of the interior nodes (>= 2 rows from the edge) over D kappa^2 / 2 times
+// their area.
+double interiorBendingRatio(const FiberNodes& n, int nx, int ny, int neighbours, const Vec3& across,
+                            double kappa) {
+  const MaterialDef material = rubber();
+  FiberParams params;
+  params.neighbourCount = neighbours;
+  FiberModel model(n, material, params);
+  const std::vector<double> x = rollUp(n.positions, kappa, across);
+  model.prepare(x);
+  std::vector<double> bend(n.areas.size());
+  model.nodeValues(x, {}, bend, {});
+  const double d = material.youngModulus * std::pow(material.thickness, 3) /
+                   (12 * (1 - material.poisson * material.poisson));
+  double energy = 0, area = 0;
+  for (int j = 0; j < ny; ++j) {
+    for (int i = 0; i < nx; ++i) {
+      if (!interior(i, j, nx, ny, 2)) continue;
+      const auto node = static_cast<size_t>(j * nx + i);
+      energy += bend[node];
+      area += n.areas[node];
+    }
+  }
+  return energy / (0.5 * d * kappa * kappa * area);
+}
+
+TEST(FiberModel, CylindricalBendingStoresThePlateEnergyInTheInterior) {
+  // D kappa^2 / 2 per unit area on a regular grid, kappa l ~ 0.03: the interior nodes
+  // are direction-balanced (C = 0) so the energy must not depend on the cylinder's
+  // direction; tolerance 1% (the O((kappa l)^2) and spline-vs-circle terms are ~1e-3).
+  const int nx = 14, ny = 12;
+  const FiberNodes n = gridSheet(nx, ny, 0.01);
+  for (const Vec3& across :
+       {Vec3(1, 0, 0), Vec3(0, 1, 0), Vec3(1, 1, 0).normalized(), Vec3(1, 0.3, 0).normalized()}) {
+    EXPECT_NEAR(interiorBendingRatio(n, nx, ny, 8, across, 1.0), 1.0, 1e-2) << across.transpose();
+  }
+}
+
+TEST(FiberModel, BendingEnergyBarelyDependsOnTheNeighbourCount) {
+  // Wicke 2005 section 8: more fibers per node do not stiffen the material. On a jittered
+  // grid (irregular, as real samplings are) the interior bending energy for k = 6, 8, 12
+  // stays within 5% of the plate value and of each other.
+  const int nx = 16, ny = 16;
+  const FiberNodes n = gridSheet(nx, ny, 0.01, 0.2, 7);
+  std::vector<double> ratios;
+  for (int k : {6, 8, 12}) {
+    double sum = 0;
+    const Vec3 directions[] = {Vec3(1, 0, 0), Vec3(0, 1, 0), Vec3(1, 1, 0).normalized()};
+    for (const Vec3& across : directions) sum += interiorBendingRatio(n, nx, ny, k, across, 1.0);
+    ratios.push_back(sum / 3);
+    std::cout << "[ measured ] k = " << k << ": interior bending energy / plate = " << ratios.back()
+              << "\n";
+  }
+  for (double r : ratios) EXPECT_NEAR(r, 1.0, 0.05);
+  EXPECT_LT(*std::max_element(ratios.begin(), ratios.end()) -
+                *std::min_element(ratios.begin(), ratios.end()),
+            0.05);
+}
+
+TEST(FiberModel, RawStiffnessOverridesAndMasses) {
+  const FiberNodes n = gridSheet(5, 5, 0.1);
+  MaterialDef material = rubber();
+  material.stiffness = 123.0;
+  FiberParams params;
+  params.bendStiffness = 4.5;
+  const FiberModel model(n, material, params);
+  for (size_t j = 0; j < n.areas.size(); ++j) {
+    if (model.network().fibersAt(static_cast<int32_t>(j)) == 0) continue;
+    EXPECT_EQ(model.stretchStiffness()[j], 123.0);
+    EXPECT_EQ(model.bendStiffness()[j], 4.5);
+    EXPECT_DOUBLE_EQ(model.nodeMasses()[j], material.density * material.thickness * n.areas[j]);
+  }
+  params.stretchStiffness = 7.0;
+  const FiberModel overridden(n, material, params);
+  EXPECT_EQ(overridden.stretchStiffness()[12], 7.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Determinism.
+
+TEST(FiberModel, GradientIsBitIdenticalWithOneAndTwoThreads) {
+  PrimitiveDef sheet;
+  sheet.type = PrimitiveType::kSheet;
+  sheet.resolution = 60;
+  const FiberNodes n = nodesFromMesh(makePrimitive(sheet), 1);
+  FiberModel model(n, rubber());
+  ASSERT_GT(model.elementCount(), 10000);
+  const auto x = perturbed(n.positions, 0.003, 9);
+  model.prepare(x);
+  const auto run = [&](int threads) {
+    const ThreadLimit limit(threads);
+    std::vector<double> g(x.size(), 0.0);
+    const EnergyParts e = model.addGradient(x, g);
+    g.push_back(e.stretching);
+    g.push_back(e.bending);
+    return g;
+  };
+  const std::vector<double> one = run(1);
+  const std::vector<double> two = run(2);
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(double)), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Stable time step.
+
+// Velocity Verlet from x0 with velocity zero; returns max total energy / initial energy
+// (infinity if it became non-finite).
+double verletEnergyGrowth(FiberModel& model, std::vector<double> x, double dt, int steps) {
+  const auto m = model.nodeMasses();
+  std::vector<double> v(x.size(), 0.0), g(x.size());
+  model.prepare(x);
+  const double initial = model.energy(x).total();
+  double worst = 1;
+  std::fill(g.begin(), g.end(), 0.0);
+  model.addGradient(x, g);
+  for (int step = 0; step < steps; ++step) {
+    for (size_t i = 0; i < x.size(); ++i) {
+      v[i] -= 0.5 * dt * g[i] / m[i / 3];
+      x[i] += dt * v[i];
+    }
+    model.prepare(x);
+    std::fill(g.begin(), g.end(), 0.0);
+    const double potential = model.addGradient(x, g).total();
+    double kinetic = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      v[i] -= 0.5 * dt * g[i] / m[i / 3];
+      kinetic += 0.5 * m[i / 3] * v[i] * v[i];
+    }
+    const double total = potential + kinetic;
+    if (!std::isfinite(total)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, total / initial);
+    if (worst > 1e6) break;
+  }
+  return worst;
+}
+
+TEST(FiberModel, StableTimeStepIsStableAndFiveTimesItIsNot) {
+  const FiberNodes n = gridSheet(9, 8, 0.02);
+  FiberModel model(n, rubber());
+  const double dt = model.stableTimeStep();
+  ASSERT_TRUE(std::isfinite(dt));
+  ASSERT_GT(dt, 0);
+  const auto x0 = perturbed(n.positions, 0.002, 11);
+  EXPECT_LT(verletEnergyGrowth(model, x0, dt, 3000), 1.2);
+  EXPECT_GT(verletEnergyGrowth(model, x0, 5 * dt, 3000), 1e3);
+
+  // Against the exact limit 2 / sqrt(lambda_max(M^-1 K)) at rest from a dense eigen-solve.
+  std::vector<Eigen::Triplet<double>> triplets;
+  model.prepare(n.positions);
+  ASSERT_TRUE(model.addHessian(n.positions, triplets));
+  const auto dofs = static_cast<Eigen::Index>(n.positions.size());
+  Eigen::SparseMatrix<double> k(dofs, dofs);
+  k.setFromTriplets(triplets.begin(), triplets.end());
+  Eigen::MatrixXd dense = Eigen::MatrixXd(k);
+  const auto mass = model.nodeMasses();
+  for (Eigen::Index i = 0; i < dofs; ++i) {
+    for (Eigen::Index j = 0; j < dofs; ++j) dense(i, j) /= std::sqrt(mass[i / 3] * mass[j / 3]);
+  }
+  const double exact =
+      2 / std::sqrt(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(dense).eigenvalues().maxCoeff());
+  std::cout << "[ measured ] stable step " << dt << " s, exact limit at rest " << exact << " s\n";
+  EXPECT_LE(dt, exact);
+  EXPECT_GE(dt, 0.5 * exact);
+}
+
+TEST(FiberModel, SurfaceIsAPointCloudWithReferenceNormalsOrTheGivenMesh) {
+  const FiberNodes n = gridSheet(4, 4, 0.1);
+  const FiberModel cloud(n, rubber());
+  const Geometry g = cloud.surface(n.positions);
+  EXPECT_TRUE(g.isPointCloud());
+  EXPECT_EQ(g.normals,
+            std::vector<double>(cloud.referenceNormals().begin(), cloud.referenceNormals().end()));
+  const FiberModel mesh(n, rubber(), {}, {0, 1, 5, 0, 5, 4});
+  const Geometry m = mesh.surface(n.positions);
+  EXPECT_EQ(m.triangleCount(), 2);
+  ASSERT_EQ(m.normals.size(), n.positions.size());
+  EXPECT_NEAR(m.normals[2], 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace shellsim
