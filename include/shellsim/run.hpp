@@ -41,8 +41,10 @@ struct RunReport {
 
 // Builds the world, steps it and writes frames (one file per body, frame and format
 // under <output>/frames/) and <output>/summary.json, which is rewritten atomically after
-// every frame. On a numerical failure the summary records it, the frames already written
-// stay valid, the failing state is not written, and NumericalError is rethrown.
+// every frame. A frame that blows up (NaN, runaway speed) is recomputed from its start with
+// half the time step, up to 4 times, with a warning; the smaller step is kept for the rest
+// of the run. If it still fails, the summary records the failure, the frames already
+// written stay valid, the failing state is not written, and NumericalError is rethrown.
 RunReport runScene(const SceneDef& scene, const RunOptions& options = {});
 
 }  // namespace shellsim

@@ -17,6 +17,36 @@ namespace {
 // Safety factor on the stable-step estimate when the scene asks for an automatic step.
 constexpr double kAutomaticStepSafety = 0.5;
 
+// A frame that blows up is recomputed from its start with half the step, at most this
+// many times (down to 1/16 of the step) before the run gives up. The stable-step estimate
+// holds at rest; contact and large deformation can stiffen a shell beyond it.
+constexpr int kMaxStepHalvings = 4;
+
+// The state a frame starts from, to recompute the frame with a smaller step.
+struct Checkpoint {
+  double time = 0;
+  std::vector<std::vector<double>> positions, velocities;  // per body
+};
+
+Checkpoint save(const World& world) {
+  Checkpoint c;
+  c.time = world.time;
+  for (const Body& body : world.bodies) {
+    c.positions.push_back(body.positions);
+    c.velocities.push_back(body.velocities);
+  }
+  return c;
+}
+
+void restore(World& world, const Checkpoint& c) {
+  world.time = c.time;
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    world.bodies[b].positions = c.positions[b];
+    world.bodies[b].velocities = c.velocities[b];
+  }
+  computeAccelerations(world);  // also re-prepares model state (e.g. reference normals)
+}
+
 struct StepPlan {
   double timeStep = 0;  // s, divides the frame interval exactly
   int64_t stepsPerFrame = 0;
@@ -96,18 +126,35 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   };
 
   record(0);
+  int64_t stepsPerFrame = plan.stepsPerFrame;
   for (int32_t frame = 1; frame < frameCount; ++frame) {
-    try {
-      for (int64_t s = 0; s < plan.stepsPerFrame; ++s) {
-        step(world, plan.timeStep, times);
-        ++report.steps;
+    const Checkpoint checkpoint = save(world);
+    for (int halvings = 0;; ++halvings) {
+      try {
+        const double dt = frameInterval / static_cast<double>(stepsPerFrame);
+        for (int64_t s = 0; s < stepsPerFrame; ++s) {
+          step(world, dt, times);
+          ++report.steps;
+        }
+        break;
+      } catch (const NumericalError& e) {
+        std::ostringstream msg;
+        msg << e.what() << " (while computing frame " << frame << " with time step "
+            << frameInterval / static_cast<double>(stepsPerFrame) << " s)";
+        if (halvings == kMaxStepHalvings) {
+          recorder.writeSummary(world, sceneName, report.timeStep, report.stableTimeStep, times,
+                                report.warnings, "numerical_failure", msg.str());
+          throw NumericalError(msg.str());
+        }
+        restore(world, checkpoint);
+        stepsPerFrame *= 2;
+        report.timeStep = frameInterval / static_cast<double>(stepsPerFrame);
+        std::ostringstream warning;
+        warning << msg.str() << "; recomputing the frame with time step " << report.timeStep
+                << " s";
+        report.warnings.push_back(warning.str());
+        if (options.onWarning) options.onWarning(warning.str());
       }
-    } catch (const NumericalError& e) {
-      std::ostringstream msg;
-      msg << e.what() << " (while computing frame " << frame << ")";
-      recorder.writeSummary(world, sceneName, report.timeStep, report.stableTimeStep, times,
-                            report.warnings, "numerical_failure", msg.str());
-      throw NumericalError(msg.str());
     }
     // Frame times are exact multiples of the frame interval, not accumulated sums.
     world.time = frame * frameInterval;

@@ -6,8 +6,11 @@
 #include <sstream>
 
 #include "geometry/primitives.hpp"
+#include "geometry/sampling.hpp"
+#include "models/fiber/fiber_model.hpp"
 #include "models/mass_spring/mass_spring.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/geometry.hpp"
 #include "shellsim/io.hpp"
 
 namespace shellsim {
@@ -88,15 +91,90 @@ std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh) {
   return remap;
 }
 
-std::unique_ptr<Model> makeModel(const BodyDef& def, const Geometry& geometry,
-                                 std::vector<std::string>& warnings, const std::string& label) {
+// A body's model with its nodes: positions at rest and, for each vertex of the input
+// geometry, the node it became (-1: none). Pins given as vertex lists go through it.
+struct Discretization {
+  std::unique_ptr<Model> model;
+  std::vector<double> nodePositions;  // (nNodes, 3), m
+  std::vector<int32_t> nodeOfVertex;  // (nInputVertices)
+};
+
+std::vector<int32_t> identityMap(int32_t count) {
+  std::vector<int32_t> map(static_cast<size_t>(count));
+  for (size_t i = 0; i < map.size(); ++i) map[i] = static_cast<int32_t>(i);
+  return map;
+}
+
+Discretization discretizeMassSpring(const BodyDef& def, Geometry geometry,
+                                    std::vector<std::string>& warnings, const std::string& label) {
+  if (geometry.isPointCloud()) {
+    throw InputError("model mass_spring needs a triangle mesh, but the geometry is a point cloud");
+  }
+  Discretization d;
+  const int32_t before = geometry.vertexCount();
+  d.nodeOfVertex = removeUnreferencedVertices(geometry);
+  if (geometry.vertexCount() != before) {
+    std::ostringstream msg;
+    msg << label << ": dropped " << before - geometry.vertexCount()
+        << " vertices that belong to no triangle";
+    warnings.push_back(msg.str());
+  }
+  MassSpringSetup setup;
+  d.model = std::make_unique<MassSpringModel>(geometry, def.material, &setup);
+  for (const auto& w : setup.warnings) warnings.push_back(label + ": " + w);
+  d.nodePositions = std::move(geometry.positions);
+  return d;
+}
+
+// wicke2005 section 5: nodes are the surface's vertices or points, or the centres of
+// clusters of them (PGK02), each carrying the area it represents.
+Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
+                               std::vector<std::string>& warnings, const std::string& label) {
+  if (geometry.isPointCloud()) {
+    if (!geometry.hasNormals()) estimateNormals(geometry);
+  } else {
+    computeVertexNormals(geometry);  // area-weighted, consistent with the triangles
+  }
+  FiberNodes nodes;
+  std::vector<int32_t> outputTriangles;
+  Discretization d;
+  const FiberDef& fiber = def.fiber;
+  if (fiber.nodeCount == 0 && fiber.nodeSpacing == 0) {
+    nodes.areas = pointAreas(geometry);
+    nodes.positions = geometry.positions;
+    nodes.normals = geometry.normals;
+    outputTriangles = geometry.triangles;  // every vertex is a node: the mesh itself moves
+    d.nodeOfVertex = identityMap(geometry.vertexCount());
+  } else {
+    SamplingParams sampling;
+    sampling.targetNodeCount = fiber.nodeCount;
+    sampling.spacing = fiber.nodeSpacing;
+    NodeSampling clusters = clusterSurface(geometry, sampling);
+    nodes.positions = std::move(clusters.positions);
+    nodes.normals = std::move(clusters.normals);
+    nodes.areas = std::move(clusters.areas);
+    d.nodeOfVertex = std::move(clusters.clusterOfPoint);
+  }
+  FiberParams params;
+  params.neighbourCount = fiber.neighbours;
+  params.samples = fiber.arcLengthSamples;
+  params.stretchStiffness = fiber.stretchStiffness;
+  params.bendStiffness = fiber.bendStiffness;
+  std::vector<std::string> modelWarnings;
+  d.model = std::make_unique<FiberModel>(nodes, def.material, params, std::move(outputTriangles),
+                                         &modelWarnings);
+  for (const auto& w : modelWarnings) warnings.push_back(label + ": " + w);
+  d.nodePositions = std::move(nodes.positions);
+  return d;
+}
+
+Discretization discretize(const BodyDef& def, Geometry geometry, std::vector<std::string>& warnings,
+                          const std::string& label) {
   try {
     if (def.model == "mass_spring") {
-      MassSpringSetup setup;
-      auto model = std::make_unique<MassSpringModel>(geometry, def.material, &setup);
-      for (const auto& w : setup.warnings) warnings.push_back(label + ": " + w);
-      return model;
+      return discretizeMassSpring(def, std::move(geometry), warnings, label);
     }
+    if (def.model == "fiber") return discretizeFiber(def, std::move(geometry), warnings, label);
   } catch (const InputError& e) {
     throw InputError(label + ": " + e.what());
   }
@@ -162,23 +240,12 @@ World buildWorld(const SceneDef& scene) {
       throw InputError(label + ": needs a file or a primitive");
     }
     applyTransform(geometry, def.transform);
-    std::vector<int32_t> remap(static_cast<size_t>(geometry.vertexCount()));
-    for (size_t i = 0; i < remap.size(); ++i) remap[i] = static_cast<int32_t>(i);
-    if (!geometry.isPointCloud()) {
-      const int32_t before = geometry.vertexCount();
-      remap = removeUnreferencedVertices(geometry);
-      if (geometry.vertexCount() != before) {
-        std::ostringstream msg;
-        msg << label << ": dropped " << before - geometry.vertexCount()
-            << " vertices that belong to no triangle";
-        world.warnings.push_back(msg.str());
-      }
-    }
+    Discretization discretization = discretize(def, std::move(geometry), world.warnings, label);
 
     Body body;
     body.name = def.name;
-    body.model = makeModel(def, geometry, world.warnings, label);
-    body.positions = geometry.positions;
+    body.model = std::move(discretization.model);
+    body.positions = std::move(discretization.nodePositions);
     body.damping = def.material.damping;
     const size_t n = static_cast<size_t>(body.model->nodeCount());
     body.velocities.resize(3 * n);
@@ -191,7 +258,8 @@ World buildWorld(const SceneDef& scene) {
       std::ostringstream pinLabel;
       pinLabel << label << ".pins[" << p << "]";
       PinGroup group;
-      group.nodes = selectPinnedNodes(def.pins[p], body.positions, remap, pinLabel.str());
+      group.nodes = selectPinnedNodes(def.pins[p], body.positions, discretization.nodeOfVertex,
+                                      pinLabel.str());
       group.path = KinematicPath(def.pins[p].path);
       for (int32_t node : group.nodes) {
         body.pinned[static_cast<size_t>(node)] = 1;

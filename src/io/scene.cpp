@@ -31,6 +31,7 @@ using json_fields::Range;
 // "did you mean" and the reference docs all read this list.
 constexpr std::string_view kModelNames[] = {
     "mass_spring",
+    "fiber",
 };
 
 // Scene files are a few kilobytes; the limits keep a hostile or corrupted file from

@@ -333,3 +333,35 @@ TEST(Run, BitIdenticalFramesWithOneAndTwoThreads) {
 
 }  // namespace
 }  // namespace shellsim
+
+namespace shellsim {
+namespace {
+
+TEST(Run, AFrameThatBlowsUpIsRecomputedWithASmallerStep) {
+  // A step 6x the stable estimate diverges; halving it up to 4 times recovers.
+  BodyDef body = sheetBody();
+  PinDef pin;
+  pin.shape = PinShape::kVertices;
+  pin.vertices = {0};
+  body.pins.push_back(pin);
+  SceneDef scene = sceneWith(body);
+  scene.time.frameRate = 10;
+  scene.time.duration = 1.0;
+  const double stable = stableTimeStep(buildWorld(scene));
+  scene.time.timeStep = 6 * stable;
+  const fs::path out = scratchFolder("retry");
+  RunOptions options;
+  options.outputFolder = out;
+  const RunReport report = runScene(scene, options);
+  EXPECT_EQ(report.framesWritten, 11);
+  EXPECT_LT(report.timeStep, 1.5 * stable);
+  bool retried = false;
+  for (const auto& w : report.warnings)
+    retried |= w.find("recomputing the frame") != std::string::npos;
+  EXPECT_TRUE(retried);
+  std::ifstream in(out / "summary.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["status"], "completed");
+}
+
+}  // namespace
+}  // namespace shellsim
