@@ -109,6 +109,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   applyScriptedMotion(world);
   computeAccelerations(world);
   checkState(world);
+  const EnergyGuard energyGuard(world);
 
   const auto record = [&](int32_t frame) {
     {
@@ -136,6 +137,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
           step(world, dt, times);
           ++report.steps;
         }
+        energyGuard.check(world);
         break;
       } catch (const NumericalError& e) {
         std::ostringstream msg;

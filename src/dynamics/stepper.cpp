@@ -3,8 +3,10 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "dynamics/contact.hpp"
@@ -167,6 +169,49 @@ void checkState(const World& world) {
       }
     }
   }
+}
+
+double totalEnergy(const World& world) {
+  double energy = 0;
+  for (const Body& body : world.bodies) {
+    energy += kineticEnergy(body) + body.elastic.total() + gravitationalEnergy(body, world.gravity);
+  }
+  return energy;
+}
+
+EnergyGuard::EnergyGuard(const World& world) {
+  enabled_ = true;
+  for (const Obstacle& obstacle : world.obstacles) enabled_ &= obstacle.path.isStatic();
+  for (const Body& body : world.bodies) {
+    for (const PinGroup& pin : body.pins) enabled_ &= pin.path.isStatic();
+    enabled_ &= body.damping >= 0;
+  }
+  initialEnergy_ = totalEnergy(world);
+  const double g = world.gravity.norm();
+  for (const Body& body : world.bodies) {
+    Vec3 lo = Vec3::Constant(std::numeric_limits<double>::infinity());
+    Vec3 hi = -lo;
+    for (size_t i = 0; i < body.positions.size(); i += 3) {
+      const Vec3 p(body.positions[i], body.positions[i + 1], body.positions[i + 2]);
+      lo = lo.cwiseMin(p);
+      hi = hi.cwiseMax(p);
+    }
+    double mass = 0;
+    for (double m : body.model->nodeMasses()) mass += m;
+    scale_ += kineticEnergy(body) + body.elastic.total() + mass * g * (hi - lo).norm();
+  }
+  scale_ = std::max(scale_, std::numeric_limits<double>::min());
+}
+
+void EnergyGuard::check(const World& world) const {
+  if (!enabled_) return;
+  const double energy = totalEnergy(world);
+  if (energy - initialEnergy_ <= kEnergyGrowthLimit * scale_) return;
+  std::ostringstream msg;
+  msg << "the total energy rose from " << initialEnergy_ << " J to " << energy
+      << " J at t = " << world.time << " s, beyond the bound of " << kEnergyGrowthLimit * scale_
+      << " J (nothing in the scene adds energy: the simulation blew up)";
+  throw NumericalError(msg.str());
 }
 
 }  // namespace shellsim

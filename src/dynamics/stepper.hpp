@@ -42,6 +42,31 @@ void applyScriptedMotion(World& world);
 // Gravitational potential energy of a body, -sum m g.x, J (zero at the origin).
 [[nodiscard]] double gravitationalEnergy(const Body& body, const Vec3& gravity);
 
+// An energy bound for worlds that no script drives: with static pins and obstacles and
+// non-negative damping, the total energy (kinetic + elastic + gravitational) can only
+// fall, up to the integrator's O(dt^2) oscillation. A run whose energy rises by more than
+// kEnergyGrowthLimit times the energy scale (initial kinetic + elastic energy plus the
+// work gravity would do over the bodies' extent) has blown up, even if no node is fast.
+inline constexpr double kEnergyGrowthLimit = 0.5;
+
+class EnergyGuard {
+ public:
+  // Records the initial energy; disabled when a pin or an obstacle moves on a script,
+  // since scripted motion does work the guard cannot account for.
+  explicit EnergyGuard(const World& world);
+  // Throws NumericalError naming the body whose energy rose the most.
+  void check(const World& world) const;
+  [[nodiscard]] bool enabled() const { return enabled_; }
+
+ private:
+  bool enabled_ = false;
+  double initialEnergy_ = 0;  // J
+  double scale_ = 0;          // J
+};
+
+// Total energy of the world, J: kinetic + elastic + gravitational.
+[[nodiscard]] double totalEnergy(const World& world);
+
 // Throws NumericalError if any position or velocity is not finite or a node is faster
 // than kMaxNodeSpeed; the message names the body, the node and the time.
 void checkState(const World& world);
