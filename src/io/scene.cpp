@@ -426,7 +426,7 @@ constexpr std::string_view kDefaultSceneJson = R"({
       "name": "sheet",
       "primitive": {"type": "sheet", "size": [1, 1, 0], "resolution": 24},
       "transform": {"translation": [0, 0, 0.8]},
-      "model": "mass_spring",
+      "model": "fiber",
       "material": {
         "young_modulus": 1e6,
         "poisson": 0.3,
@@ -952,7 +952,8 @@ std::string sceneReferenceMarkdown() {
       "\n"
       "## Example\n"
       "\n"
-      "The built-in default scene (`scenes/default.json`), a sheet dropped onto a sphere:\n"
+      "The built-in default scene (`scenes/default.json`), a fiber-shell sheet dropped onto a "
+      "sphere:\n"
       "\n"
       "```json\n" +
       std::string(kDefaultSceneJson) + "```\n";

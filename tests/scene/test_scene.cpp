@@ -139,7 +139,7 @@ TEST(SceneExamples, DefaultSceneHasTheDocumentedValues) {
   EXPECT_EQ(b.primitive->size[1], 1.0);
   EXPECT_EQ(b.primitive->resolution, 24);
   EXPECT_EQ(b.transform.translation, (Vec3d{0, 0, 0.8}));
-  EXPECT_EQ(b.model, "mass_spring");
+  EXPECT_EQ(b.model, "fiber");
   EXPECT_EQ(b.material.youngModulus, 1e6);
   EXPECT_EQ(b.material.poisson, 0.3);
   EXPECT_EQ(b.material.thickness, 1e-3);

@@ -184,7 +184,9 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
     for (size_t c = 0; c < n; ++c) {
       if (perNode[c].size() < 2) weak.push_back(static_cast<int32_t>(c));
     }
-    if (!weak.empty()) {
+    // A few such nodes are normal (the corners of a sheet are held only as fiber ends);
+    // more than 1% of the nodes means the sampling is too uneven for the neighbour count.
+    if (100 * weak.size() > n) {
       std::ostringstream msg;
       msg << "fiber network: " << weak.size() << " of " << n
           << " nodes are the centre of fewer than 2 fibers and have no stretching or bending "
