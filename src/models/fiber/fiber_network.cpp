@@ -5,32 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nanoflann.hpp>
 #include <numbers>
 #include <sstream>
 #include <utility>
 
+#include "core/spatial.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "shellsim/errors.hpp"
 
 namespace shellsim {
 namespace {
-
-// nanoflann's dataset interface over the flat positions array (nPoints, 3), no copy.
-struct FlatPoints {
-  std::span<const double> positions;  // (nPoints, 3)
-  [[nodiscard]] size_t kdtree_get_point_count() const { return positions.size() / 3; }
-  [[nodiscard]] double kdtree_get_pt(uint32_t index, size_t dim) const {
-    return positions[3 * static_cast<size_t>(index) + dim];
-  }
-  template <class Bbox>
-  bool kdtree_get_bbox(Bbox& /*bbox*/) const {
-    return false;
-  }
-};
-
-using KdTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, FlatPoints>,
-                                                   FlatPoints, 3, uint32_t>;
 
 Vec3 row(std::span<const double> flat, size_t i) {
   return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
@@ -81,8 +65,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   const size_t query = std::min(k + 5, n);
   const double cosOpening = std::cos(params.minOpeningAngleDegrees * std::numbers::pi / 180.0);
 
-  const FlatPoints dataset{positions};
-  const KdTree tree(3, dataset, nanoflann::KDTreeSingleIndexAdaptorParams(10));
+  const PointKdTree tree(positions);
 
   std::vector<std::vector<EndPair>> perNode(n);  // fibers centred at each node
   std::vector<int64_t> coincident(n, -1);        // a node at distance 0, or -1
@@ -93,7 +76,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
         std::vector<std::pair<double, uint32_t>> sorted;
         for (size_t c = r.begin(); c != r.end(); ++c) {
           const size_t count =
-              tree.knnSearch(&positions[3 * c], query, found.data(), distances2.data());
+              tree.nearest(&positions[3 * c], query, found.data(), distances2.data());
           sorted.clear();
           for (size_t i = 0; i < count; ++i) {
             if (found[i] == c) continue;
