@@ -1,0 +1,117 @@
+// Dynamics of fiber shells (wicke2005 section 4): velocity Verlet energy behaviour and
+// contact of a closed shell with the floor.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "dynamics/stepper.hpp"
+#include "dynamics/world.hpp"
+
+namespace shellsim {
+namespace {
+
+BodyDef fiberBall(double damping) {
+  BodyDef ball;
+  ball.name = "ball";
+  PrimitiveDef sphere;
+  sphere.type = PrimitiveType::kSphere;
+  sphere.radius = 0.15;
+  sphere.resolution = 20;
+  ball.primitive = sphere;
+  ball.model = "fiber";
+  ball.transform.translation = {0, 0, 0.4};
+  ball.material.youngModulus = 5e6;
+  ball.material.poisson = 0.4;
+  ball.material.thickness = 0.01;
+  ball.material.density = 1100;
+  ball.material.damping = damping;
+  return ball;
+}
+
+double lowestZ(const Body& body) {
+  double lowest = 1e300;
+  for (size_t i = 2; i < body.positions.size(); i += 3)
+    lowest = std::min(lowest, body.positions[i]);
+  return lowest;
+}
+
+// DISABLED: fails today and documents an open defect of the fiber model (issue 3): the
+// running mean of the energy drifts by 0.14 J of 0.27 J (53%) over the 20000 steps, so the
+// forces are not conservative for this strongly perturbed state (suspects: the reference
+// normals re-fitted in prepare() every step, which the energy is not differentiated
+// through). Enable it when the model is fixed.
+TEST(FiberDynamics, DISABLED_UndampedVibrationHasNoEnergyDrift) {
+  // A free-flying sphere, each node moved randomly by up to 3 mm (6% of the node
+  // spacing), without gravity or damping. Bound: over 20000 steps of a tenth of the
+  // stable-step estimate the total energy oscillates by less than 2% and its running mean
+  // drifts by less than 0.5%. At half the estimate (the automatic step) this strongly
+  // perturbed state is unstable: the estimate is made at rest, and a kinked fiber network
+  // is stiffer (measured: the energy error reaches 270% within 4000 steps).
+  SceneDef scene;
+  scene.gravity = {0, 0, 0};
+  scene.bodies.push_back(fiberBall(0.0));
+  World world = buildWorld(scene);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(-0.003, 0.003);
+  for (double& x : world.bodies[0].positions) x += u(rng);
+  computeAccelerations(world);
+  const double e0 = totalEnergy(world);
+  ASSERT_GT(world.bodies[0].elastic.total(), 0);
+  const double dt = 0.1 * stableTimeStep(world);
+  PhaseTimes times;
+  const int steps = 20000, window = 2000;
+  double worst = 0, first = 0, last = 0;
+  for (int s = 0; s < steps; ++s) {
+    step(world, dt, times);
+    const double e = totalEnergy(world);
+    worst = std::max(worst, std::abs(e - e0));
+    if (s < window) first += e / window;
+    if (s >= steps - window) last += e / window;
+  }
+  EXPECT_LT(worst, 2e-2 * e0);
+  EXPECT_LT(std::abs(last - first), 5e-3 * e0);
+}
+
+TEST(FiberDynamics, DroppedSphereBouncesAndComesToRestOnTheFloor) {
+  SceneDef scene;
+  ObstacleDef floor;
+  floor.friction = 0.5;
+  scene.obstacles.push_back(floor);
+  scene.bodies.push_back(fiberBall(2.0));
+  scene.bodies[0].initialVelocity = {0, 0, -2};
+  World world = buildWorld(scene);
+  computeAccelerations(world);
+  const EnergyGuard guard(world);
+  ASSERT_TRUE(guard.enabled());
+  const double dt = 0.5 * stableTimeStep(world);
+  PhaseTimes times;
+  double lowest = 1e300;
+  bool touched = false;
+  double maxReboundVz = -1e300;  // largest upward centre-of-mass speed after the first touch
+  for (double t = 0; t < 4.0; t += dt) {
+    step(world, dt, times);
+    const Body& ball = world.bodies[0];
+    lowest = std::min(lowest, lowestZ(ball));
+    double vz = 0, mass = 0;
+    const auto m = ball.model->nodeMasses();
+    for (size_t i = 0; i < m.size(); ++i) {
+      vz += m[i] * ball.velocities[3 * i + 2];
+      mass += m[i];
+    }
+    vz /= mass;
+    touched |= lowestZ(ball) < 1e-3;
+    if (touched) maxReboundVz = std::max(maxReboundVz, vz);
+  }
+  guard.check(world);
+  EXPECT_GT(maxReboundVz, 0.5) << "the shell did not bounce";
+  EXPECT_GE(lowest, 0.0);
+  double mass = 0;
+  for (double m : world.bodies[0].model->nodeMasses()) mass += m;
+  EXPECT_LT(kineticEnergy(world.bodies[0]), 1e-4 * mass * 9.81 * 0.25);
+  for (double x : world.bodies[0].positions) ASSERT_TRUE(std::isfinite(x));
+}
+
+}  // namespace
+}  // namespace shellsim
