@@ -32,8 +32,9 @@ struct Incidence {
   std::vector<int32_t> entries;  // (nElements * K): element * K + slot
 };
 
-// elementNodes has shape (nElements, K). Throws nothing; indices must be in [0, nNodes).
-inline Incidence buildIncidence(std::span<const int32_t> elementNodes, int k, int32_t nodeCount) {
+// elementNodes has shape (nElements, K) for any K: entry i is element i / K, slot i % K.
+// Throws nothing; indices must be in [0, nNodes).
+inline Incidence buildIncidence(std::span<const int32_t> elementNodes, int32_t nodeCount) {
   Incidence incidence;
   incidence.offsets.assign(static_cast<size_t>(nodeCount) + 1, 0);
   for (int32_t node : elementNodes) ++incidence.offsets[static_cast<size_t>(node) + 1];
@@ -47,7 +48,6 @@ inline Incidence buildIncidence(std::span<const int32_t> elementNodes, int k, in
     incidence.entries[static_cast<size_t>(cursor[static_cast<size_t>(elementNodes[i])]++)] =
         static_cast<int32_t>(i);
   }
-  (void)k;
   return incidence;
 }
 

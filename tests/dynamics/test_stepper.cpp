@@ -39,6 +39,16 @@ BodyDef sheetBody(int resolution = 8) {
   return body;
 }
 
+// A sheet with vertex 0 pinned, so that it swings and deforms under gravity.
+BodyDef sheetPinnedAtVertexZero() {
+  BodyDef body = sheetBody();
+  PinDef pin;
+  pin.shape = PinShape::kVertices;
+  pin.vertices = {0};
+  body.pins.push_back(pin);
+  return body;
+}
+
 SceneDef sceneWith(BodyDef body) {
   SceneDef scene;
   scene.bodies.push_back(std::move(body));
@@ -265,13 +275,9 @@ TEST(Run, WritesFramesAndSummary) {
 }
 
 TEST(Run, BlowUpIsCaughtAndEarlierFramesStayValid) {
-  BodyDef body = sheetBody();
+  BodyDef body = sheetPinnedAtVertexZero();
   body.material.youngModulus = 1e9;  // far too stiff for the requested step
   body.initialVelocity = {0, 0, 0.1};
-  PinDef pin;
-  pin.shape = PinShape::kVertices;
-  pin.vertices = {0};
-  body.pins.push_back(pin);
   SceneDef scene = sceneWith(body);
   scene.time.frameRate = 100;
   scene.time.timeStep = 1e-3;
@@ -323,20 +329,9 @@ TEST(Run, BitIdenticalFramesWithOneAndTwoThreads) {
   EXPECT_EQ(std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * sizeof(double)), 0);
 }
 
-}  // namespace
-}  // namespace shellsim
-
-namespace shellsim {
-namespace {
-
 TEST(Run, AFrameThatBlowsUpIsRecomputedWithASmallerStep) {
   // A step 6x the stable estimate diverges; halving it up to 4 times recovers.
-  BodyDef body = sheetBody();
-  PinDef pin;
-  pin.shape = PinShape::kVertices;
-  pin.vertices = {0};
-  body.pins.push_back(pin);
-  SceneDef scene = sceneWith(body);
+  SceneDef scene = sceneWith(sheetPinnedAtVertexZero());
   scene.time.frameRate = 10;
   scene.time.duration = 1.0;
   const double stable = stableTimeStep(buildWorld(scene));
@@ -368,12 +363,8 @@ TEST(EnergyGuard, CatchesEnergyGrowthWithoutFastNodes) {
 }
 
 TEST(EnergyGuard, IsOffWhenAScriptDoesWork) {
-  BodyDef body = sheetBody();
-  PinDef pin;
-  pin.shape = PinShape::kVertices;
-  pin.vertices = {0};
-  pin.path = {{0.0, {0, 0, 0}}, {1.0, {0, 0, 1}}};
-  body.pins.push_back(pin);
+  BodyDef body = sheetPinnedAtVertexZero();
+  body.pins[0].path = {{0.0, {0, 0, 0}}, {1.0, {0, 0, 1}}};
   World world = buildWorld(sceneWith(body));
   computeAccelerations(world);
   const EnergyGuard guard(world);

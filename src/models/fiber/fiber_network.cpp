@@ -160,7 +160,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
           }
         }
       });
-  net.incidence = buildIncidence(net.fiberNodes, 3, net.nodeCount);
+  net.incidence = buildIncidence(net.fiberNodes, net.nodeCount);
 
   if (warnings != nullptr) {
     std::vector<int32_t> weak;

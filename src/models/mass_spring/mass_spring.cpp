@@ -119,7 +119,7 @@ MassSpringModel::MassSpringModel(const Geometry& mesh, const MaterialDef& materi
     }
   }
 
-  incidence_ = buildIncidence(springNodes_, 2, nodeCount_);
+  incidence_ = buildIncidence(springNodes_, nodeCount_);
 
   if (setup != nullptr && !material.stiffness && std::abs(material.poisson - 1.0 / 3.0) > 0.05) {
     std::ostringstream msg;
