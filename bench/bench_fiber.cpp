@@ -38,7 +38,6 @@ void BM_FiberForces(benchmark::State& state) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<double> u(-1e-4, 1e-4);
   for (double& v : x) v += u(rng);
-  model.prepare(x);
   std::vector<double> gradient(x.size());
   const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
   for (auto _ : state) {
@@ -57,30 +56,6 @@ void BM_FiberForces(benchmark::State& state) {
 // ~10^3, 10^4, 10^5, 10^6 fibers (4 per node).
 BENCHMARK(BM_FiberForces)
     ->ArgsProduct({{16, 50, 158, 500}, {1, 2}})
-    ->ArgNames({"side", "threads"})
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
-
-// Reference normals update (shape matching per node), once per step.
-void BM_FiberPrepare(benchmark::State& state) {
-  const shellsim::FiberNodes nodes = sheetNodes(static_cast<int>(state.range(0)));
-  shellsim::FiberModel model(nodes, shellsim::MaterialDef{});
-  std::vector<double> x = nodes.positions;
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<double> u(-1e-4, 1e-4);
-  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
-  for (auto _ : state) {
-    state.PauseTiming();
-    for (double& v : x) v += u(rng) * 1e-2;
-    state.ResumeTiming();
-    model.prepare(x);
-  }
-  state.counters["ns_per_fiber"] = benchmark::Counter(
-      static_cast<double>(model.elementCount()) * static_cast<double>(state.iterations()) * 1e-9,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-}
-BENCHMARK(BM_FiberPrepare)
-    ->ArgsProduct({{158}, {1, 2}})
     ->ArgNames({"side", "threads"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

@@ -37,18 +37,24 @@ double lowestZ(const Body& body) {
   return lowest;
 }
 
-// DISABLED: fails today and documents an open defect of the fiber model (issue 3): the
-// running mean of the energy drifts by 0.14 J of 0.27 J (53%) over the 20000 steps, so the
-// forces are not conservative for this strongly perturbed state (suspects: the reference
-// normals re-fitted in prepare() every step, which the energy is not differentiated
-// through). Enable it when the model is fixed.
-TEST(FiberDynamics, DISABLED_UndampedVibrationHasNoEnergyDrift) {
-  // A free-flying sphere, each node moved randomly by up to 3 mm (6% of the node
-  // spacing), without gravity or damping. Bound: over 20000 steps of a tenth of the
-  // stable-step estimate the total energy oscillates by less than 2% and its running mean
-  // drifts by less than 0.5%. At half the estimate (the automatic step) this strongly
-  // perturbed state is unstable: the estimate is made at rest, and a kinked fiber network
-  // is stiffer (measured: the energy error reaches 270% within 4000 steps).
+// A free-flying sphere, each node moved randomly by up to 3 mm (6% of the node spacing),
+// without gravity or damping, integrated for 20000 steps. Velocity Verlet conserves a
+// shadow energy, so the total energy oscillates by O(dt^2) around a constant and its
+// running mean must not drift. Measured (RelWithDebInfo):
+//   0.1 x stable step: oscillation 0.23% of E0, drift of the 2000-step mean 0.006%;
+//   0.5 x stable step (the automatic step): oscillation 5.4%, drift 0.03%.
+// Bounds: oscillation 0.5% / 10%, drift 0.05% / 0.2%. (Before the reference normals
+// became functions of the positions, the mean drifted by 1.1% at 0.1 x.)
+struct DriftCase {
+  double stepFraction;
+  double oscillationBound;  // relative to E0
+  double driftBound;        // relative to E0
+};
+
+class FiberEnergyDrift : public ::testing::TestWithParam<DriftCase> {};
+
+TEST_P(FiberEnergyDrift, UndampedVibrationHasNoEnergyDrift) {
+  const DriftCase c = GetParam();
   SceneDef scene;
   scene.gravity = {0, 0, 0};
   scene.bodies.push_back(fiberBall(0.0));
@@ -59,7 +65,7 @@ TEST(FiberDynamics, DISABLED_UndampedVibrationHasNoEnergyDrift) {
   computeAccelerations(world);
   const double e0 = totalEnergy(world);
   ASSERT_GT(world.bodies[0].elastic.total(), 0);
-  const double dt = 0.1 * stableTimeStep(world);
+  const double dt = c.stepFraction * stableTimeStep(world);
   PhaseTimes times;
   const int steps = 20000, window = 2000;
   double worst = 0, first = 0, last = 0;
@@ -70,9 +76,16 @@ TEST(FiberDynamics, DISABLED_UndampedVibrationHasNoEnergyDrift) {
     if (s < window) first += e / window;
     if (s >= steps - window) last += e / window;
   }
-  EXPECT_LT(worst, 2e-2 * e0);
-  EXPECT_LT(std::abs(last - first), 5e-3 * e0);
+  EXPECT_LT(worst, c.oscillationBound * e0);
+  EXPECT_LT(std::abs(last - first), c.driftBound * e0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Steps, FiberEnergyDrift,
+                         ::testing::Values(DriftCase{0.1, 5e-3, 5e-4}, DriftCase{0.5, 0.1, 2e-3}),
+                         [](const ::testing::TestParamInfo<DriftCase>& info) {
+                           return info.param.stepFraction < 0.2 ? "TenthOfTheStableStep"
+                                                                : "HalfOfTheStableStep";
+                         });
 
 TEST(FiberDynamics, DroppedSphereBouncesAndComesToRestOnTheFloor) {
   SceneDef scene;
@@ -90,7 +103,7 @@ TEST(FiberDynamics, DroppedSphereBouncesAndComesToRestOnTheFloor) {
   double lowest = 1e300;
   bool touched = false;
   double maxReboundVz = -1e300;  // largest upward centre-of-mass speed after the first touch
-  for (double t = 0; t < 4.0; t += dt) {
+  for (double t = 0; t < 9.0; t += dt) {
     step(world, dt, times);
     const Body& ball = world.bodies[0];
     lowest = std::min(lowest, lowestZ(ball));
@@ -104,6 +117,9 @@ TEST(FiberDynamics, DroppedSphereBouncesAndComesToRestOnTheFloor) {
     touched |= lowestZ(ball) < 1e-3;
     if (touched) maxReboundVz = std::max(maxReboundVz, vz);
   }
+  // The sampled ball is not perfectly round: after the bounces it rocks and rolls to its
+  // stable orientation, and rests after ~8 s (measured kinetic energy 2.6e-8 J at 9.7 s;
+  // 3.5e-3 J at 5.7 s while it still rolls).
   guard.check(world);
   EXPECT_GT(maxReboundVz, 0.5) << "the shell did not bounce";
   EXPECT_GE(lowest, 0.0);

@@ -319,10 +319,11 @@ TEST(FiberKernel, AngleOfACircularArcIsTheSplinesExactTurningWithTheRightSign) {
     EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0, 1, 0)), exact, 1e-14);
     EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0, -1, 0)), -exact, 1e-14);
     // Tilting N towards the chord leaves b, hence theta, unchanged; tilting it about the
-    // chord projects the turning: theta = atan2(|t0 x t1| cos(tilt), <t0, t1>).
+    // chord by tau measures the arc projected onto the normal plane span(chord, N), whose
+    // tangents are (t_x, t_y cos tau): theta = 2 atan(tan(exact / 2) cos tau).
     EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0.3, 1, 0).normalized()), exact, 1e-14);
     const double tilt = 0.4;
-    const double projected = std::atan2(std::tan(exact) * std::cos(tilt), 1.0);
+    const double projected = 2 * std::atan(std::tan(exact / 2) * std::cos(tilt));
     EXPECT_NEAR(fiber::fiberTangentAngle(x.data(), Vec3(0, std::cos(tilt), std::sin(tilt))),
                 projected, 1e-12);
   }
@@ -443,7 +444,6 @@ TEST_P(FiberContract, GradientMatchesFiniteDifferences) {
   FiberModel model(n, rubber());
   const double scale = meanRestLength(model);
   const auto x = perturbed(n.positions, 0.05 * scale, 1);
-  model.prepare(x);
   EXPECT_GT(model.energy(x).stretching, 0);
   EXPECT_GT(model.energy(x).bending, 0);
   // Central differences converge as step^2 (measured on the bunny: relative error 1.1e-4,
@@ -457,56 +457,60 @@ TEST_P(FiberContract, HessianMatchesFiniteDifferences) {
   FiberModel model(n, rubber());
   const double scale = meanRestLength(model);
   const auto x = perturbed(n.positions, 0.05 * scale, 2);
-  model.prepare(x);
   EXPECT_TRUE(hessianMatchesFiniteDifferences(model, x, 1e-6 * scale, 1e-6));
 }
 
-TEST_P(FiberContract, InvariantUnderRigidMotionWhenPrepared) {
+TEST_P(FiberContract, InvariantUnderRigidMotion) {
   const FiberNodes n = nodes();
   FiberModel model(n, rubber());
   const auto x = perturbed(n.positions, 0.05 * meanRestLength(model), 3);
   EXPECT_TRUE(rigidMotionInvariant(model, x, 1e-9));
+  // The reference normals, functions of the positions, turn with the body.
   const Eigen::Matrix3d r = Eigen::AngleAxisd(0.7, Vec3(1, 2, 3).normalized()).toRotationMatrix();
-  // The reference normals turned with the body.
-  model.prepare(n.positions);
-  const std::vector<double> before(model.referenceNormals().begin(),
-                                   model.referenceNormals().end());
-  std::vector<double> rotated(n.positions.size());
+  const std::vector<double> before = model.referenceNormals(x);
+  std::vector<double> rotated(x.size());
   for (size_t i = 0; i < rotated.size() / 3; ++i) {
-    const Vec3 p = r * Vec3(n.positions[3 * i], n.positions[3 * i + 1], n.positions[3 * i + 2]);
+    const Vec3 p = r * Vec3(x[3 * i], x[3 * i + 1], x[3 * i + 2]) + Vec3(0.3, -2, 5);
     for (int c = 0; c < 3; ++c) rotated[3 * i + static_cast<size_t>(c)] = p[c];
   }
-  model.prepare(rotated);
+  const std::vector<double> after = model.referenceNormals(rotated);
   for (size_t i = 0; i < before.size() / 3; ++i) {
     const Vec3 expected = r * Vec3(before[3 * i], before[3 * i + 1], before[3 * i + 2]);
-    const auto after = model.referenceNormals();
     ASSERT_LT((Vec3(after[3 * i], after[3 * i + 1], after[3 * i + 2]) - expected).norm(), 1e-9)
         << i;
   }
 }
 
-TEST_P(FiberContract, ZeroNetForceAndSmallNetTorque) {
-  // The net force vanishes to round-off (the energy is translation invariant for fixed
-  // reference normals). The net torque does NOT vanish exactly: with the normals N_j held
-  // fixed while differentiating, E(x; N) is not invariant under rotating x alone; the
-  // identity is sum_i x_i x g_i = -sum_j N_j x dE/dN_j, non-zero where a fiber kinked in
-  // the tangent plane carries a bending moment (theta depends on N through the rotation
-  // of b about the chord). Measured: |torque| / sum |g_i| max(1, |x_i|) ~ 1e-7 (sheet,
-  // sphere) to 1.2e-6 (bunny) at 5% random perturbation; the bound below is 1e-5, and the
-  // zeroNetForceAndTorque check at 1e-12 fails for this model (see the report).
+TEST_P(FiberContract, ZeroNetForceAndTorque) {
+  // The energy is a function of the positions alone (the reference normals included), and
+  // invariant under translation and rotation, so the net force and torque vanish to
+  // round-off (relative to sum |g_i| max(1, |x_i|)).
   const FiberNodes n = nodes();
   FiberModel model(n, rubber());
   const auto x = perturbed(n.positions, 0.05 * meanRestLength(model), 4);
-  model.prepare(x);
-  EXPECT_TRUE(zeroNetForceAndTorque(model, x, 1e-5));
-  const std::vector<double> g = testing::gradientAt(model, x);
-  Vec3 force = Vec3::Zero();
-  double scale = 0;
-  for (size_t i = 0; i < g.size() / 3; ++i) {
-    force += Vec3(g[3 * i], g[3 * i + 1], g[3 * i + 2]);
-    scale += Vec3(g[3 * i], g[3 * i + 1], g[3 * i + 2]).norm();
+  EXPECT_TRUE(zeroNetForceAndTorque(model, x, 1e-11));
+}
+
+TEST_P(FiberContract, ReferenceNormalsAgreeWithTheInputNormalsAtRest) {
+  // The patch plane of a sampled smooth surface is close to its tangent plane, so at rest
+  // the reference normals agree with the input normals on average, and none is flipped
+  // (the worst node of the coarse bunny, at an ear's rim, is 60 degrees off: its patch
+  // spans the rim).
+  const FiberNodes n = nodes();
+  const FiberModel model(n, rubber());
+  const std::vector<double> normals = model.referenceNormals(n.positions);
+  double worst = 1, mean = 0;
+  for (size_t i = 0; i < normals.size() / 3; ++i) {
+    const Vec3 given =
+        Vec3(n.normals[3 * i], n.normals[3 * i + 1], n.normals[3 * i + 2]).normalized();
+    const Vec3 mine(normals[3 * i], normals[3 * i + 1], normals[3 * i + 2]);
+    EXPECT_NEAR(mine.norm(), 1.0, 1e-12);
+    worst = std::min(worst, mine.dot(given));
+    mean += mine.dot(given);
   }
-  EXPECT_LT(force.norm(), 1e-12 * scale);
+  mean /= static_cast<double>(normals.size() / 3);
+  EXPECT_GT(worst, 0.4);
+  EXPECT_GT(mean, 0.95);  // measured: 0.966 on the bunny
 }
 
 INSTANTIATE_TEST_SUITE_P(Networks, FiberContract, ::testing::Values("sheet", "sphere", "bunny"));
@@ -563,7 +567,6 @@ TEST(FiberModel, EquibiaxialStretchStoresThePlateEnergy) {
   const double eps = 1e-4;
   std::vector<double> x = n.positions;
   for (double& v : x) v *= 1 + eps;
-  model.prepare(x);
   std::vector<double> stretch(n.areas.size());
   model.nodeValues(x, stretch, {}, {});
   const double density =
@@ -603,7 +606,6 @@ double interiorBendingRatio(const FiberNodes& n, int nx, int ny, int neighbours,
   params.neighbourCount = neighbours;
   FiberModel model(n, material, params);
   const std::vector<double> x = rollUp(n.positions, kappa, across);
-  model.prepare(x);
   std::vector<double> bend(n.areas.size());
   model.nodeValues(x, {}, bend, {});
   const double d = material.youngModulus * std::pow(material.thickness, 3) /
@@ -682,7 +684,6 @@ TEST(FiberModel, GradientIsBitIdenticalWithOneAndTwoThreads) {
   FiberModel model(n, rubber());
   ASSERT_GT(model.elementCount(), 10000);
   const auto x = perturbed(n.positions, 0.003, 9);
-  model.prepare(x);
   const auto run = [&](int threads) {
     const ThreadLimit limit(threads);
     std::vector<double> g(x.size(), 0.0);
@@ -705,7 +706,6 @@ TEST(FiberModel, GradientIsBitIdenticalWithOneAndTwoThreads) {
 double verletEnergyGrowth(FiberModel& model, std::vector<double> x, double dt, int steps) {
   const auto m = model.nodeMasses();
   std::vector<double> v(x.size(), 0.0), g(x.size());
-  model.prepare(x);
   const double initial = model.energy(x).total();
   double worst = 1;
   std::fill(g.begin(), g.end(), 0.0);
@@ -715,7 +715,6 @@ double verletEnergyGrowth(FiberModel& model, std::vector<double> x, double dt, i
       v[i] -= 0.5 * dt * g[i] / m[i / 3];
       x[i] += dt * v[i];
     }
-    model.prepare(x);
     std::fill(g.begin(), g.end(), 0.0);
     const double potential = model.addGradient(x, g).total();
     double kinetic = 0;
@@ -743,7 +742,6 @@ TEST(FiberModel, StableTimeStepIsStableAndFiveTimesItIsNot) {
 
   // Against the exact limit 2 / sqrt(lambda_max(M^-1 K)) at rest from a dense eigen-solve.
   std::vector<Eigen::Triplet<double>> triplets;
-  model.prepare(n.positions);
   ASSERT_TRUE(model.addHessian(n.positions, triplets));
   const auto dofs = static_cast<Eigen::Index>(n.positions.size());
   Eigen::SparseMatrix<double> k(dofs, dofs);
@@ -765,8 +763,7 @@ TEST(FiberModel, SurfaceIsAPointCloudWithReferenceNormalsOrTheGivenMesh) {
   const FiberModel cloud(n, rubber());
   const Geometry g = cloud.surface(n.positions);
   EXPECT_TRUE(g.isPointCloud());
-  EXPECT_EQ(g.normals,
-            std::vector<double>(cloud.referenceNormals().begin(), cloud.referenceNormals().end()));
+  EXPECT_EQ(g.normals, cloud.referenceNormals(n.positions));
   const FiberModel mesh(n, rubber(), {}, {0, 1, 5, 0, 5, 4});
   const Geometry m = mesh.surface(n.positions);
   EXPECT_EQ(m.triangleCount(), 2);

@@ -26,51 +26,60 @@ Mat6 arcLengthHessianReduced(const Reduced& z, int samples) {
 }
 
 Mat6 tangentAngleHessianReduced(const Reduced& z, const Vec3& normal) {
-  using Vec6 = Eigen::Matrix<double, 6, 1>;
+  return tangentAngleHessianWithNormal(z, normal).topLeftCorner<6, 6>();
+}
+
+Mat9 tangentAngleHessianWithNormal(const Reduced& z, const Vec3& normal) {
+  using Vec9 = Eigen::Matrix<double, 9, 1>;
   constexpr double kBeta = kTangentWeight;
   const AngleTerms t = angleTerms(z, normal);
-  const double r2 = t.x * t.x + t.y * t.y;
-  if (!(r2 > 0) || !(t.s > 0)) return Mat6::Zero();
+  if (!(t.ee > 0) || !(t.s > 0)) return Mat9::Zero();
   const Mat3 identity = Mat3::Identity();
   const Vec3& e = z.e;
   const Vec3& q = z.q;
   const Vec3& n = normal;
 
-  // Y = (e.N)(q.e) - |e|^2 (q.N): gradient and Hessian.
-  Vec6 dY;
-  dY << t.qe * n + t.eN * q - 2.0 * t.qN * e, t.eN * e - t.ee * n;
-  Mat6 hY = Mat6::Zero();
-  hY.topLeftCorner<3, 3>() = n * q.transpose() + q * n.transpose() - 2.0 * t.qN * identity;
-  hY.topRightCorner<3, 3>() = n * e.transpose() + t.eN * identity - 2.0 * e * n.transpose();
-  hY.bottomLeftCorner<3, 3>() = hY.topRightCorner<3, 3>().transpose();
+  // Y = (e.N)(q.e) - |e|^2 (q.N): gradient and Hessian over (e, q, N).
+  Vec9 dY;
+  dY << t.qe * n + t.eN * q - 2.0 * t.qN * e, t.eN * e - t.ee * n, t.qe * e - t.ee * q;
+  Mat9 hY = Mat9::Zero();
+  hY.block<3, 3>(0, 0) = n * q.transpose() + q * n.transpose() - 2.0 * t.qN * identity;
+  hY.block<3, 3>(0, 3) = n * e.transpose() + t.eN * identity - 2.0 * e * n.transpose();
+  hY.block<3, 3>(6, 0) = e * q.transpose() + t.qe * identity - 2.0 * q * e.transpose();
+  hY.block<3, 3>(6, 3) = e * e.transpose() - t.ee * identity;
+  hY.block<3, 3>(3, 0) = hY.block<3, 3>(0, 3).transpose();
+  hY.block<3, 3>(0, 6) = hY.block<3, 3>(6, 0).transpose();
+  hY.block<3, 3>(3, 6) = hY.block<3, 3>(6, 3).transpose();
 
-  // g = 1/s, s = |P e|: gradient and Hessian (e block only).
+  // g = 1/s = (s^2)^(-1/2), s^2 = |e|^2 - (e.N)^2.
   const Vec3 pe = e - t.eN * n;
   const double g = 1.0 / t.s;
   const double g3 = g * g * g;
-  Vec6 dg = Vec6::Zero();
-  dg.head<3>() = -g3 * pe;
-  Mat6 hg = Mat6::Zero();
-  hg.topLeftCorner<3, 3>() =
-      -g3 * (identity - n * n.transpose()) + 3.0 * g3 * g * g * pe * pe.transpose();
+  Vec9 dS2 = Vec9::Zero();
+  dS2.head<3>() = 2.0 * pe;
+  dS2.tail<3>() = -2.0 * t.eN * e;
+  Mat9 hS2 = Mat9::Zero();
+  hS2.block<3, 3>(0, 0) = 2.0 * (identity - n * n.transpose());
+  hS2.block<3, 3>(6, 0) = -2.0 * (e * n.transpose() + t.eN * identity);  // rows N, cols e
+  hS2.block<3, 3>(0, 6) = hS2.block<3, 3>(6, 0).transpose();
+  hS2.block<3, 3>(6, 6) = -2.0 * e * e.transpose();
+  const Vec9 dg = -0.5 * g3 * dS2;
+  const Mat9 hg = -0.5 * g3 * hS2 + 0.75 * g3 * g * g * dS2 * dS2.transpose();
 
-  // y = 2 beta Y g, x = |e|^2 - beta^2 |q|^2.
-  const Vec6 dy = 2.0 * kBeta * (g * dY + t.yNum * dg);
-  const Mat6 hy = 2.0 * kBeta * (g * hY + dY * dg.transpose() + dg * dY.transpose() + t.yNum * hg);
-  Vec6 dx;
-  dx << 2.0 * e, -2.0 * kBeta * kBeta * q;
-  Mat6 hx = Mat6::Zero();
-  hx.topLeftCorner<3, 3>() = 2.0 * identity;
-  hx.bottomRightCorner<3, 3>() = -2.0 * kBeta * kBeta * identity;
+  // y = 2 beta Y g.
+  const Vec9 dy = 2.0 * kBeta * (g * dY + t.yNum * dg);
+  const Mat9 hy = 2.0 * kBeta * (g * hY + dY * dg.transpose() + dg * dY.transpose() + t.yNum * hg);
 
-  // Second derivatives of atan2(y, x).
-  const double r4 = r2 * r2;
-  const double thetaX = -t.y / r2;
-  const double thetaY = t.x / r2;
-  const double thetaXX = 2.0 * t.x * t.y / r4;
-  const double thetaXY = (t.y * t.y - t.x * t.x) / r4;
-  return thetaX * hx + thetaY * hy + thetaXX * (dx * dx.transpose() - dy * dy.transpose()) +
-         thetaXY * (dx * dy.transpose() + dy * dx.transpose());
+  // u = y / (2 |e|^2), theta = 2 atan(u).
+  const double ee = t.ee;
+  Vec9 dEE = Vec9::Zero();
+  dEE.head<3>() = 2.0 * e;
+  Mat9 hu = hy / (2.0 * ee) - (dy * dEE.transpose() + dEE * dy.transpose()) / (2.0 * ee * ee) +
+            t.y * dEE * dEE.transpose() / (ee * ee * ee);
+  hu.block<3, 3>(0, 0) -= t.y / (ee * ee) * identity;  // - y H(|e|^2) / (2 |e|^4)
+  const Vec9 du = dy / (2.0 * ee) - t.y / (2.0 * ee * ee) * dEE;
+  const double onePlus = 1.0 + t.u * t.u;
+  return 2.0 / onePlus * hu - 4.0 * t.u / (onePlus * onePlus) * du * du.transpose();
 }
 
 Mat9 expandReducedHessian(const Mat6& h) {

@@ -42,45 +42,64 @@
 //
 // Tangential angle, eq. (38). The printed sign(<N, f''>) * arccos(<t0, t1>/|t0||t1|) has an
 // infinite derivative at theta = 0, i.e. on every straight fiber (the rest state of a flat
-// sheet), and a sign that jumps. We use instead the signed angle
-//     theta = atan2( <t0 x t1, b>, <t0, t1> ),   b = (N x t_c) / |N x t_c|,
-// where t0 = f1'(0) = e - (3/4) q and t1 = f2'(1) = e + (3/4) q are the end tangents,
-// t_c = e and N is the reference normal at the centre. With beta = 3/4:
-//     t0 x t1 = 2 beta (e x q),   <t0, t1> = |e|^2 - beta^2 |q|^2,
-//     <e x q, N x e> = (e.N)(q.e) - |e|^2 (q.N)                 (Binet-Cauchy),
-// so, with s = |N x e| = sqrt(|e|^2 - (e.N)^2) for unit N,
-//     y = 2 beta [ (e.N)(q.e) - |e|^2 (q.N) ] / s,     x = |e|^2 - beta^2 |q|^2,
-//     theta = atan2(y, x).
+// sheet), and a sign that jumps. We measure instead the turning of the spline in the
+// fiber's normal plane span(t_c, N): with t0 = f1'(0) = e - (3/4) q and t1 = f2'(1) =
+// e + (3/4) q the end tangents, t_c = e, N the reference normal at the centre,
+// b = (N x e) / |N x e| the bending axis and nu = b x e / |e| the in-plane "up" direction
+// (N with its chord component removed, normalised), the tangents projected onto the normal
+// plane are |e| e^ -+ beta (q.e^) e^ -+ beta (q.nu) nu. Dropping the chord components
+// +-beta (q.e^) (an imbalance of the legs, a membrane effect: it turns a fiber whose centre
+// slid past an end into a hairpin), the two tangents are |e| e^ -+ beta (q.nu) nu, which turn
+// by exactly
+//     theta = 2 atan( -beta (q.nu) / |e| ) = 2 atan( y / (2 |e|^2) ),   beta = 3/4,
+//     y = <t0 x t1, b> = 2 beta <e x q, b> = -2 beta |e| (q.nu).
+// theta is smooth wherever |N x e| > 0, lies in (-pi, pi) (a fold approaches +-pi and stays
+// there: no branch cut to jump across) and is blind to kinks within the tangent plane (q
+// along b) and along the chord. Earlier versions used atan2(y, <t0, t1>): a fiber kinked
+// in-plane to an opening of 112.6 degrees, or whose centre slid past an end, reaches
+// atan2's singular point x = y = 0, where forces blow up and theta jumps by up to 2 pi
+// (a spot drop gained 20% of its energy in single steps this way).
+// For y, Binet-Cauchy gives <e x q, N x e> = (e.N)(q.e) - |e|^2 (q.N), so, with
+// s = |N x e| = sqrt(|e|^2 - (e.N)^2) for unit N,
+//     y = 2 beta [ (e.N)(q.e) - |e|^2 (q.N) ] / s.
 // SIGN: theta > 0 when the fiber bends AWAY from N (q.N < 0 for a fiber across a ridge),
 // i.e. a sphere with outward normals has theta > 0 and the same sphere with inward normals
-// (concave) theta < 0; a straight fiber has theta = 0. A fiber folded within the tangent
-// plane has y = 0 and theta = 0 as long as x > 0, which the network guarantees at rest by
-// requiring the legs to open by >= 120 degrees (x > 0 needs > 112.6 degrees for equal
-// legs, see fiber_network.hpp).
+// (concave) theta < 0; a straight fiber, or one kinked within the tangent plane, has
+// theta = 0.
 // b depends on positions through t_c = e; that dependence is differentiated:
 //     Y = (e.N)(q.e) - |e|^2 (q.N)
 //     dY/de = (q.e) N + (e.N) q - 2 (q.N) e,     dY/dq = (e.N) e - |e|^2 N
 //     ds/de = (e - (e.N) N) / s = P e / s,       P = I - N N^T
 //     dy/de = 2 beta ( dY/de / s - Y P e / s^3 ),  dy/dq = 2 beta dY/dq / s
-//     dx/de = 2 e,   dx/dq = -2 beta^2 q
-//     dtheta = (x dy - y dx) / (x^2 + y^2).
+//     u = y / (2 |e|^2):  du = dy / (2 |e|^2) - y / |e|^4 (e, 0),  dtheta = 2 du / (1 + u^2).
 // Second derivatives (used by the Hessian):
 //     d2Y/de2 = N q^T + q N^T - 2 (q.N) I,   d2Y/de dq = N e^T + (e.N) I - 2 e N^T,
 //     d2Y/dq2 = 0;   g = 1/s: dg/de = -P e / s^3, d2g/de2 = -P / s^3 + 3 (P e)(P e)^T / s^5
 //     y = 2 beta Y g  ->  H_y = 2 beta (g H_Y + dY dg^T + dg dY^T + Y H_g)
-//     H_x = diag(2 I, -2 beta^2 I)
-//     H_theta = theta_x H_x + theta_y H_y + theta_xx dx dx^T + theta_yy dy dy^T
-//               + theta_xy (dx dy^T + dy dx^T),
-//     theta_x = -y/r^2, theta_y = x/r^2, theta_xx = 2xy/r^4 = -theta_yy,
-//     theta_xy = (y^2 - x^2)/r^4.
+//     with d(|e|^2) = (2 e, 0), H(|e|^2) = diag(2 I, 0):
+//     H_u = H_y / (2|e|^2) - (dy d|e|^2^T + d|e|^2 dy^T) / (2 |e|^4)
+//           + y d|e|^2 d|e|^2^T / |e|^6 - y H(|e|^2) / (2 |e|^4)
+//     H_theta = 2 H_u / (1 + u^2) - 4 u du du^T / (1 + u^2)^2.
+// The reference normal N is itself a function of the positions (fiber_model.hpp: the
+// oriented best-fit plane of the centre's neighbourhood), so theta is also differentiated
+// w.r.t. N, treated as a free 3-vector in the formulas above (N stays unit, so only the
+// tangential part of these derivatives matters, and any extension off |N| = 1 gives it):
+//     dY/dN = (q.e) e - |e|^2 q,     s^2 = |e|^2 - (e.N)^2,   d(s^2)/dN = -2 (e.N) e
+//     dg/dN = g^3 (e.N) e,           dy/dN = 2 beta (g dY/dN + Y dg/dN),
+//     dtheta/dN = 2 / (1 + u^2) dy/dN / (2 |e|^2)
+// and for the Hessian over (e, q, N):
+//     d2Y/dN de = e q^T + (q.e) I - 2 q e^T,   d2Y/dN dq = e e^T - |e|^2 I,   d2Y/dN2 = 0
+//     d2g = -1/2 g^3 d2(s^2) + 3/4 g^5 d(s^2) d(s^2)^T with d(s^2) = (2 P e, 0, -2 (e.N) e),
+//     d2(s^2)/de2 = 2 P,  d2(s^2)/dN de = -2 (e N^T + (e.N) I),  d2(s^2)/dN2 = -2 e e^T.
 // Small-curvature limit: three points on a normal section of curvature kappa_n, spaced h
 // along the chord, give theta = 2 atan(3/2 tan(phi/2)) for a circular arc of half-angle phi,
 // i.e. theta ~ (3/4) kappa_n l: the natural spline's curvature is a hat function that
 // vanishes at the ends, so its total turning is 3/4 of the circle's. The stiffness mapping
 // in fiber_model.hpp uses this factor.
-// Degenerate case: when the chord e is parallel to N (s = 0) the direction b is undefined;
+// Degenerate cases: when the chord e is parallel to N (s = 0) the direction b is undefined;
 // s is clamped below by 1e-12 |e| so the values stay finite (the derivative is then not
-// exact; the network never creates such fibers at rest).
+// exact; the network never creates such fibers at rest). When both ends coincide (e = 0)
+// theta = 0 with zero derivatives.
 #pragma once
 
 #include <Eigen/Core>
@@ -150,9 +169,10 @@ inline double arcLength(const Reduced& z, int samples, Vec3* dE = nullptr, Vec3*
   return invN * length;
 }
 
-// The two arguments of theta = atan2(y, x) and the pieces of their derivatives.
+// The pieces of theta = 2 atan(u), u = y / (2 |e|^2), and of their derivatives.
 struct AngleTerms {
-  double y, x;  // theta = atan2(y, x)
+  double y;     // <t0 x t1, b>
+  double u;     // y / (2 |e|^2)
   double s;     // |N x e| (clamped)
   double yNum;  // Y = (e.N)(q.e) - |e|^2 (q.N)
   double eN, qe, qN, ee;
@@ -169,22 +189,23 @@ inline AngleTerms angleTerms(const Reduced& z, const Vec3& normal) {
   t.yNum = t.eN * t.qe - t.ee * t.qN;
   constexpr double kBeta = kTangentWeight;
   t.y = t.s > 0 ? 2.0 * kBeta * t.yNum / t.s : 0.0;
-  t.x = t.ee - kBeta * kBeta * z.q.squaredNorm();
+  t.u = t.ee > 0 ? t.y / (2.0 * t.ee) : 0.0;
   return t;
 }
 
 // Signed tangential angle theta (our eq. (38), see the header comment), radians, and, if
-// dE/dQ are non-null, its gradient w.r.t. e and q. `normal` is a unit vector.
+// dE/dQ are non-null, its gradient w.r.t. e and q (and w.r.t. the normal if dN is non-null).
+// `normal` is a unit vector.
 inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = nullptr,
-                           Vec3* dQ = nullptr) {
+                           Vec3* dQ = nullptr, Vec3* dN = nullptr) {
   const AngleTerms t = angleTerms(z, normal);
-  const double theta = std::atan2(t.y, t.x);
+  const double theta = 2.0 * std::atan(t.u);
   if (dE != nullptr) {
     constexpr double kBeta = kTangentWeight;
-    const double r2 = t.x * t.x + t.y * t.y;
-    if (!(r2 > 0) || !(t.s > 0)) {
+    if (!(t.ee > 0) || !(t.s > 0)) {
       dE->setZero();
       dQ->setZero();
+      if (dN != nullptr) dN->setZero();
       return theta;
     }
     const double invS = 1.0 / t.s;
@@ -193,12 +214,17 @@ inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = null
     const Vec3 projectedE = z.e - t.eN * normal;  // P e
     const Vec3 dyde = 2.0 * kBeta * invS * (dYde - (t.yNum * invS * invS) * projectedE);
     const Vec3 dydq = 2.0 * kBeta * invS * dYdq;
-    // dtheta = (x dy - y dx) / r^2, dx/de = 2 e, dx/dq = -2 beta^2 q
-    const double invR2 = 1.0 / r2;
-    const double cx = t.x * invR2;
-    const double cy = t.y * invR2;
-    *dE = cx * dyde - cy * 2.0 * z.e;
-    *dQ = cx * dydq + cy * 2.0 * kBeta * kBeta * z.q;
+    // dtheta = 2 / (1 + u^2) du,  du = dy / (2 |e|^2) - y / |e|^4 (e, 0)
+    const double c = 2.0 / (1.0 + t.u * t.u);
+    const double invEE = 1.0 / t.ee;
+    *dE = c * (0.5 * invEE * dyde - t.y * invEE * invEE * z.e);
+    *dQ = (c * 0.5 * invEE) * dydq;
+    if (dN != nullptr) {
+      // dy/dN = 2 beta (g dY/dN + Y dg/dN), dY/dN = (q.e) e - |e|^2 q, dg/dN = g^3 (e.N) e
+      const Vec3 dYdn = t.qe * z.e - t.ee * z.q;
+      const Vec3 dydn = 2.0 * kBeta * invS * (dYdn + (t.yNum * t.eN * invS * invS) * z.e);
+      *dN = (c * 0.5 * invEE) * dydn;
+    }
   }
   return theta;
 }
@@ -206,6 +232,9 @@ inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = null
 // 6x6 Hessians w.r.t. z = (e, q) (rows/cols 0-2: e, 3-5: q).
 Mat6 arcLengthHessianReduced(const Reduced& z, int samples);
 Mat6 tangentAngleHessianReduced(const Reduced& z, const Vec3& normal);
+// 9x9 Hessian of theta w.r.t. (e, q, N) (rows/cols 0-2: e, 3-5: q, 6-8: N); its top-left
+// 6x6 block is tangentAngleHessianReduced.
+Mat9 tangentAngleHessianWithNormal(const Reduced& z, const Vec3& normal);
 
 // The 9x9 Hessian w.r.t. (p1, p, p2) of a function with reduced Hessian h: J^T h J.
 Mat9 expandReducedHessian(const Mat6& h);

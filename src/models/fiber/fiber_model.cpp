@@ -19,6 +19,7 @@
 namespace shellsim {
 namespace {
 
+using fiber::Mat3;
 constexpr double kPi = std::numbers::pi;
 constexpr int kMaxFibersPerNode = 32;  // = the largest neighbourCount
 constexpr size_t kNodeGrain = 256;
@@ -71,40 +72,25 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   restPositions_ = nodes.positions;
   restNormals_.resize(3 * n);
   for (size_t i = 0; i < n; ++i) setRow(restNormals_, i, row(nodes.normals, i).normalized());
-  normals_ = restNormals_;
-  rotations_.assign(4 * n, 0.0);
-  for (size_t i = 0; i < n; ++i) rotations_[4 * i] = 1.0;
 
   FiberNetworkParams netParams;
   netParams.neighbourCount = params.neighbourCount;
   netParams.samples = params.samples;
   network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings);
-
-  // Neighbourhoods for shape matching: the node and every node sharing a fiber with it.
-  patchOffsets_.assign(n + 1, 0);
+  buildNormalPatches();
+  // Rest angles with the normals the energy uses, so that the rest state is force free.
+  const std::vector<double> restFrameNormals = referenceNormals(restPositions_);
   {
-    std::vector<std::vector<int32_t>> patches(n);
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, n, kNodeGrain),
-                      [&](const tbb::blocked_range<size_t>& r) {
-                        for (size_t j = r.begin(); j != r.end(); ++j) {
-                          std::vector<int32_t>& patch = patches[j];
-                          patch.push_back(static_cast<int32_t>(j));
-                          const Incidence& inc = network_.incidence;
-                          for (int32_t i = inc.offsets[j]; i < inc.offsets[j + 1]; ++i) {
-                            const auto f = static_cast<size_t>(inc.entries[i] / 3);
-                            for (int s = 0; s < 3; ++s)
-                              patch.push_back(network_.fiberNodes[3 * f + s]);
-                          }
-                          std::sort(patch.begin(), patch.end());
-                          patch.erase(std::unique(patch.begin(), patch.end()), patch.end());
-                        }
-                      });
     for (size_t j = 0; j < n; ++j) {
-      patchOffsets_[j + 1] = patchOffsets_[j] + static_cast<int32_t>(patches[j].size());
+      for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+        const auto fi = static_cast<size_t>(f);
+        const fiber::Reduced z = fiber::reduce(
+            row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi])),
+            row(restPositions_, j),
+            row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + 2])));
+        network_.restAngle[fi] = fiber::tangentAngle(z, row(restFrameNormals, j));
+      }
     }
-    patchNodes_.reserve(static_cast<size_t>(patchOffsets_[n]));
-    for (const auto& patch : patches)
-      patchNodes_.insert(patchNodes_.end(), patch.begin(), patch.end());
   }
 
   // Per-node rest values and the stiffness mapping (see the header for the derivation).
@@ -122,7 +108,7 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   for (size_t j = 0; j < n; ++j) {
     const double area = nodes.areas[j];
     mass_[j] = material.density * h * area;
-    const Vec3 normal = row(restNormals_, j);
+    const Vec3 normal = row(restFrameNormals, j);
     const Vec3 tangent1 = normal.unitOrthogonal();
     const Vec3 tangent2 = normal.cross(tangent1);
     int count = 0;
@@ -175,12 +161,159 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   }
 
   fiberGradient_.resize(6 * static_cast<size_t>(network_.fiberCount()));
+  frameGradient_.resize(6 * n);
   nodeStretch_.resize(n);
   nodeBend_.resize(n);
 }
 
-EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const double> normals,
-                                 std::span<double> gradient, double* meanAngleOut) const {
+void FiberModel::buildNormalPatches() {
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  // "Shares a fiber" neighbours of a node, for growing degenerate patches by rings.
+  const auto addRing = [&](std::vector<int32_t>& patch) {
+    const std::vector<int32_t> current = patch;
+    const Incidence& inc = network_.incidence;
+    for (const int32_t node : current) {
+      for (int32_t i = inc.offsets[static_cast<size_t>(node)];
+           i < inc.offsets[static_cast<size_t>(node) + 1]; ++i) {
+        const auto f = static_cast<size_t>(inc.entries[static_cast<size_t>(i)] / 3);
+        if ((network_.flags[f] & kFiberActive) == 0) continue;
+        for (size_t s = 0; s < 3; ++s) patch.push_back(network_.fiberNodes[3 * f + s]);
+      }
+    }
+    std::sort(patch.begin(), patch.end());
+    patch.erase(std::unique(patch.begin(), patch.end()), patch.end());
+  };
+  std::vector<std::vector<int32_t>> patches(n);
+  std::vector<std::vector<double>> weights(n);
+  std::vector<uint8_t> collinear(n, 0);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t j = r.begin(); j != r.end(); ++j) {
+          std::vector<int32_t>& patch = patches[j];
+          patch.push_back(static_cast<int32_t>(j));
+          for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+            const auto fi = static_cast<size_t>(f);
+            if ((network_.flags[fi] & kFiberActive) == 0) continue;
+            patch.push_back(network_.fiberNodes[3 * fi]);
+            patch.push_back(network_.fiberNodes[3 * fi + 2]);
+          }
+          std::sort(patch.begin(), patch.end());
+          patch.erase(std::unique(patch.begin(), patch.end()), patch.end());
+          const Vec3 normal = row(restNormals_, j);
+          const Vec3 tangent1 = normal.unitOrthogonal();
+          const Vec3 tangent2 = normal.cross(tangent1);
+          for (int ring = 0;; ++ring) {
+            Vec3 centroid = Vec3::Zero();
+            for (const int32_t i : patch) centroid += row(restPositions_, static_cast<size_t>(i));
+            centroid /= static_cast<double>(patch.size());
+            Eigen::Matrix2d g = Eigen::Matrix2d::Zero();
+            std::vector<Eigen::Vector2d> u(patch.size());
+            for (size_t e = 0; e < patch.size(); ++e) {
+              const Vec3 d = row(restPositions_, static_cast<size_t>(patch[e])) - centroid;
+              u[e] = {tangent1.dot(d), tangent2.dot(d)};
+              g.noalias() += u[e] * u[e].transpose();
+            }
+            const Eigen::Vector2d eig =
+                Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d>(g, Eigen::EigenvaluesOnly)
+                    .eigenvalues();
+            // At least 4 nodes: the plane of a lone fiber's own three nodes would make its
+            // angle identically 0 (or pi once folded), measuring no bending at all.
+            if (patch.size() >= 4 && eig[0] > 1e-2 * eig[1] && eig[1] > 0) {
+              const Eigen::Matrix2d inverse = g.inverse();
+              weights[j].resize(2 * patch.size());
+              for (size_t e = 0; e < patch.size(); ++e) {
+                const Eigen::Vector2d c = inverse * u[e];
+                weights[j][2 * e] = c[0];
+                weights[j][2 * e + 1] = c[1];
+              }
+              break;
+            }
+            const size_t before = patch.size();
+            if (ring < 3) addRing(patch);
+            if (ring >= 3 || patch.size() == before) {
+              collinear[j] = 1;
+              patch.clear();
+              break;
+            }
+          }
+        }
+      });
+  for (size_t j = 0; j < n; ++j) {
+    if (collinear[j] != 0 && network_.fibersAt(static_cast<int32_t>(j)) > 0) {
+      throw InputError(nodeMessage(
+          j,
+          "its neighbourhood is (nearly) collinear, so no normal orients its fibers; a fiber "
+          "shell needs a surface sampled in two directions"));
+    }
+  }
+  patchOffsets_.assign(n + 1, 0);
+  for (size_t j = 0; j < n; ++j) {
+    patchOffsets_[j + 1] = patchOffsets_[j] + static_cast<int32_t>(patches[j].size());
+  }
+  const auto entries = static_cast<size_t>(patchOffsets_[n]);
+  patchNodes_.clear();
+  patchNodes_.reserve(entries);
+  patchWeights_.clear();
+  patchWeights_.reserve(2 * entries);
+  for (size_t j = 0; j < n; ++j) {
+    patchNodes_.insert(patchNodes_.end(), patches[j].begin(), patches[j].end());
+    patchWeights_.insert(patchWeights_.end(), weights[j].begin(), weights[j].end());
+  }
+  // Transpose, ascending patch index for each member node.
+  memberOffsets_.assign(n + 1, 0);
+  for (const int32_t i : patchNodes_) ++memberOffsets_[static_cast<size_t>(i) + 1];
+  for (size_t i = 0; i < n; ++i) memberOffsets_[i + 1] += memberOffsets_[i];
+  memberPatch_.resize(entries);
+  memberEntry_.resize(entries);
+  std::vector<int32_t> cursor(memberOffsets_.begin(), memberOffsets_.end() - 1);
+  for (size_t j = 0; j < n; ++j) {
+    for (int32_t e = patchOffsets_[j]; e < patchOffsets_[j + 1]; ++e) {
+      const auto slot =
+          static_cast<size_t>(cursor[static_cast<size_t>(patchNodes_[static_cast<size_t>(e)])]++);
+      memberPatch_[slot] = static_cast<int32_t>(j);
+      memberEntry_[slot] = e;
+    }
+  }
+}
+
+FiberModel::PatchFrame FiberModel::patchFrame(std::span<const double> x, size_t node) const {
+  PatchFrame frame{Vec3::Zero(), Vec3::Zero(), row(restNormals_, node), 0.0};
+  const auto begin = static_cast<size_t>(patchOffsets_[node]);
+  const auto end = static_cast<size_t>(patchOffsets_[node + 1]);
+  for (size_t e = begin; e < end; ++e) {
+    const Vec3 p = row(x, static_cast<size_t>(patchNodes_[e]));
+    frame.f1 += patchWeights_[2 * e] * p;
+    frame.f2 += patchWeights_[2 * e + 1] * p;
+  }
+  const Vec3 v = frame.f1.cross(frame.f2);
+  const double length = v.norm();
+  if (length > 0 && std::isfinite(length)) {
+    frame.normal = v / length;
+    frame.length = length;
+  }
+  return frame;
+}
+
+std::vector<double> FiberModel::referenceNormals(std::span<const double> x) const {
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  std::vector<double> normals(3 * n);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, kNodeGrain),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      for (size_t j = r.begin(); j != r.end(); ++j)
+                        setRow(normals, j, patchFrame(x, j).normal);
+                    });
+  return normals;
+}
+
+std::span<const int32_t> FiberModel::normalPatch(int32_t node) const {
+  const auto j = static_cast<size_t>(node);
+  return std::span<const int32_t>(patchNodes_)
+      .subspan(static_cast<size_t>(patchOffsets_[j]),
+               static_cast<size_t>(patchOffsets_[j + 1] - patchOffsets_[j]));
+}
+
+EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
+                                 double* meanAngleOut) const {
   const bool wantGradient = !gradient.empty();
   const auto n = static_cast<size_t>(network_.nodeCount);
   const int samples = samples_;
@@ -191,12 +324,20 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const doub
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
         std::array<double, kMaxFibersPerNode> length, angle;
-        std::array<Vec3, kMaxFibersPerNode> lengthE, lengthQ, angleE, angleQ;
+        std::array<Vec3, kMaxFibersPerNode> lengthE, lengthQ, angleE, angleQ, angleN;
         for (size_t j = r.begin(); j != r.end(); ++j) {
           const auto begin = static_cast<size_t>(offsets[j]);
           const auto end = static_cast<size_t>(offsets[j + 1]);
+          double* frameOut = &frameGradient_[6 * j];
+          if (wantGradient) std::fill(frameOut, frameOut + 6, 0.0);
+          if (begin == end) {
+            nodeStretch_[j] = nodeBend_[j] = 0;
+            if (meanAngleOut != nullptr) meanAngleOut[j] = 0;
+            continue;
+          }
           const Vec3 centre = row(x, j);
-          const Vec3 normal = row(normals, j);
+          const PatchFrame frame = patchFrame(x, j);
+          const Vec3& normal = frame.normal;
           int count = 0;
           double sumArea = 0, sumAreaChange2 = 0, sumAngle = 0;
           for (size_t f = begin; f < end; ++f) {
@@ -207,7 +348,8 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const doub
                               row(x, static_cast<size_t>(fiberNodes[3 * f + 2])));
             if (wantGradient) {
               length[local] = fiber::arcLength(z, samples, &lengthE[local], &lengthQ[local]);
-              angle[local] = fiber::tangentAngle(z, normal, &angleE[local], &angleQ[local]);
+              angle[local] =
+                  fiber::tangentAngle(z, normal, &angleE[local], &angleQ[local], &angleN[local]);
             } else {
               length[local] = fiber::arcLength(z, samples);
               angle[local] = fiber::tangentAngle(z, normal);
@@ -235,6 +377,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const doub
           if (meanAngleOut != nullptr) meanAngleOut[j] = sumAngle * invCount;
           if (!wantGradient) continue;
           const double dEdAngle = bendK_[j] * restArea_[j] * angleError * invCount;
+          Vec3 dEdNormal = Vec3::Zero();
           for (size_t f = begin; f < end; ++f) {
             const size_t local = f - begin;
             double* out = &fiberGradient_[6 * f];
@@ -249,6 +392,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const doub
                 stretchK_[j] * invCount * (areaError + areaChange) * (kPi / 2) * length[local];
             const Vec3 ge = dEdLength * lengthE[local] + dEdAngle * angleE[local];
             const Vec3 gq = dEdLength * lengthQ[local] + dEdAngle * angleQ[local];
+            dEdNormal += dEdAngle * angleN[local];
             out[0] = ge.x();
             out[1] = ge.y();
             out[2] = ge.z();
@@ -256,10 +400,21 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const doub
             out[4] = gq.y();
             out[5] = gq.z();
           }
+          if (frame.length > 0) {
+            // w = P g / |v|, dE/df1 = f2 x w, dE/df2 = w x f1 (header comment).
+            const Vec3 w = (dEdNormal - dEdNormal.dot(normal) * normal) / frame.length;
+            const Vec3 g1 = frame.f2.cross(w);
+            const Vec3 g2 = w.cross(frame.f1);
+            for (int c = 0; c < 3; ++c) {
+              frameOut[c] = g1[c];
+              frameOut[3 + c] = g2[c];
+            }
+          }
         }
       });
 
-  // Pass 2: per node, gather its incident (fiber, slot) shares in ascending order.
+  // Pass 2: per node, gather its incident (fiber, slot) shares, then its shares of the
+  // patch frames it belongs to, each in ascending order.
   if (wantGradient) {
     const Incidence& inc = network_.incidence;
     tbb::parallel_for(
@@ -274,6 +429,14 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const doub
               const double qWeight = entry % 3 == 1 ? -2.0 : 1.0;
               for (int c = 0; c < 3; ++c) sum[c] += eWeight * g[c] + qWeight * g[3 + c];
             }
+            for (int32_t m = memberOffsets_[j]; m < memberOffsets_[j + 1]; ++m) {
+              const auto patch = static_cast<size_t>(memberPatch_[static_cast<size_t>(m)]);
+              const auto entry = static_cast<size_t>(memberEntry_[static_cast<size_t>(m)]);
+              const double c1 = patchWeights_[2 * entry];
+              const double c2 = patchWeights_[2 * entry + 1];
+              const double* g = &frameGradient_[6 * patch];
+              for (int c = 0; c < 3; ++c) sum[c] += c1 * g[c] + c2 * g[3 + c];
+            }
             for (int c = 0; c < 3; ++c) gradient[3 * j + static_cast<size_t>(c)] += sum[c];
           }
         });
@@ -287,105 +450,78 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<const doub
 }
 
 EnergyParts FiberModel::energy(std::span<const double> x) const {
-  return evaluate(x, normals_, {}, nullptr);
+  return evaluate(x, {}, nullptr);
 }
 
 EnergyParts FiberModel::addGradient(std::span<const double> x, std::span<double> gradient) const {
-  return evaluate(x, normals_, gradient, nullptr);
+  return evaluate(x, gradient, nullptr);
 }
 
 void FiberModel::nodeValues(std::span<const double> x, std::span<double> stretching,
                             std::span<double> bending, std::span<double> meanAngle) const {
-  evaluate(x, normals_, {}, meanAngle.empty() ? nullptr : meanAngle.data());
+  evaluate(x, {}, meanAngle.empty() ? nullptr : meanAngle.data());
   if (!stretching.empty()) std::copy(nodeStretch_.begin(), nodeStretch_.end(), stretching.begin());
   if (!bending.empty()) std::copy(nodeBend_.begin(), nodeBend_.end(), bending.begin());
 }
 
-void FiberModel::prepare(std::span<const double> x) {
-  const auto n = static_cast<size_t>(network_.nodeCount);
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
-        for (size_t j = r.begin(); j != r.end(); ++j) {
-          const auto begin = static_cast<size_t>(patchOffsets_[j]);
-          const auto end = static_cast<size_t>(patchOffsets_[j + 1]);
-          Vec3 centre = Vec3::Zero(), restCentre = Vec3::Zero();
-          for (size_t i = begin; i < end; ++i) {
-            const auto node = static_cast<size_t>(patchNodes_[i]);
-            centre += row(x, node);
-            restCentre += row(restPositions_, node);
-          }
-          const double inv = 1.0 / static_cast<double>(end - begin);
-          centre *= inv;
-          restCentre *= inv;
-          Eigen::Matrix3d a = Eigen::Matrix3d::Zero();  // sum (x - c)(x0 - c0)^T
-          for (size_t i = begin; i < end; ++i) {
-            const auto node = static_cast<size_t>(patchNodes_[i]);
-            a.noalias() +=
-                (row(x, node) - centre) * (row(restPositions_, node) - restCentre).transpose();
-          }
-          // The rotation maximising tr(R^T A): Newton's method on R <- R exp([w]) with
-          // M = R^T A: w = (tr(M) I - sym(M))^-1 axial(M - M^T), warm-started from the last R
-          // (a gradient step, Mueller et al. 2016, while the matrix is not positive definite).
-          Eigen::Quaterniond rotation(rotations_[4 * j], rotations_[4 * j + 1],
-                                      rotations_[4 * j + 2], rotations_[4 * j + 3]);
-          for (int iteration = 0; iteration < 40; ++iteration) {
-            const Eigen::Matrix3d m = rotation.toRotationMatrix().transpose() * a;
-            const Vec3 axial(m(2, 1) - m(1, 2), m(0, 2) - m(2, 0), m(1, 0) - m(0, 1));
-            const double trace = m.trace();
-            const Eigen::Matrix3d b =
-                trace * Eigen::Matrix3d::Identity() - 0.5 * (m + m.transpose());
-            const Eigen::LLT<Eigen::Matrix3d> llt(b);
-            Vec3 omega = llt.info() == Eigen::Success ? Vec3(llt.solve(axial))
-                                                      : Vec3(axial / (std::abs(trace) + 1e-300));
-            const double angle = omega.norm();
-            if (!(angle > 1e-15)) break;
-            if (angle > 1.0) omega /= angle;  // at most one radian per step
-            rotation =
-                rotation * Eigen::Quaterniond(Eigen::AngleAxisd(omega.norm(), omega.normalized()));
-            rotation.normalize();
-            if (angle < 1e-13) break;
-          }
-          rotations_[4 * j] = rotation.w();
-          rotations_[4 * j + 1] = rotation.x();
-          rotations_[4 * j + 2] = rotation.y();
-          rotations_[4 * j + 3] = rotation.z();
-          setRow(normals_, j, (rotation * row(restNormals_, j)).normalized());
-        }
-      });
+namespace {
+
+Mat3 crossMatrix(const Vec3& v) {
+  Mat3 m;
+  m << 0, -v.z(), v.y(), v.z(), 0, -v.x(), -v.y(), v.x(), 0;
+  return m;
 }
+
+}  // namespace
 
 bool FiberModel::addHessian(std::span<const double> x,
                             std::vector<Eigen::Triplet<double>>& triplets) const {
-  // Per centre node j, on its local nodes L (sorted): with u_k, w_k the gradients of l_k
-  // and theta_k scattered to L, sigma_k = dE/dA_k = K_s/n [(A_j - A_j0) + (A_k - A_k0)],
-  // a_k = sigma_k pi/2 l_k = dE/dl_k and b = dE/dtheta_k = K_b A_j0 (H_j - H_j0)/n:
+  // Per centre node j, on the nodes L of its normal patch (which holds every node of its
+  // fibers): with u_k, w_k the gradients of l_k and theta_k (through z_k and N_j) scattered
+  // to L, sigma_k = dE/dA_k = K_s/n [(A_j - A_j0) + (A_k - A_k0)], a_k = sigma_k pi/2 l_k =
+  // dE/dl_k and b = dE/dtheta_k = K_b A_j0 (H_j - H_j0)/n:
   //   H_j = K_s (pi/2)^2 / n^2 U U^T + sum_k [K_s (pi/2)^2 l_k^2 / n + sigma_k pi/2] u_k u_k^T
   //       + K_b A_j0 / n^2 W W^T + sum_k (a_k H(l_k) + b H(theta_k)),
-  //   U = sum_k l_k u_k, W = sum_k w_k
-  // (d2E_s/dA_k dA_m = K_s (1/n^2 + delta_km / n), d2E_b/dtheta_k dtheta_m = K_b A_j0 / n^2).
+  //   U = sum_k l_k u_k, W = sum_k w_k,
+  // H(theta_k) = J^T T_zz J + J^T T_zN D + D^T T_Nz J + D^T T_NN D + sum_c T_N,c H(N_c)
+  // with T the kernel's 9x9 Hessian over (e, q, N), J = dz/dx, D = dN/dx = N_f C (C the
+  // patch weights), and the last term from the header comment's d2N formulas.
   const auto n = static_cast<size_t>(network_.nodeCount);
+  const Mat3 identity = Mat3::Identity();
   for (size_t j = 0; j < n; ++j) {
     const auto begin = static_cast<size_t>(network_.centreOffsets[j]);
     const auto end = static_cast<size_t>(network_.centreOffsets[j + 1]);
-    std::vector<int32_t> local;
-    for (size_t f = begin; f < end; ++f) {
-      if ((network_.flags[f] & kFiberActive) == 0) continue;
-      for (int s = 0; s < 3; ++s)
-        local.push_back(network_.fiberNodes[3 * f + static_cast<size_t>(s)]);
-    }
-    if (local.empty()) continue;
-    std::sort(local.begin(), local.end());
-    local.erase(std::unique(local.begin(), local.end()), local.end());
+    bool any = false;
+    for (size_t f = begin; f < end; ++f) any |= (network_.flags[f] & kFiberActive) != 0;
+    if (!any) continue;
+    const std::span<const int32_t> local = normalPatch(static_cast<int32_t>(j));
+    const auto patchBegin = static_cast<size_t>(patchOffsets_[j]);
     const auto dim = static_cast<Eigen::Index>(3 * local.size());
     const auto localIndex = [&](int32_t node) {
       return static_cast<Eigen::Index>(std::lower_bound(local.begin(), local.end(), node) -
                                        local.begin());
     };
-    const Vec3 normal = row(normals_, j);
+    const PatchFrame frame = patchFrame(x, j);
+    const Vec3& normal = frame.normal;
+    const bool normalMoves = frame.length > 0;
+    // D = dN/dx over L (3 x dim): N_f1 c_a1 + N_f2 c_a2 per node a.
+    Eigen::MatrixXd normalJacobian = Eigen::MatrixXd::Zero(3, dim);
+    Mat3 nf1 = Mat3::Zero(), nf2 = Mat3::Zero();
+    if (normalMoves) {
+      const Mat3 projector = (identity - normal * normal.transpose()) / frame.length;
+      nf1 = -projector * crossMatrix(frame.f2);
+      nf2 = projector * crossMatrix(frame.f1);
+      for (size_t a = 0; a < local.size(); ++a) {
+        normalJacobian.block<3, 3>(0, static_cast<Eigen::Index>(3 * a)) =
+            patchWeights_[2 * (patchBegin + a)] * nf1 +
+            patchWeights_[2 * (patchBegin + a) + 1] * nf2;
+      }
+    }
     struct FiberTerms {
-      double length, angle;
-      Vec3 lengthGrad[3], angleGrad[3];
-      fiber::Mat9 lengthHess, angleHess;
+      double length, angle, restLength;
+      Vec3 lengthGrad[3], angleGrad[3], angleNormal;
+      fiber::Mat9 lengthHess, angleHess;  // angleHess over (e, q, N)
+      fiber::Reduced z;
       Eigen::Index slots[3];
     };
     std::vector<FiberTerms> terms;
@@ -399,8 +535,13 @@ bool FiberModel::addHessian(std::span<const double> x,
         xs[s] = row(x, static_cast<size_t>(node));
         t.slots[s] = localIndex(node);
       }
+      t.restLength = network_.restLength[f];
       t.length = fiber::fiberArcLength(xs, samples_, t.lengthGrad, &t.lengthHess);
-      t.angle = fiber::fiberTangentAngle(xs, normal, t.angleGrad, &t.angleHess);
+      t.z = fiber::reduce(xs[0], xs[1], xs[2]);
+      Vec3 ge, gq;
+      t.angle = fiber::tangentAngle(t.z, normal, &ge, &gq, &t.angleNormal);
+      for (int s = 0; s < 3; ++s) t.angleGrad[s] = fiber::fiberSlotGradient(s, ge, gq);
+      t.angleHess = fiber::tangentAngleHessianWithNormal(t.z, normal);
       sumArea += kPi / 4 * t.length * t.length;
       sumAngle += t.angle;
       terms.push_back(t);
@@ -413,11 +554,14 @@ bool FiberModel::addHessian(std::span<const double> x,
     const double dEdAngle = kb * angleError / count;
     Eigen::MatrixXd h = Eigen::MatrixXd::Zero(dim, dim);
     Eigen::VectorXd sumU = Eigen::VectorXd::Zero(dim), sumW = Eigen::VectorXd::Zero(dim);
-    size_t fiberIndex = begin;
+    Eigen::MatrixXd mixed = Eigen::MatrixXd::Zero(dim, 3);  // sum_k b J^T T_zN
+    Mat3 normalNormal = Mat3::Zero();                       // sum_k b T_NN
+    Vec3 dEdNormal = Vec3::Zero();                          // sum_k b T_N
+    // J = dz/dp for slots (p1, p, p2): e = (p2 - p1)/2, q = p1 - 2p + p2.
+    const double eSlot[3] = {-0.5, 0.0, 0.5};
+    const double qSlot[3] = {1.0, -2.0, 1.0};
     for (const FiberTerms& t : terms) {
-      while ((network_.flags[fiberIndex] & kFiberActive) == 0) ++fiberIndex;
-      const double restLength = network_.restLength[fiberIndex++];
-      const double areaChange = kPi / 4 * (t.length * t.length - restLength * restLength);
+      const double areaChange = kPi / 4 * (t.length * t.length - t.restLength * t.restLength);
       const double sigma = ks / count * (areaError + areaChange);
       const double dEdLength = sigma * kPi / 2 * t.length;
       Eigen::VectorXd u = Eigen::VectorXd::Zero(dim), w = Eigen::VectorXd::Zero(dim);
@@ -425,19 +569,62 @@ bool FiberModel::addHessian(std::span<const double> x,
         u.segment<3>(3 * t.slots[s]) += t.lengthGrad[s];
         w.segment<3>(3 * t.slots[s]) += t.angleGrad[s];
       }
+      if (normalMoves) w += normalJacobian.transpose() * t.angleNormal;
       sumU += t.length * u;
       sumW += w;
       h += (ks * (kPi / 2) * (kPi / 2) * t.length * t.length / count + sigma * kPi / 2) * u *
            u.transpose();
-      const fiber::Mat9 own = dEdLength * t.lengthHess + dEdAngle * t.angleHess;
+      const fiber::Mat9 own =
+          dEdLength * t.lengthHess +
+          dEdAngle * fiber::expandReducedHessian(t.angleHess.topLeftCorner<6, 6>());
       for (int a = 0; a < 3; ++a) {
         for (int b = 0; b < 3; ++b) {
           h.block<3, 3>(3 * t.slots[a], 3 * t.slots[b]) += own.block<3, 3>(3 * a, 3 * b);
         }
       }
+      if (normalMoves) {
+        const Mat3 eN = t.angleHess.block<3, 3>(0, 6);
+        const Mat3 qN = t.angleHess.block<3, 3>(3, 6);
+        for (int s = 0; s < 3; ++s) {
+          mixed.block<3, 3>(3 * t.slots[s], 0) += dEdAngle * (eSlot[s] * eN + qSlot[s] * qN);
+        }
+        normalNormal += dEdAngle * t.angleHess.block<3, 3>(6, 6);
+        dEdNormal += dEdAngle * t.angleNormal;
+      }
     }
     h += ks * (kPi / 2) * (kPi / 2) / (count * count) * sumU * sumU.transpose();
     h += kb / (count * count) * sumW * sumW.transpose();
+    if (normalMoves) {
+      const Eigen::MatrixXd cross = mixed * normalJacobian;
+      h += cross + cross.transpose();
+      h += normalJacobian.transpose() * normalNormal * normalJacobian;
+      // sum_c g_c H(N_c) over f = (f1, f2), then C^T S C over L.
+      const Vec3 g = dEdNormal;
+      const double gu = g.dot(normal);
+      const Mat3 dvv = -(normal * g.transpose() + g * normal.transpose() +
+                         gu * (identity - 3.0 * normal * normal.transpose())) /
+                       (frame.length * frame.length);
+      Eigen::Matrix<double, 3, 6> dvdf;
+      dvdf << -crossMatrix(frame.f2), crossMatrix(frame.f1);
+      Eigen::Matrix<double, 6, 6> sf = dvdf.transpose() * dvv * dvdf;
+      const Vec3 w = (g - gu * normal) / frame.length;
+      sf.block<3, 3>(0, 3) -= crossMatrix(w);
+      sf.block<3, 3>(3, 0) += crossMatrix(w);  // (-[w]x)^T = [w]x
+      for (size_t a = 0; a < local.size(); ++a) {
+        const double ca[2] = {patchWeights_[2 * (patchBegin + a)],
+                              patchWeights_[2 * (patchBegin + a) + 1]};
+        for (size_t b = 0; b < local.size(); ++b) {
+          const double cb[2] = {patchWeights_[2 * (patchBegin + b)],
+                                patchWeights_[2 * (patchBegin + b) + 1]};
+          Mat3 block = Mat3::Zero();
+          for (int p = 0; p < 2; ++p) {
+            for (int q = 0; q < 2; ++q) block += ca[p] * cb[q] * sf.block<3, 3>(3 * p, 3 * q);
+          }
+          h.block<3, 3>(static_cast<Eigen::Index>(3 * a), static_cast<Eigen::Index>(3 * b)) +=
+              block;
+        }
+      }
+    }
     for (Eigen::Index a = 0; a < dim; ++a) {
       for (Eigen::Index b = 0; b < dim; ++b) {
         triplets.emplace_back(static_cast<int>(3 * local[static_cast<size_t>(a / 3)] + a % 3),
@@ -486,8 +673,8 @@ double FiberModel::stableTimeStep() const {
     }
     std::fill(gp.begin(), gp.end(), 0.0);
     std::fill(gm.begin(), gm.end(), 0.0);
-    evaluate(plus, restNormals_, gp, nullptr);
-    evaluate(minus, restNormals_, gm, nullptr);
+    evaluate(plus, gp, nullptr);
+    evaluate(minus, gm, nullptr);
     double a = 0;
     for (size_t i = 0; i < dofs; ++i) {
       w[i] = (gp[i] - gm[i]) / (2 * t) * invSqrtMass[i / 3] - betaPrevious * previous[i];
@@ -528,7 +715,7 @@ Geometry FiberModel::surface(std::span<const double> x) const {
     g.triangles = triangles_;
     computeVertexNormals(g);
   } else {
-    g.normals = normals_;
+    g.normals = referenceNormals(x);
   }
   return g;
 }
@@ -539,8 +726,9 @@ size_t FiberModel::memoryBytes() const {
          bytes(network_.restAngle) + bytes(network_.flags) + bytes(network_.incidence.offsets) +
          bytes(network_.incidence.entries) + bytes(triangles_) + bytes(mass_) + bytes(stretchK_) +
          bytes(bendK_) + bytes(restArea_) + bytes(restMeanAngle_) + bytes(restPositions_) +
-         bytes(restNormals_) + bytes(normals_) + bytes(rotations_) + bytes(patchOffsets_) +
-         bytes(patchNodes_) + bytes(fiberGradient_) + bytes(nodeStretch_) + bytes(nodeBend_);
+         bytes(restNormals_) + bytes(patchOffsets_) + bytes(patchNodes_) + bytes(patchWeights_) +
+         bytes(memberOffsets_) + bytes(memberPatch_) + bytes(memberEntry_) + bytes(fiberGradient_) +
+         bytes(frameGradient_) + bytes(nodeStretch_) + bytes(nodeBend_);
 }
 
 }  // namespace shellsim

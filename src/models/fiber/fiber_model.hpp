@@ -58,15 +58,35 @@
 //  FiberParams::stretchStiffness is set; K_b keeps the mapping.
 //  Masses: m_j = rho h a_j.
 //
-// Reference normals (the orientation of theta). They are state, held fixed while the
-// energy is differentiated, and updated by prepare(x): per node, the rotation R_j of the
-// best-fit rigid transform (shape matching, Mueller et al. 2005) from the node's rest
-// neighbourhood (itself and every node sharing a fiber with it) to the current one, found
-// as the maximiser of tr(R^T A_j), A_j = sum_i (x_i - c)(x_i0 - c0)^T, with the iteration of
-// Mueller, Bender, Chentanez, Macklin 2016 ("A robust method to extract the rotational part
-// of deformations"), warm-started from the previous R_j. Then N_j = R_j N_j0. It follows
-// rotations of the surface and cannot flip on a bent or crumpled surface (a rotation of the
-// neighbourhood, not a fitted plane whose normal has no sign).
+// Reference normals (the orientation of theta, eq. (38)). The curvature sign needs a normal
+// at every centre node that follows the surface's rotation and cannot flip on a bent or
+// crumpled surface. It must also be a FUNCTION OF THE POSITIONS that the energy is
+// differentiated through: a normal held fixed while differentiating and updated between
+// steps (our first version re-fitted a rotation per node each step) leaves a force term
+// out, since theta of a fiber kinked within the tangent plane depends on N to first order;
+// that made a vibrating sphere gain 1% of its energy per 20000 steps and a stiff drop gain
+// energy at every step size.
+// N_j is the oriented normal of the best-fit linear map from node j's rest patch to its
+// current patch. Patch P_j: j and the ends of the fibers centred at j; when these are
+// nearly collinear (smaller eigenvalue of G below 1e-2 of the larger) or fewer than 4 (a
+// node with one fiber: the plane of the fiber itself would give theta = 0 whatever the
+// bending, and pi once folded), the patch grows by rings of the "shares a fiber" relation, up to 3.
+// With the rest tangent basis (T1, T2), T1 x T2 = N_j0 (the input normal), rest offsets d_i = x_i0
+// - c0 (c0 the patch centroid) and their tangent coordinates u_i = (T1.d_i, T2.d_i):
+//     G = sum_i u_i u_i^T (2x2),   c_i = G^-1 u_i,   sum_i c_i = 0
+//     f_a = sum_{i in P_j} c_ia x_i   (a = 1, 2; linear in x, translation-free)
+//     v = f1 x f2,   N_j = v / |v|.
+// f = (f1, f2) minimises sum_i |(x_i - c) - F u_i|^2 over 3x2 maps F, so at rest
+// f_a = T_a + N_j0 sum_i h_i c_ia (h_i the rest heights) and N_j ~ N_j0 tilted by the
+// patch's best-fit plane. A rotation R of x turns f and N_j by R exactly: the energy is
+// rotation invariant, so the net torque vanishes. The rest angles theta_k0 are evaluated
+// with N_j(x0), so the rest state is force free whatever normals the input had.
+// Chain rule, with g = dE/dN_j (theta's N-derivative, fiber_kernel.hpp, summed with the
+// bending multipliers) and P = I - N N^T:
+//     w = P g / |v|,   dE/df1 = f2 x w,   dE/df2 = w x f1,   dE/dx_i += c_i1 dE/df1 + c_i2 dE/df2
+// and for the Hessian, with dv/df = [-[f2]x, [f1]x] and u = N_j:
+//     d2(g.N)/dv2 = -(u g^T + g u^T + (g.u)(I - 3 u u^T)) / |v|^2,
+//     d2(w.v)/df1 df2 = -[w]x  (w.(f1 x f2) = f1^T (-[w]x) f2).
 #pragma once
 
 #include <Eigen/Core>
@@ -111,7 +131,6 @@ class FiberModel : public Model {
   [[nodiscard]] int32_t nodeCount() const override { return network_.nodeCount; }
   [[nodiscard]] int64_t elementCount() const override { return network_.fiberCount(); }
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
-  void prepare(std::span<const double> x) override;
   [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
   EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
   bool addHessian(std::span<const double> x,
@@ -128,16 +147,29 @@ class FiberModel : public Model {
                   std::span<double> bending, std::span<double> meanAngle) const;
 
   [[nodiscard]] const FiberNetwork& network() const { return network_; }
-  [[nodiscard]] std::span<const double> referenceNormals() const { return normals_; }
+  // N_j(x) for every node, (nNodes, 3), unit (see the header comment).
+  [[nodiscard]] std::vector<double> referenceNormals(std::span<const double> x) const;
+  // The patch P_j whose best-fit plane orients node j (sorted node indices).
+  [[nodiscard]] std::span<const int32_t> normalPatch(int32_t node) const;
   [[nodiscard]] std::span<const double> stretchStiffness() const { return stretchK_; }
   [[nodiscard]] std::span<const double> bendStiffness() const { return bendK_; }
   // Bytes held by the model's arrays (capacity), scratch included.
   [[nodiscard]] size_t memoryBytes() const;
 
  private:
-  // Pass 1 and 3 (and pass 2 if `gradient` is non-empty) with the reference normals given.
-  EnergyParts evaluate(std::span<const double> x, std::span<const double> normals,
-                       std::span<double> gradient, double* meanAngleOut) const;
+  // The patch frame f1, f2 of node j at x and N_j = f1 x f2 / |f1 x f2| (the rest normal
+  // and length 0 when the patch has collapsed to a line or a point).
+  struct PatchFrame {
+    Vec3 f1, f2, normal;
+    double length;  // |f1 x f2|
+  };
+  PatchFrame patchFrame(std::span<const double> x, size_t node) const;
+  // Fills patchOffsets_ .. memberEntry_ from the network and the rest state.
+  void buildNormalPatches();
+
+  // Pass 1 and 3 (and pass 2 if `gradient` is non-empty).
+  EnergyParts evaluate(std::span<const double> x, std::span<double> gradient,
+                       double* meanAngleOut) const;
 
   int samples_ = 4;
   FiberNetwork network_;
@@ -148,13 +180,21 @@ class FiberModel : public Model {
   std::vector<double> restArea_;       // A_j0, (nNodes), m^2
   std::vector<double> restMeanAngle_;  // H_j0, (nNodes), rad
   std::vector<double> restPositions_;  // (nNodes, 3), m
-  std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit
-  std::vector<double> normals_;        // N_j, reference normals, (nNodes, 3), unit
-  std::vector<double> rotations_;      // R_j as unit quaternions (w, x, y, z), (nNodes, 4)
-  std::vector<int32_t> patchOffsets_;  // (nNodes + 1): node j's neighbourhood is
-  std::vector<int32_t> patchNodes_;    // patchNodes_[patchOffsets_[j] .. [j + 1]), sorted
+  std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals
+  // Normal patches: node j's patch is patchNodes_[patchOffsets_[j] .. [j + 1]) (sorted),
+  // with weights c_i = patchWeights_[2 e], [2 e + 1] for entry e; empty for a node whose
+  // normal is never used (no fibers) and whose patch is degenerate.
+  std::vector<int32_t> patchOffsets_;  // (nNodes + 1)
+  std::vector<int32_t> patchNodes_;    // (nEntries)
+  std::vector<double> patchWeights_;   // (nEntries, 2), 1/m
+  // The transpose: node i appears in the patches memberPatch_[m] at entry memberEntry_[m],
+  // m in [memberOffsets_[i], memberOffsets_[i + 1]), ascending patch index.
+  std::vector<int32_t> memberOffsets_;  // (nNodes + 1)
+  std::vector<int32_t> memberPatch_;    // (nEntries)
+  std::vector<int32_t> memberEntry_;    // (nEntries)
   // Scratch of one evaluation.
   mutable std::vector<double> fiberGradient_;  // (nFibers, 6): dE/de, dE/dq per fiber
+  mutable std::vector<double> frameGradient_;  // (nNodes, 6): dE/df1, dE/df2 per patch
   mutable std::vector<double> nodeStretch_;    // (nNodes), J
   mutable std::vector<double> nodeBend_;       // (nNodes), J
   mutable std::optional<double> stableStep_;

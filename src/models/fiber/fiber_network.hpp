@@ -16,12 +16,11 @@
 //          <p_i - p, p_j - p> <= cos(120 deg) |p_i - p| |p_j - p|, and
 //      (b) at rest its spline's end tangents t0, t1 turn by at most acos(0.25) = 75.5
 //          degrees: <t0, t1> >= minEndTangentCosine |t0| |t1|.
-//    Rule (b) is what the curvature measure needs: theta = atan2(y, <t0, t1>) has its
-//    branch cut at <t0, t1> < 0, y = 0, which a fiber folded in the tangent plane reaches
-//    at rest (equal legs at 90 degrees: <t0, t1> = -0.625; equal legs need > 112.6 degrees
-//    for <t0, t1> > 0), and so does a straight fiber whose legs differ by more than a
-//    factor 5 (the natural spline then runs backwards at one end). Rule (a) alone (the
-//    "~90 degrees" of the issue) would accept both.
+//    Rule (b) keeps the splines of rest fibers well shaped: a fiber folded in the tangent
+//    plane (equal legs at 90 degrees: <t0, t1> = -0.625; equal legs need > 112.6 degrees
+//    for <t0, t1> > 0), or a straight fiber whose legs differ by more than a factor 5
+//    (the natural spline then runs backwards at one end), measures its arc length and
+//    stretching badly. Rule (a) alone (the "~90 degrees" of the issue) would accept both.
 //  - Duplicates (same centre, same unordered pair of ends) are discarded.
 // Everything is deterministic: the neighbours of each node are sorted by (distance,
 // index) before use and each node's fibers by (smaller end, larger end), so the network
