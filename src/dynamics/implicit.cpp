@@ -22,9 +22,14 @@ struct LinearSolverCache {
   std::vector<Eigen::Triplet<double>> freeTriplets;   // restricted to free dofs
   SparseMatrix matrix;                                // Hess Phi on free dofs
   std::vector<int> diagonal;                          // (nFree), index of (i, i) in values
+  // The model's triplet sequence and free-dof map the scatter slots were made for, and
+  // each triplet's index into matrix.valuePtr() (-1: a pinned row or column).
+  std::vector<int> tripletRows, tripletCols, freeIndex;
+  std::vector<int> slot;
   // The pattern the symbolic factorization was made for.
   std::vector<int> outer, inner;
   bool analyzed = false;
+  bool factorized = false;  // cholesky holds the factor of a matrix with this pattern
   Eigen::SimplicialLLT<SparseMatrix, Eigen::Lower, Eigen::AMDOrdering<int>> cholesky;
 };
 
@@ -203,29 +208,30 @@ class NewtonSolver {
       throw NumericalError(bodyLabel(body_) + ": the model '" + body_.model->name() +
                            "' has no Hessian; implicit integration needs one");
     }
-    auto& triplets = cache_.freeTriplets;
-    triplets.clear();
-    triplets.reserve(model.size() + static_cast<size_t>(free_.count));
-    for (const auto& t : model) {
-      const int r = free_.index[static_cast<size_t>(t.row())];
-      const int c = free_.index[static_cast<size_t>(t.col())];
-      if (r >= 0 && c >= 0) triplets.emplace_back(r, c, t.value());
-    }
-    // The diagonal is always in the pattern, so that tau M can be added in place.
-    for (size_t k = 0; k < free_.index.size(); ++k) {
-      const int f = free_.index[k];
-      if (f >= 0) triplets.emplace_back(f, f, potential_.alpha * mass_[k / 3]);
-    }
     SparseMatrix& H = cache_.matrix;
-    H.resize(free_.count, free_.count);
-    H.setFromTriplets(triplets.begin(), triplets.end());
-    H.makeCompressed();
-    cache_.diagonal.resize(static_cast<size_t>(free_.count));
-    for (int col = 0; col < free_.count; ++col) {
-      const int* begin = H.innerIndexPtr() + H.outerIndexPtr()[col];
-      const int* end = H.innerIndexPtr() + H.outerIndexPtr()[col + 1];
-      cache_.diagonal[static_cast<size_t>(col)] =
-          static_cast<int>(std::lower_bound(begin, end, col) - H.innerIndexPtr());
+    bool sameSequence =
+        cache_.tripletRows.size() == model.size() &&
+        cache_.freeIndex.size() == free_.index.size() &&
+        std::equal(free_.index.begin(), free_.index.end(), cache_.freeIndex.begin());
+    for (size_t t = 0; sameSequence && t < model.size(); ++t) {
+      sameSequence =
+          model[t].row() == cache_.tripletRows[t] && model[t].col() == cache_.tripletCols[t];
+    }
+    if (sameSequence) {
+      // The pattern is known: scatter the values in triplet order (the order
+      // setFromTriplets sums duplicates in), without sorting.
+      double* values = H.valuePtr();
+      std::fill(values, values + H.nonZeros(), 0.0);
+      for (size_t t = 0; t < model.size(); ++t) {
+        if (cache_.slot[t] >= 0) values[cache_.slot[t]] += model[t].value();
+      }
+      for (size_t k = 0; k < free_.index.size(); ++k) {
+        const int f = free_.index[k];
+        if (f >= 0)
+          values[cache_.diagonal[static_cast<size_t>(f)]] += potential_.alpha * mass_[k / 3];
+      }
+    } else {
+      rebuildPattern();
     }
     diagonalMass_.resize(free_.count);
     baseDiagonal_.resize(free_.count);
@@ -246,7 +252,50 @@ class NewtonSolver {
       cache_.outer.assign(H.outerIndexPtr(), H.outerIndexPtr() + free_.count + 1);
       cache_.inner.assign(H.innerIndexPtr(), H.innerIndexPtr() + H.nonZeros());
       cache_.analyzed = true;
+      cache_.factorized = false;
     }
+  }
+
+  // Builds cache_.matrix from the model's triplets with setFromTriplets and records where
+  // each triplet lands, for the next assembly with the same sequence.
+  void rebuildPattern() {
+    const auto& model = cache_.modelTriplets;
+    auto& triplets = cache_.freeTriplets;
+    triplets.clear();
+    triplets.reserve(model.size() + static_cast<size_t>(free_.count));
+    for (const auto& t : model) {
+      const int r = free_.index[static_cast<size_t>(t.row())];
+      const int c = free_.index[static_cast<size_t>(t.col())];
+      if (r >= 0 && c >= 0) triplets.emplace_back(r, c, t.value());
+    }
+    // The diagonal is always in the pattern, so that tau M can be added in place.
+    for (size_t k = 0; k < free_.index.size(); ++k) {
+      const int f = free_.index[k];
+      if (f >= 0) triplets.emplace_back(f, f, potential_.alpha * mass_[k / 3]);
+    }
+    SparseMatrix& H = cache_.matrix;
+    H.resize(free_.count, free_.count);
+    H.setFromTriplets(triplets.begin(), triplets.end());
+    H.makeCompressed();
+    const auto find = [&](int row, int col) {
+      const int* begin = H.innerIndexPtr() + H.outerIndexPtr()[col];
+      const int* end = H.innerIndexPtr() + H.outerIndexPtr()[col + 1];
+      return static_cast<int>(std::lower_bound(begin, end, row) - H.innerIndexPtr());
+    };
+    cache_.diagonal.resize(static_cast<size_t>(free_.count));
+    for (int col = 0; col < free_.count; ++col)
+      cache_.diagonal[static_cast<size_t>(col)] = find(col, col);
+    cache_.tripletRows.resize(model.size());
+    cache_.tripletCols.resize(model.size());
+    cache_.slot.resize(model.size());
+    for (size_t t = 0; t < model.size(); ++t) {
+      cache_.tripletRows[t] = model[t].row();
+      cache_.tripletCols[t] = model[t].col();
+      const int r = free_.index[static_cast<size_t>(model[t].row())];
+      const int c = free_.index[static_cast<size_t>(model[t].col())];
+      cache_.slot[t] = r >= 0 && c >= 0 ? find(r, c) : -1;
+    }
+    cache_.freeIndex = free_.index;
   }
 
   // tau_0 = max(alpha, 1e-4 max_i K_ii / m_i).
@@ -271,15 +320,30 @@ class NewtonSolver {
   double direction(const Vector& g, double tau, double forcing, Vector& d, NewtonReport& report) {
     if (free_.count > settings_.directMaxDofs) {
       setShift(tau);
-      report.linearIterations += conjugateGradient(g, forcing, d);
+      const Vector inverseDiagonal = jacobi();
+      report.linearIterations += conjugateGradient(
+          g, forcing, settings_.maxLinearIterations, true,
+          [&](const Vector& r) -> Vector { return inverseDiagonal.cwiseProduct(r); }, d);
       return tau;
+    }
+    if (settings_.reuseFactorization && cache_.factorized) {
+      // The last factor (of an earlier iteration or step) preconditions CG on the current
+      // system; refactorize only if that takes too long or meets negative curvature.
+      setShift(tau);
+      const int64_t used = conjugateGradient(
+          g, forcing, settings_.maxReuseIterations, false,
+          [&](const Vector& r) -> Vector { return cache_.cholesky.solve(r); }, d);
+      report.linearIterations += std::abs(used);
+      if (used > 0 && d.allFinite()) return tau;
     }
     for (int32_t shift = 0;; ++shift) {
       setShift(tau);
       cache_.cholesky.factorize(cache_.matrix);
-      if (cache_.cholesky.info() == Eigen::Success) {
+      cache_.factorized = cache_.cholesky.info() == Eigen::Success;
+      if (cache_.factorized) {
         d = cache_.cholesky.solve(-g);
         if (d.allFinite()) return tau;
+        cache_.factorized = false;
       }
       if (shift == settings_.maxShifts) {
         std::ostringstream msg;
@@ -291,43 +355,50 @@ class NewtonSolver {
     }
   }
 
-  // Jacobi-preconditioned CG on H d = -g to relative residual `forcing`, truncated at
-  // non-positive curvature (Steihaug); returns the iterations taken.
-  int64_t conjugateGradient(const Vector& g, double forcing, Vector& d) const {
-    const SparseMatrix& H = cache_.matrix;
+  // Inverse of diag(H), or 1/m where it is not positive.
+  Vector jacobi() const {
     Vector inverseDiagonal(free_.count);
     for (Eigen::Index f = 0; f < inverseDiagonal.size(); ++f) {
-      const double diag = H.valuePtr()[cache_.diagonal[static_cast<size_t>(f)]];
+      const double diag = cache_.matrix.valuePtr()[cache_.diagonal[static_cast<size_t>(f)]];
       inverseDiagonal[f] = diag > 0 ? 1.0 / diag : 1.0 / diagonalMass_[f];
     }
+    return inverseDiagonal;
+  }
+
+  // Preconditioned CG on H d = -g to relative residual `forcing`. At non-positive
+  // curvature it truncates (Steihaug): with `truncate`, it returns the iterate so far (or
+  // the preconditioned gradient on the first iteration), both descent directions;
+  // without, it gives up. Returns the iterations taken, negated when it gave up or hit
+  // `maxIterations` without `truncate`.
+  template <class Preconditioner>
+  int64_t conjugateGradient(const Vector& g, double forcing, int64_t maxIterations, bool truncate,
+                            const Preconditioner& precondition, Vector& d) const {
+    const SparseMatrix& H = cache_.matrix;
     d.setZero();
     Vector r = -g;
-    Vector z = inverseDiagonal.cwiseProduct(r);
+    Vector z = precondition(r);
     Vector p = z;
     Vector q(free_.count);
     double rz = r.dot(z);
     const double stop = forcing * g.norm();
-    int64_t iteration = 0;
-    for (; iteration < settings_.maxLinearIterations; ++iteration) {
+    for (int64_t iteration = 0; iteration < maxIterations; ++iteration) {
       q.noalias() = H * p;
       const double curvature = p.dot(q);
-      if (curvature <= 0) {
+      if (!(curvature > 0)) {
+        if (!truncate) return -(iteration + 1);
         if (iteration == 0) d = z;  // preconditioned steepest descent
-        break;
+        return iteration + 1;
       }
       const double step = rz / curvature;
       d += step * p;
       r -= step * q;
-      if (r.norm() <= stop) {
-        ++iteration;
-        break;
-      }
-      z = inverseDiagonal.cwiseProduct(r);
+      if (r.norm() <= stop) return iteration + 1;
+      z = precondition(r);
       const double rzNext = r.dot(z);
       p = z + (rzNext / rz) * p;
       rz = rzNext;
     }
-    return iteration;
+    return truncate ? maxIterations : -maxIterations;
   }
 
   // Backtracking on Phi along d from x (prepared state held fixed); on success x moves.
@@ -412,6 +483,8 @@ void validate(const ImplicitSettings& s) {
     msg << "newton max_iterations = " << s.newton.maxIterations << ": must be >= 1";
   if (s.newton.maxLinearIterations < 1)
     msg << "newton max_linear_iterations = " << s.newton.maxLinearIterations << ": must be >= 1";
+  if (s.newton.maxReuseIterations < 1)
+    msg << "newton max_reuse_iterations = " << s.newton.maxReuseIterations << ": must be >= 1";
   if (!(s.newton.stepTolerance >= 0))
     msg << "newton step_tolerance = " << s.newton.stepTolerance << ": must be >= 0";
   if (s.newton.maxShifts < 0)
