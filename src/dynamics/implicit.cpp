@@ -56,6 +56,9 @@ constexpr double kArmijo = 1e-4;
 constexpr int kMaxHalvings = 40;
 // Below this fraction of Phi's magnitude a predicted decrease is lost in rounding.
 constexpr double kResolvableDecrease = 1e-11;
+// A frozen-Hessian iteration must reduce the residual at least by this factor, or the
+// solve returns to full Newton iterations.
+constexpr double kFrozenContraction = 0.5;
 // Factor by which the mass shift tau grows after a failed factorization or line search.
 constexpr double kShiftGrowth = 4;
 
@@ -120,6 +123,8 @@ class NewtonSolver {
     }
     const double lengthScale = (hi - lo).norm();
     double previousTau = 0;
+    bool frozenUsable = settings_.frozenHessian && free_.count <= settings_.directMaxDofs;
+    double frozenFrom = -1;  // residual before the last frozen iteration, or -1
     for (int32_t iteration = 0;; ++iteration) {
       body_.model->prepare(x);
       std::fill(gradient.begin(), gradient.end(), 0.0);
@@ -145,6 +150,28 @@ class NewtonSolver {
       }
       if (iteration == settings_.maxIterations) return report;
       ++report.iterations;
+      if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) frozenUsable = false;
+      frozenFrom = -1;
+      if (frozenUsable && cache_.factorized) {
+        // Modified Newton: the last factor (possibly from an earlier step) as the Hessian.
+        d = cache_.cholesky.solve(-g);
+        if (d.allFinite()) {
+          if (d.lpNorm<Eigen::Infinity>() <= settings_.stepTolerance * lengthScale) {
+            for (size_t k = 0; k < dofs; ++k) {
+              if (free_.index[k] >= 0) x[k] += d[free_.index[k]];
+            }
+            ++report.frozenIterations;
+            report.converged = true;
+            return report;
+          }
+          if (lineSearch(x, trial, d, phi, scale, g.dot(d)) > 0) {
+            ++report.frozenIterations;
+            frozenFrom = residual;
+            continue;
+          }
+        }
+        frozenUsable = false;
+      }
       assemble(x);
       const double forcing = std::min(0.1, residual);
       // Levenberg-Marquardt-like memory: start below the shift the last iteration needed.
