@@ -232,8 +232,8 @@ class NewtonSolver {
     auto& model = cache_.modelTriplets;
     model.clear();
     if (!body_.model->addHessian(x, model)) {
-      throw NumericalError(bodyLabel(body_) + ": the model '" + body_.model->name() +
-                           "' has no Hessian; implicit integration needs one");
+      throw InputError(bodyLabel(body_) + ": the model '" + body_.model->name() +
+                       "' has no Hessian; implicit integration needs one");
     }
     SparseMatrix& H = cache_.matrix;
     bool sameSequence =
