@@ -152,7 +152,7 @@ class NewtonSolver {
       ++report.iterations;
       if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) frozenUsable = false;
       frozenFrom = -1;
-      if (frozenUsable && cache_.factorized) {
+      if (frozenUsable && cache_.factorized && cache_.cholesky.rows() == free_.count) {
         // Modified Newton: the last factor (possibly from an earlier step) as the Hessian.
         d = cache_.cholesky.solve(-g);
         if (d.allFinite()) {
@@ -539,6 +539,11 @@ ImplicitStepper& ImplicitStepper::operator=(ImplicitStepper&&) noexcept = defaul
 ImplicitStepper::~ImplicitStepper() = default;
 
 ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& times) {
+  if (!(dt > 0) || !std::isfinite(dt)) {
+    std::ostringstream msg;
+    msg << "implicit step: time step " << dt << " s must be positive and finite";
+    throw InputError(msg.str());
+  }
   const bool newmark = settings_.scheme == ImplicitScheme::kNewmark;
   const bool explicitNewmark = newmark && settings_.beta == 0;
   const double beta = settings_.beta, gamma = settings_.gamma;
