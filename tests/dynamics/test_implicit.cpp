@@ -264,8 +264,8 @@ TEST(Implicit, ExplicitNewmarkBelowTheStableStepIsVelocityVerlet) {
 
 TEST(Implicit, StiffAluminiumSheetRunsAtTwentyTimesTheExplicitStep) {
   // A 1 mm aluminium sheet (mass_spring) hanging from one edge under gravity: the explicit
-  // stable-step estimate is 3.5 us; both implicit schemes run 200 steps at 20x it without blowing up
-  // and keep the energy bounded (EnergyGuard).
+  // stable-step estimate is 3.5 us; both implicit schemes run 200 steps at 20x it without blowing
+  // up and keep the energy bounded (EnergyGuard).
   BodyDef body = aluminiumSheet(16);
   pinLeftEdge(body);
   for (ImplicitSettings settings : {newmark(), backwardEuler()}) {
