@@ -1,0 +1,735 @@
+#include "dynamics/implicit.hpp"
+
+#include <Eigen/SparseCholesky>
+#include <Eigen/SparseCore>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "dynamics/contact.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+
+using SparseMatrix = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+using Vector = Eigen::VectorXd;
+
+struct LinearSolverCache {
+  std::vector<Eigen::Triplet<double>> modelTriplets;  // Model::addHessian output, reused
+  std::vector<Eigen::Triplet<double>> freeTriplets;   // restricted to free dofs
+  SparseMatrix matrix;                                // Hess Phi on free dofs
+  std::vector<int> diagonal;                          // (nFree), index of (i, i) in values
+  // The model's triplet sequence and free-dof map the scatter slots were made for, and
+  // each triplet's index into matrix.valuePtr() (-1: a pinned row or column).
+  std::vector<int> tripletRows, tripletCols, freeIndex;
+  std::vector<int> slot;
+  // The pattern the symbolic factorization was made for.
+  std::vector<int> outer, inner;
+  bool analyzed = false;
+  bool factorized = false;  // cholesky holds the factor of a matrix with this pattern
+  Eigen::SimplicialLLT<SparseMatrix, Eigen::Lower, Eigen::AMDOrdering<int>> cholesky;
+};
+
+namespace {
+
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& accumulator)
+      : accumulator_(accumulator), start_(std::chrono::steady_clock::now()) {}
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+  ~PhaseTimer() {
+    accumulator_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double& accumulator_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Armijo sufficient-decrease constant and the shortest step of the backtracking.
+constexpr double kArmijo = 1e-4;
+constexpr int kMaxHalvings = 40;
+// Below this fraction of Phi's magnitude a predicted decrease is lost in rounding.
+constexpr double kResolvableDecrease = 1e-11;
+// A frozen-Hessian iteration must reduce the residual at least by this factor, or the
+// solve returns to full Newton iterations.
+constexpr double kFrozenContraction = 0.5;
+// Factor by which the mass shift tau grows after a failed factorization or line search.
+constexpr double kShiftGrowth = 4;
+
+// The potential of one Newton solve, on one body:
+//   Phi(x) = alpha/2 (x - y)^T M (x - y) + E(x) - f.x   (free dofs only in the last two terms)
+struct Potential {
+  double alpha = 0;
+  std::vector<double> target;  // y, (nNodes, 3); used when alpha > 0
+  std::vector<double> force;   // f, (nNodes, 3); empty: none
+};
+
+struct FreeDofs {
+  std::vector<int> index;  // (3 nNodes), free index of each dof, or -1 for pinned nodes
+  int count = 0;
+};
+
+FreeDofs freeDofs(const Body& body) {
+  FreeDofs free;
+  const size_t n = static_cast<size_t>(body.nodeCount());
+  free.index.assign(3 * n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (body.pinned[i]) continue;
+    for (size_t c = 0; c < 3; ++c) free.index[3 * i + c] = free.count++;
+  }
+  return free;
+}
+
+std::string bodyLabel(const Body& body) {
+  return "body '" + body.name + "'";
+}
+
+class NewtonSolver {
+ public:
+  NewtonSolver(Body& body, const Potential& potential, const NewtonSettings& settings,
+               LinearSolverCache& cache, double time)
+      : body_(body),
+        potential_(potential),
+        settings_(settings),
+        cache_(cache),
+        time_(time),
+        free_(freeDofs(body)),
+        mass_(body.model->nodeMasses()) {}
+
+  // Minimizes Phi starting from body.positions (pinned dofs already at their targets);
+  // forceScale is F of the convergence test. Leaves the result in body.positions.
+  NewtonReport solve(double forceScale) {
+    NewtonReport report;
+    std::vector<double>& x = body_.positions;
+    const size_t dofs = x.size();
+    std::vector<double> gradient(dofs), trial(dofs);
+    Vector g(free_.count), d(free_.count);
+    report.usedIterativeSolver = free_.count > settings_.directMaxDofs;
+    if (free_.count == 0) {
+      report.converged = true;
+      return report;
+    }
+    Vec3 lo = Vec3::Constant(std::numeric_limits<double>::infinity()), hi = -lo;
+    for (size_t k = 0; k < dofs; k += 3) {
+      const Vec3 p(x[k], x[k + 1], x[k + 2]);
+      lo = lo.cwiseMin(p);
+      hi = hi.cwiseMax(p);
+    }
+    const double lengthScale = (hi - lo).norm();
+    double previousTau = 0;
+    bool frozenUsable = settings_.frozenHessian && free_.count <= settings_.directMaxDofs;
+    double frozenFrom = -1;  // residual before the last frozen iteration, or -1
+    for (int32_t iteration = 0;; ++iteration) {
+      body_.model->prepare(x);
+      std::fill(gradient.begin(), gradient.end(), 0.0);
+      const double elastic = body_.model->addGradient(x, gradient).total();
+      double scale = 0;
+      const double phi = elastic + extraTerms(x, &scale);
+      scale += std::abs(elastic);
+      for (size_t k = 0; k < dofs; ++k) {
+        const int f = free_.index[k];
+        if (f < 0) continue;
+        g[f] = gradient[k] + extraGradient(x, k);
+      }
+      const double gNorm = g.norm();
+      if (!std::isfinite(phi) || !std::isfinite(gNorm)) {
+        fail("the incremental potential or its gradient is not finite", iteration);
+      }
+      const double residual = forceScale > 0 ? gNorm / forceScale : gNorm;
+      report.residuals.push_back(residual);
+      report.residual = residual;
+      if (gNorm <= settings_.tolerance * forceScale) {
+        report.converged = true;
+        return report;
+      }
+      if (iteration == settings_.maxIterations) return report;
+      ++report.iterations;
+      if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) frozenUsable = false;
+      frozenFrom = -1;
+      if (frozenUsable && cache_.factorized && cache_.cholesky.rows() == free_.count) {
+        // Modified Newton: the last factor (possibly from an earlier step) as the Hessian.
+        d = cache_.cholesky.solve(-g);
+        if (d.allFinite()) {
+          if (d.lpNorm<Eigen::Infinity>() <= settings_.stepTolerance * lengthScale) {
+            for (size_t k = 0; k < dofs; ++k) {
+              if (free_.index[k] >= 0) x[k] += d[free_.index[k]];
+            }
+            ++report.frozenIterations;
+            report.converged = true;
+            return report;
+          }
+          if (lineSearch(x, trial, d, phi, scale, g.dot(d)) > 0) {
+            ++report.frozenIterations;
+            frozenFrom = residual;
+            continue;
+          }
+        }
+        frozenUsable = false;
+      }
+      assemble(x);
+      const double forcing = std::min(0.1, residual);
+      // Levenberg-Marquardt-like memory: start below the shift the last iteration needed.
+      double tau = previousTau / kShiftGrowth >= initialShift() ? previousTau / kShiftGrowth : 0.0;
+      for (int32_t shift = 0;; ++shift) {
+        tau = direction(g, tau, forcing, d, report);
+        if (tau == 0 && d.lpNorm<Eigen::Infinity>() <= settings_.stepTolerance * lengthScale) {
+          // An unshifted Newton step at the rounding level of the positions: the residual
+          // is at its rounding floor (stiff materials) and Phi cannot resolve the step.
+          for (size_t k = 0; k < dofs; ++k) {
+            if (free_.index[k] >= 0) x[k] += d[free_.index[k]];
+          }
+          report.converged = true;
+          return report;
+        }
+        if (lineSearch(x, trial, d, phi, scale, g.dot(d)) > 0) break;
+        if (shift == settings_.maxShifts) {
+          fail("the line search found no decrease of the incremental potential", iteration);
+        }
+        tau = std::max(kShiftGrowth * tau, initialShift());
+      }
+      previousTau = tau;
+      if (tau > 0) ++report.shiftedIterations;
+    }
+  }
+
+ private:
+  // alpha/2 |x - y|_M^2 - f.x over free dofs; *scale gets the sum of magnitudes of its terms.
+  double extraTerms(std::span<const double> x, double* scale) const {
+    double inertia = 0, work = 0, workScale = 0;
+    for (size_t k = 0; k < x.size(); ++k) {
+      if (free_.index[k] < 0) continue;
+      const double m = mass_[k / 3];
+      if (potential_.alpha > 0) {
+        const double dx = x[k] - potential_.target[k];
+        inertia += m * dx * dx;
+      }
+      if (!potential_.force.empty()) {
+        work += potential_.force[k] * x[k];
+        workScale += std::abs(potential_.force[k] * x[k]);
+      }
+    }
+    inertia *= 0.5 * potential_.alpha;
+    *scale = inertia + workScale;
+    return inertia - work;
+  }
+
+  double extraGradient(std::span<const double> x, size_t k) const {
+    double g = 0;
+    if (potential_.alpha > 0) g += potential_.alpha * mass_[k / 3] * (x[k] - potential_.target[k]);
+    if (!potential_.force.empty()) g -= potential_.force[k];
+    return g;
+  }
+
+  // Hess Phi on the free dofs into cache_.matrix; the symbolic factorization is redone only
+  // when the pattern changed.
+  void assemble(std::span<const double> x) {
+    auto& model = cache_.modelTriplets;
+    model.clear();
+    if (!body_.model->addHessian(x, model)) {
+      throw InputError(bodyLabel(body_) + ": the model '" + body_.model->name() +
+                       "' has no Hessian; implicit integration needs one");
+    }
+    SparseMatrix& H = cache_.matrix;
+    bool sameSequence =
+        cache_.tripletRows.size() == model.size() &&
+        cache_.freeIndex.size() == free_.index.size() &&
+        std::equal(free_.index.begin(), free_.index.end(), cache_.freeIndex.begin());
+    for (size_t t = 0; sameSequence && t < model.size(); ++t) {
+      sameSequence =
+          model[t].row() == cache_.tripletRows[t] && model[t].col() == cache_.tripletCols[t];
+    }
+    if (sameSequence) {
+      // The pattern is known: scatter the values in triplet order (the order
+      // setFromTriplets sums duplicates in), without sorting.
+      double* values = H.valuePtr();
+      std::fill(values, values + H.nonZeros(), 0.0);
+      for (size_t t = 0; t < model.size(); ++t) {
+        if (cache_.slot[t] >= 0) values[cache_.slot[t]] += model[t].value();
+      }
+      for (size_t k = 0; k < free_.index.size(); ++k) {
+        const int f = free_.index[k];
+        if (f >= 0)
+          values[cache_.diagonal[static_cast<size_t>(f)]] += potential_.alpha * mass_[k / 3];
+      }
+    } else {
+      rebuildPattern();
+    }
+    diagonalMass_.resize(free_.count);
+    baseDiagonal_.resize(free_.count);
+    for (size_t k = 0; k < free_.index.size(); ++k) {
+      const int f = free_.index[k];
+      if (f < 0) continue;
+      diagonalMass_[f] = mass_[k / 3];
+      baseDiagonal_[f] = H.valuePtr()[cache_.diagonal[static_cast<size_t>(f)]];
+    }
+    if (free_.count > settings_.directMaxDofs) return;
+    const bool samePattern =
+        cache_.analyzed && cache_.outer.size() == static_cast<size_t>(free_.count) + 1 &&
+        std::equal(cache_.outer.begin(), cache_.outer.end(), H.outerIndexPtr()) &&
+        cache_.inner.size() == static_cast<size_t>(H.nonZeros()) &&
+        std::equal(cache_.inner.begin(), cache_.inner.end(), H.innerIndexPtr());
+    if (!samePattern) {
+      cache_.cholesky.analyzePattern(H);
+      cache_.outer.assign(H.outerIndexPtr(), H.outerIndexPtr() + free_.count + 1);
+      cache_.inner.assign(H.innerIndexPtr(), H.innerIndexPtr() + H.nonZeros());
+      cache_.analyzed = true;
+      cache_.factorized = false;
+    }
+  }
+
+  // Builds cache_.matrix from the model's triplets with setFromTriplets and records where
+  // each triplet lands, for the next assembly with the same sequence.
+  void rebuildPattern() {
+    const auto& model = cache_.modelTriplets;
+    auto& triplets = cache_.freeTriplets;
+    triplets.clear();
+    triplets.reserve(model.size() + static_cast<size_t>(free_.count));
+    for (const auto& t : model) {
+      const int r = free_.index[static_cast<size_t>(t.row())];
+      const int c = free_.index[static_cast<size_t>(t.col())];
+      if (r >= 0 && c >= 0) triplets.emplace_back(r, c, t.value());
+    }
+    // The diagonal is always in the pattern, so that tau M can be added in place.
+    for (size_t k = 0; k < free_.index.size(); ++k) {
+      const int f = free_.index[k];
+      if (f >= 0) triplets.emplace_back(f, f, potential_.alpha * mass_[k / 3]);
+    }
+    SparseMatrix& H = cache_.matrix;
+    H.resize(free_.count, free_.count);
+    H.setFromTriplets(triplets.begin(), triplets.end());
+    H.makeCompressed();
+    const auto find = [&](int row, int col) {
+      const int* begin = H.innerIndexPtr() + H.outerIndexPtr()[col];
+      const int* end = H.innerIndexPtr() + H.outerIndexPtr()[col + 1];
+      return static_cast<int>(std::lower_bound(begin, end, row) - H.innerIndexPtr());
+    };
+    cache_.diagonal.resize(static_cast<size_t>(free_.count));
+    for (int col = 0; col < free_.count; ++col)
+      cache_.diagonal[static_cast<size_t>(col)] = find(col, col);
+    cache_.tripletRows.resize(model.size());
+    cache_.tripletCols.resize(model.size());
+    cache_.slot.resize(model.size());
+    for (size_t t = 0; t < model.size(); ++t) {
+      cache_.tripletRows[t] = model[t].row();
+      cache_.tripletCols[t] = model[t].col();
+      const int r = free_.index[static_cast<size_t>(model[t].row())];
+      const int c = free_.index[static_cast<size_t>(model[t].col())];
+      cache_.slot[t] = r >= 0 && c >= 0 ? find(r, c) : -1;
+    }
+    cache_.freeIndex = free_.index;
+  }
+
+  // tau_0 = max(alpha, 1e-4 max_i K_ii / m_i).
+  double initialShift() const {
+    double stiffest = 0;
+    for (Eigen::Index f = 0; f < baseDiagonal_.size(); ++f) {
+      stiffest = std::max(stiffest, (baseDiagonal_[f] / diagonalMass_[f]) - potential_.alpha);
+    }
+    const double tau = std::max(potential_.alpha, 1e-4 * stiffest);
+    return tau > 0 ? tau : 1.0;
+  }
+
+  void setShift(double tau) {
+    double* values = cache_.matrix.valuePtr();
+    for (Eigen::Index f = 0; f < baseDiagonal_.size(); ++f) {
+      values[cache_.diagonal[static_cast<size_t>(f)]] = baseDiagonal_[f] + tau * diagonalMass_[f];
+    }
+  }
+
+  // Solves (H + tau M) d = -g, raising tau from `tau` until the factorization succeeds;
+  // returns the tau used.
+  double direction(const Vector& g, double tau, double forcing, Vector& d, NewtonReport& report) {
+    if (free_.count > settings_.directMaxDofs) {
+      setShift(tau);
+      const Vector inverseDiagonal = jacobi();
+      report.linearIterations += conjugateGradient(
+          g, forcing, settings_.maxLinearIterations, true,
+          [&](const Vector& r) -> Vector { return inverseDiagonal.cwiseProduct(r); }, d);
+      return tau;
+    }
+    if (settings_.reuseFactorization && cache_.factorized) {
+      // The last factor (of an earlier iteration or step) preconditions CG on the current
+      // system; refactorize only if that takes too long or meets negative curvature.
+      setShift(tau);
+      const int64_t used = conjugateGradient(
+          g, forcing, settings_.maxReuseIterations, false,
+          [&](const Vector& r) -> Vector { return cache_.cholesky.solve(r); }, d);
+      report.linearIterations += std::abs(used);
+      if (used > 0 && d.allFinite()) return tau;
+    }
+    for (int32_t shift = 0;; ++shift) {
+      setShift(tau);
+      cache_.cholesky.factorize(cache_.matrix);
+      cache_.factorized = cache_.cholesky.info() == Eigen::Success;
+      if (cache_.factorized) {
+        d = cache_.cholesky.solve(-g);
+        if (d.allFinite()) return tau;
+        cache_.factorized = false;
+      }
+      if (shift == settings_.maxShifts) {
+        std::ostringstream msg;
+        msg << "the Newton system is not positive definite even with a mass shift of " << tau
+            << " 1/s^2";
+        fail(msg.str(), report.iterations);
+      }
+      tau = tau > 0 ? kShiftGrowth * tau : initialShift();
+    }
+  }
+
+  // Inverse of diag(H), or 1/m where it is not positive.
+  Vector jacobi() const {
+    Vector inverseDiagonal(free_.count);
+    for (Eigen::Index f = 0; f < inverseDiagonal.size(); ++f) {
+      const double diag = cache_.matrix.valuePtr()[cache_.diagonal[static_cast<size_t>(f)]];
+      inverseDiagonal[f] = diag > 0 ? 1.0 / diag : 1.0 / diagonalMass_[f];
+    }
+    return inverseDiagonal;
+  }
+
+  // Preconditioned CG on H d = -g to relative residual `forcing`. At non-positive
+  // curvature it truncates (Steihaug): with `truncate`, it returns the iterate so far (or
+  // the preconditioned gradient on the first iteration), both descent directions;
+  // without, it gives up. Returns the iterations taken, negated when it gave up or hit
+  // `maxIterations` without `truncate`.
+  template <class Preconditioner>
+  int64_t conjugateGradient(const Vector& g, double forcing, int64_t maxIterations, bool truncate,
+                            const Preconditioner& precondition, Vector& d) const {
+    const SparseMatrix& H = cache_.matrix;
+    d.setZero();
+    Vector r = -g;
+    Vector z = precondition(r);
+    Vector p = z;
+    Vector q(free_.count);
+    double rz = r.dot(z);
+    const double stop = forcing * g.norm();
+    for (int64_t iteration = 0; iteration < maxIterations; ++iteration) {
+      q.noalias() = H * p;
+      const double curvature = p.dot(q);
+      if (!(curvature > 0)) {
+        if (!truncate) return -(iteration + 1);
+        if (iteration == 0) d = z;  // preconditioned steepest descent
+        return iteration + 1;
+      }
+      const double step = rz / curvature;
+      d += step * p;
+      r -= step * q;
+      if (r.norm() <= stop) return iteration + 1;
+      z = precondition(r);
+      const double rzNext = r.dot(z);
+      p = z + (rzNext / rz) * p;
+      rz = rzNext;
+    }
+    return truncate ? maxIterations : -maxIterations;
+  }
+
+  // Backtracking on Phi along d from x (prepared state held fixed); on success x moves.
+  // Returns the step length taken, or 0 if none decreased Phi.
+  double lineSearch(std::vector<double>& x, std::vector<double>& trial, const Vector& d, double phi,
+                    double scale, double slope) const {
+    if (!(slope < 0)) return 0;
+    const bool unresolvable = -slope <= kResolvableDecrease * (std::abs(phi) + scale);
+    double step = 1;
+    for (int halving = 0; halving <= kMaxHalvings; ++halving, step *= 0.5) {
+      trial = x;
+      for (size_t k = 0; k < x.size(); ++k) {
+        const int f = free_.index[k];
+        if (f >= 0) trial[k] += step * d[f];
+      }
+      if (unresolvable) {
+        x.swap(trial);
+        return step;
+      }
+      double trialScale = 0;
+      const double trialPhi = body_.model->energy(trial).total() + extraTerms(trial, &trialScale);
+      if (std::isfinite(trialPhi) && trialPhi <= phi + kArmijo * step * slope) {
+        x.swap(trial);
+        return step;
+      }
+    }
+    return 0;
+  }
+
+  [[noreturn]] void fail(const std::string& what, int32_t iteration) const {
+    std::ostringstream msg;
+    msg << bodyLabel(body_) << ": " << what << " (Newton iteration " << iteration
+        << ", t = " << time_ << " s)";
+    throw NumericalError(msg.str());
+  }
+
+  Body& body_;
+  const Potential& potential_;
+  const NewtonSettings& settings_;
+  LinearSolverCache& cache_;
+  double time_;
+  FreeDofs free_;
+  std::span<const double> mass_;
+  Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
+};
+
+void throwNotConverged(const Body& body, const NewtonReport& report, const NewtonSettings& settings,
+                       double time) {
+  std::ostringstream msg;
+  msg << bodyLabel(body) << ": Newton's method did not converge in " << settings.maxIterations
+      << " iterations (relative residual " << report.residual << " > tolerance "
+      << settings.tolerance << ") at t = " << time << " s; try a smaller time step";
+  throw NumericalError(msg.str());
+}
+
+// |grad E(x)| over free dofs, from the accelerations computeAccelerations left:
+// dE/dx = m (g - a).
+double elasticForceNorm(const Body& body, const Vec3& gravity) {
+  const auto mass = body.model->nodeMasses();
+  double sum = 0;
+  for (size_t i = 0; i < mass.size(); ++i) {
+    if (body.pinned[i]) continue;
+    for (int c = 0; c < 3; ++c) {
+      const double f = mass[i] * (gravity[c] - body.accelerations[3 * i + c]);
+      sum += f * f;
+    }
+  }
+  return std::sqrt(sum);
+}
+
+}  // namespace
+
+void validate(const ImplicitSettings& s) {
+  std::ostringstream msg;
+  if (!(s.beta >= 0 && s.beta <= 0.5))
+    msg << "newmark beta = " << s.beta << ": must be in [0, 0.5]";
+  if (!(s.gamma >= 0.5 && s.gamma <= 1))
+    msg << "newmark gamma = " << s.gamma << ": must be in [0.5, 1]";
+  if (!(s.newton.tolerance > 0))
+    msg << "newton tolerance = " << s.newton.tolerance << ": must be > 0";
+  if (s.newton.maxIterations < 1)
+    msg << "newton max_iterations = " << s.newton.maxIterations << ": must be >= 1";
+  if (s.newton.maxLinearIterations < 1)
+    msg << "newton max_linear_iterations = " << s.newton.maxLinearIterations << ": must be >= 1";
+  if (s.newton.maxReuseIterations < 1)
+    msg << "newton max_reuse_iterations = " << s.newton.maxReuseIterations << ": must be >= 1";
+  if (!(s.newton.stepTolerance >= 0))
+    msg << "newton step_tolerance = " << s.newton.stepTolerance << ": must be >= 0";
+  if (s.newton.maxShifts < 0)
+    msg << "newton max_shifts = " << s.newton.maxShifts << ": must be >= 0";
+  if (!msg.str().empty()) throw InputError(msg.str());
+}
+
+int32_t ImplicitStepReport::maxIterations() const {
+  int32_t most = 0;
+  for (const NewtonReport& r : bodies) most = std::max(most, r.iterations);
+  return most;
+}
+
+int32_t ImplicitStepReport::totalIterations() const {
+  int32_t total = 0;
+  for (const NewtonReport& r : bodies) total += r.iterations;
+  return total;
+}
+
+ImplicitStepper::ImplicitStepper(const ImplicitSettings& settings) : settings_(settings) {
+  validate(settings_);
+}
+ImplicitStepper::ImplicitStepper(ImplicitStepper&&) noexcept = default;
+ImplicitStepper& ImplicitStepper::operator=(ImplicitStepper&&) noexcept = default;
+ImplicitStepper::~ImplicitStepper() = default;
+
+ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& times) {
+  if (!(dt > 0) || !std::isfinite(dt)) {
+    std::ostringstream msg;
+    msg << "implicit step: time step " << dt << " s must be positive and finite";
+    throw InputError(msg.str());
+  }
+  const bool newmark = settings_.scheme == ImplicitScheme::kNewmark;
+  const bool explicitNewmark = newmark && settings_.beta == 0;
+  const double beta = settings_.beta, gamma = settings_.gamma;
+  while (caches_.size() < world.bodies.size()) {
+    caches_.push_back(std::make_unique<LinearSolverCache>());
+  }
+  ImplicitStepReport report;
+  report.bodies.resize(world.bodies.size());
+  // Per body: the predicted velocity vt (Newmark), needed after the solve.
+  std::vector<std::vector<double>> predictedVelocity(world.bodies.size());
+  {
+    PhaseTimer timer(times.integrate);
+    const Vec3 g = world.gravity;
+    std::vector<std::vector<double>> start(world.bodies.size());
+    for (size_t b = 0; b < world.bodies.size(); ++b) start[b] = world.bodies[b].positions;
+    const double startTime = world.time;
+    world.time += dt;
+    applyScriptedMotion(world);
+    for (size_t b = 0; b < world.bodies.size(); ++b) {
+      Body& body = world.bodies[b];
+      const auto mass = body.model->nodeMasses();
+      const std::vector<double>& x0 = start[b];
+      const std::vector<double>& v0 = body.velocities;  // free nodes still at t
+      const double c = body.damping;
+      const size_t n = static_cast<size_t>(body.nodeCount());
+      Potential potential;
+      potential.target.assign(3 * n, 0.0);
+      std::vector<double>& vt = predictedVelocity[b];
+      vt.assign(3 * n, 0.0);
+      std::vector<double> predictor(3 * n);  // xt (Newmark) or x + h v (Euler)
+      std::vector<double> guess(3 * n);      // constant-acceleration guess
+      std::vector<double> coast(3 * n);      // zero-acceleration guess x + h v
+      for (size_t i = 0; i < n; ++i) {
+        if (body.pinned[i]) continue;
+        for (size_t k = 3 * i; k < 3 * i + 3; ++k) {
+          const double a = body.accelerations[k] - c * v0[k];
+          coast[k] = x0[k] + dt * v0[k];
+          if (newmark) {
+            predictor[k] = x0[k] + dt * v0[k] + dt * dt * (0.5 - beta) * a;
+            vt[k] = v0[k] + dt * (1 - gamma) * a;
+            guess[k] = x0[k] + dt * v0[k] + 0.5 * dt * dt * a;
+          } else {
+            predictor[k] = x0[k] + dt * v0[k];
+            guess[k] = predictor[k] + dt * dt * a;
+          }
+        }
+      }
+      if (explicitNewmark) {
+        for (size_t i = 0; i < n; ++i) {
+          if (body.pinned[i]) continue;
+          for (size_t k = 3 * i; k < 3 * i + 3; ++k) body.positions[k] = predictor[k];
+        }
+        report.bodies[b].converged = true;
+        continue;
+      }
+      potential.alpha =
+          newmark ? (1 + c * gamma * dt) / (beta * dt * dt) : (1 + c * dt) / (dt * dt);
+      double inertialScale = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (body.pinned[i]) continue;
+        for (size_t k = 3 * i; k < 3 * i + 3; ++k) {
+          const double gk = g[static_cast<Eigen::Index>(k - 3 * i)];
+          potential.target[k] = newmark ? predictor[k] + (gk - c * vt[k]) / potential.alpha
+                                        : x0[k] + (dt * v0[k] + dt * dt * gk) / (1 + c * dt);
+          const double f = potential.alpha * mass[i] * (x0[k] - potential.target[k]);
+          inertialScale += f * f;
+        }
+      }
+      const double forceScale = std::sqrt(inertialScale) + elasticForceNorm(body, g);
+      // Start from the best of the constant- and zero-acceleration guesses and the inertial
+      // target (the state prepared at x0 is held while choosing).
+      double best = std::numeric_limits<double>::infinity();
+      std::vector<double> candidate = body.positions;  // pinned dofs at their targets
+      for (const std::vector<double>* source : {&guess, &coast, &potential.target}) {
+        for (size_t i = 0; i < n; ++i) {
+          if (body.pinned[i]) continue;
+          for (size_t k = 3 * i; k < 3 * i + 3; ++k) candidate[k] = (*source)[k];
+        }
+        double inertia = 0;
+        for (size_t k = 0; k < 3 * n; ++k) {
+          if (body.pinned[k / 3]) continue;
+          const double dx = candidate[k] - potential.target[k];
+          inertia += mass[k / 3] * dx * dx;
+        }
+        const double phi = 0.5 * potential.alpha * inertia + body.model->energy(candidate).total();
+        if (phi < best) {
+          best = phi;
+          body.positions = candidate;
+        }
+      }
+      NewtonSolver solver(body, potential, settings_.newton, *caches_[b], startTime);
+      report.bodies[b] = solver.solve(forceScale);
+      if (!report.bodies[b].converged)
+        throwNotConverged(body, report.bodies[b], settings_.newton, startTime);
+      for (size_t i = 0; i < n; ++i) {
+        if (body.pinned[i]) continue;
+        for (size_t k = 3 * i; k < 3 * i + 3; ++k) {
+          if (newmark) {
+            const double a = (body.positions[k] - predictor[k]) / (beta * dt * dt);
+            body.velocities[k] = vt[k] + gamma * dt * a;
+          } else {
+            body.velocities[k] = (body.positions[k] - x0[k]) / dt;
+          }
+        }
+      }
+    }
+  }
+  {
+    PhaseTimer timer(times.contact);
+    projectOutOfObstacles(world);
+  }
+  {
+    PhaseTimer timer(times.forces);
+    computeAccelerations(world);
+  }
+  if (explicitNewmark) {
+    PhaseTimer timer(times.integrate);
+    // (1 + c gamma h) a+ = a(x+) - c vt,  v+ = vt + gamma h a+.
+    for (size_t b = 0; b < world.bodies.size(); ++b) {
+      Body& body = world.bodies[b];
+      const double c = body.damping;
+      for (size_t i = 0; i < static_cast<size_t>(body.nodeCount()); ++i) {
+        if (body.pinned[i]) continue;
+        for (size_t k = 3 * i; k < 3 * i + 3; ++k) {
+          const double vt = predictedVelocity[b][k];
+          const double a = (body.accelerations[k] - c * vt) / (1 + c * gamma * dt);
+          body.velocities[k] = vt + gamma * dt * a;
+        }
+      }
+    }
+  }
+  {
+    PhaseTimer timer(times.contact);
+    applyContactVelocities(world);
+  }
+  {
+    PhaseTimer timer(times.checks);
+    checkState(world);
+  }
+  return report;
+}
+
+std::vector<NewtonReport> solveStaticEquilibrium(
+    World& world, const NewtonSettings& settings,
+    std::span<const std::vector<double>> externalForces) {
+  ImplicitSettings check;
+  check.newton = settings;
+  validate(check);
+  applyScriptedMotion(world);
+  std::vector<NewtonReport> reports(world.bodies.size());
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    Body& body = world.bodies[b];
+    const auto mass = body.model->nodeMasses();
+    const size_t n = static_cast<size_t>(body.nodeCount());
+    Potential potential;
+    potential.force.assign(3 * n, 0.0);
+    const bool hasLoad = b < externalForces.size() && !externalForces[b].empty();
+    if (hasLoad && externalForces[b].size() != 3 * n) {
+      throw InputError(bodyLabel(body) + ": external forces must have shape (nNodes, 3)");
+    }
+    for (size_t k = 0; k < 3 * n; ++k) {
+      potential.force[k] = mass[k / 3] * world.gravity[static_cast<Eigen::Index>(k % 3)] +
+                           (hasLoad ? externalForces[b][k] : 0.0);
+    }
+    // F = |f| + |dE/dx(x0)| over free dofs.
+    body.model->prepare(body.positions);
+    std::vector<double> gradient(3 * n, 0.0);
+    (void)body.model->addGradient(body.positions, gradient);
+    double load = 0, elastic = 0;
+    for (size_t k = 0; k < 3 * n; ++k) {
+      if (body.pinned[k / 3]) continue;
+      load += potential.force[k] * potential.force[k];
+      elastic += gradient[k] * gradient[k];
+    }
+    LinearSolverCache cache;
+    NewtonSolver solver(body, potential, settings, cache, world.time);
+    reports[b] = solver.solve(std::sqrt(load) + std::sqrt(elastic));
+    if (!reports[b].converged) throwNotConverged(body, reports[b], settings, world.time);
+    for (size_t i = 0; i < n; ++i) {
+      if (body.pinned[i]) continue;
+      for (size_t k = 3 * i; k < 3 * i + 3; ++k) body.velocities[k] = 0;
+    }
+  }
+  computeAccelerations(world);
+  checkState(world);
+  return reports;
+}
+
+}  // namespace shellsim

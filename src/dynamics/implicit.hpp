@@ -1,0 +1,211 @@
+// Implicit time integration and static equilibrium for every model with a Hessian.
+//
+// Notation, per body: x, v, a node positions, velocities, accelerations (3n dofs), M the
+// lumped mass matrix (diagonal, m_i on the three dofs of node i), E(x) the model's
+// internal energy, K(x) = d2E/dx2 its Hessian (Model::addHessian), g gravity, c the body's
+// mass-proportional damping (1/s), h the time step. Pinned (scripted) nodes are fixed
+// dofs: at the start of the step they are moved to their path's position and velocity at
+// t + h (applyScriptedMotion) and take no part in the solve; every vector and matrix below
+// is restricted to the free dofs.
+//
+// Damping. The explicit stepper applies the exact decay exp(-c h) to the velocity. An
+// implicit scheme takes the Rayleigh mass-damping force -c M v at the new time level into
+// its equation of motion,  M a = -dE/dx + M g - c M v,  which is the same force (wicke2005
+// eq. 15) discretized by the scheme: for uniform motion the velocity decays per step by
+// (1 - c h/2)/(1 + c h/2) with Newmark gamma = 1/2 and by 1/(1 + c h) with backward Euler
+// (they differ from exp(-c h) by O((c h)^3) and O((c h)^2)). Both have magnitude <= 1 for
+// any h, so damping never destabilizes a large step; Newmark's factor turns negative for
+// c h > 2 (the velocity flips sign while decaying), where backward Euler is the better
+// choice. Because C = c M is proportional to the mass, the damped step is still the
+// minimizer of a potential.
+//
+// Newmark (beta, gamma), grinspun2003 (slides, "Newmark"):
+//   x+ = x + h v + h^2 [(1/2 - beta) a + beta a+],   v+ = v + h [(1 - gamma) a + gamma a+].
+// With the predictors  xt = x + h v + h^2 (1/2 - beta) a,  vt = v + h (1 - gamma) a,  the
+// new acceleration is a+ = (x+ - xt) / (beta h^2) and the equation of motion at t + h,
+//   (1 + c gamma h) M a+ = -dE/dx(x+) + M (g - c vt),
+// is the stationarity condition of the incremental potential
+//   Phi(x) = alpha/2 (x - y)^T M (x - y) + E(x),
+//   alpha = (1 + c gamma h) / (beta h^2),   y = xt + (g - c vt) / alpha,
+//   grad Phi = alpha M (x - y) + dE/dx,     Hess Phi = alpha M + K(x).
+// Then v+ = vt + gamma h a+. beta = 1/4, gamma = 1/2 is the average-acceleration
+// (trapezoidal) scheme: unconditionally stable and energy conserving for linear systems,
+// second order. beta = 0 is the explicit central-difference scheme: x+ = xt needs no solve,
+// a+ = [-dE/dx(x+)/m + g - c vt] / (1 + c gamma h), stable only below the explicit limit.
+// The step reads a = (the accelerations computeAccelerations left, -dE/dx / m + g) - c v:
+// the state is (x, v) alone, so a step recomputed from a checkpoint (run.cpp) is the same.
+//
+// Backward (implicit) Euler:  v+ = v + h a+,  x+ = x + h v+,  M a+ = -dE/dx(x+) + M g - c M v+:
+//   Phi(x) = alpha/2 (x - y)^T M (x - y) + E(x),
+//   alpha = (1 + c h) / h^2,   y = x + (h v + h^2 g) / (1 + c h),
+//   grad Phi = alpha M (x - y) + dE/dx,     Hess Phi = alpha M + K(x),
+// then v+ = (x+ - x) / h. First order; it dissipates energy (for convex E the total energy
+// falls by at least 1/2 |v+ - v|_M^2 per step).
+//
+// Static equilibrium: Phi(x) = E(x) - f.x with f = M g + the given nodal loads (alpha = 0),
+//   grad Phi = dE/dx - f,   Hess Phi = K(x).
+//
+// Newton's method on Phi (one body at a time: bodies only interact through obstacles,
+// which are resolved after the solve, as in the explicit step):
+//  0. Initial guess: of x + h v, the constant-acceleration guess (Newmark: x + h v +
+//     h^2/2 a; Euler: x + h v + h^2 a) and y, the one with the lowest Phi.
+//  1. model.prepare(x), then gradient and Hessian at x (prepare holds state such as the
+//     fiber model's reference normals fixed, so Phi and its derivatives agree within the
+//     iteration).
+//  2. Convergence: the relative residual |grad Phi(x)| / F <= tolerance, F the force scale
+//     of the step: |alpha M (x0 - y) - f| + |dE/dx(x0)| at the step's start x0 (inertial
+//     plus external plus elastic force magnitudes; it does not vanish at equilibrium).
+//     Also converged when an unshifted Newton step moves no dof by more than
+//     stepTolerance times the body's size: the residual is then at its rounding floor,
+//     which for stiff materials lies above useful tolerances (1 mm aluminium: ~3e-8).
+//  3. Direction: solve (Hess Phi + tau M) d = -grad Phi. The exact fiber Hessian, the
+//     mass-spring Hessian of a compressed spring and a flat membrane's out-of-plane block
+//     are not positive definite; when the Cholesky factorization reports a non-positive
+//     pivot, tau grows: from 0 to tau_0 = max(alpha, 1e-4 max_i K_ii / m_i), then x4 per
+//     retry (at most NewtonSettings::maxShifts). Each iteration starts from a quarter of
+//     the tau the previous one needed (0 once that is below tau_0), as in
+//     Levenberg-Marquardt, so a persistently indefinite Hessian does not pay a failed
+//     factorization for every smaller tau each time. A positive definite system gives a
+//     descent direction; near a strict minimum Phi's Hessian is positive definite again
+//     and the iteration returns to pure Newton (quadratic convergence).
+//     Linear solver: Eigen's SimplicialLLT (sparse Cholesky, AMD ordering; the symbolic
+//     analysis is kept while the sparsity pattern is unchanged) up to
+//     NewtonSettings::directMaxDofs free dofs; above it, conjugate gradients with a Jacobi
+//     (diagonal) preconditioner, stopped at a relative residual eta = min(0.1, |grad Phi|/F)
+//     (inexact Newton with a forcing term that keeps the convergence superlinear) and
+//     truncated at the first direction of non-positive curvature (Steihaug): the iterate so
+//     far, or the preconditioned steepest descent direction on the first iteration, which
+//     are descent directions. With reuseFactorization, the direct path first runs CG
+//     preconditioned by the last Cholesky factor (kept across iterations and steps: the
+//     Hessian of a slowly deforming body changes little), to the same forcing term, and
+//     refactorizes only when that takes more than maxReuseIterations or meets
+//     non-positive curvature. Assembly scatters into the known sparsity pattern (no sort)
+//     while the model emits the same triplet sequence. Eigen's Cholesky was chosen over CHOLMOD: no
+//     new dependency, and at the sizes where a direct solve pays off (<= ~1e5 dofs on a sheet) the
+//     simplicial factorization is fast enough (bench_implicit); CHOLMOD's supernodal
+//     factorization is the upgrade path for larger systems.
+//  4. Backtracking (Armijo, c1 = 1e-4, halving) on Phi with the prepared state fixed. Once
+//     the predicted decrease |grad Phi . d| falls below 1e-11 of Phi's magnitude, Phi can no
+//     longer resolve it in floating point and the full step is taken. If no step length
+//     down to 2^-40 decreases Phi, tau is raised as in 3 and the direction recomputed.
+// Non-convergence within maxIterations, or a non-finite Phi or gradient, throws
+// NumericalError naming the body.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "dynamics/stepper.hpp"
+#include "dynamics/world.hpp"
+
+namespace shellsim {
+
+enum class ImplicitScheme { kNewmark, kBackwardEuler };
+
+struct NewtonSettings {
+  double tolerance = 1e-6;     // relative residual |grad Phi| / F (see above), > 0
+  int32_t maxIterations = 30;  // Newton iterations per body per solve, >= 1
+  // Also converged when an unshifted Newton step moves no dof by more than this fraction
+  // of the body's bounding-box diagonal: the residual is then at its rounding floor
+  // (stiff materials: the 1 mm aluminium sheet's floor is 1e-8..1e-9 relative, its Newton
+  // steps there ~2e-14 m on a 0.7 m sheet). 1e-12 is far below visible or physical
+  // accuracy and ~10^4 units in the last place of the coordinates. >= 0.
+  double stepTolerance = 1e-12;
+  // Free dofs up to which the sparse Cholesky factorization is used; above it the
+  // Jacobi-preconditioned conjugate gradient. Measured (bench_implicit, backward Euler on
+  // the 1 mm aluminium sheet at 20x its stable step, Release, 2 shared cores), seconds per
+  // Newton iteration, Cholesky vs CG: 1k dofs 0.002 vs 0.004, 10k 0.013 vs 0.068, 100k 1.2
+  // vs 1.5 (CG needs 50-130 iterations at this step). The factorization grows like
+  // n^1.5 on a sheet and its memory like n log n, CG linearly per iteration: the crossover
+  // is just above 1e5 dofs, hence 2e5 (unmeasured above 1e5).
+  int64_t directMaxDofs = 200000;
+  int32_t maxLinearIterations = 10000;  // Jacobi-CG iterations per solve
+  // Direct path: precondition CG with the last Cholesky factor (from an earlier iteration
+  // or step) and refactorize only when that needs more than maxReuseIterations
+  // iterations or meets negative curvature. Off: factorize at every iteration.
+  bool reuseFactorization = true;
+  int32_t maxReuseIterations = 20;
+  // Modified Newton (direct path only): while a Cholesky factor exists (from an earlier
+  // iteration or step), iterate with it as the Hessian, without assembling: each iteration
+  // costs one gradient, two triangular solves and the line search. Converges linearly; as
+  // soon as an iteration reduces the residual by less than half (or its direction fails
+  // the line search), the solve returns to full Newton (assembly, factorization) for the
+  // rest of the step. Off by default: full Newton converges quadratically, and on the
+  // aluminium sheet (bench_implicit) the frozen iterations saved nothing at 20x the stable
+  // step (2.5 iterations per step instead of 1) and ~20% at 100x.
+  bool frozenHessian = false;
+  int32_t maxShifts = 12;  // retries with a growing tau M per iteration
+};
+
+struct ImplicitSettings {
+  ImplicitScheme scheme = ImplicitScheme::kNewmark;
+  double beta = 0.25;  // Newmark, [0, 1/2]; 0 is explicit central difference
+  double gamma = 0.5;  // Newmark, [1/2, 1]
+  NewtonSettings newton;
+};
+
+// Throws InputError if a setting is out of range, naming it.
+void validate(const ImplicitSettings& settings);
+
+// One Newton solve of one body.
+struct NewtonReport {
+  int32_t iterations = 0;  // Newton iterations (Hessian solves) taken
+  bool converged = false;
+  double residual = 0;            // final relative residual
+  std::vector<double> residuals;  // relative residual at each iterate, first to last
+  int32_t shiftedIterations = 0;  // iterations that needed tau > 0
+  int32_t frozenIterations = 0;   // modified-Newton iterations (frozenHessian)
+  int64_t linearIterations = 0;   // conjugate-gradient iterations, all solves
+  bool usedIterativeSolver = false;
+};
+
+struct ImplicitStepReport {
+  std::vector<NewtonReport> bodies;  // per body, in world order
+  [[nodiscard]] int32_t maxIterations() const;
+  [[nodiscard]] int32_t totalIterations() const;
+};
+
+// Per-body cache of the linear solver (sparsity pattern, symbolic factorization).
+struct LinearSolverCache;
+
+// Steps a world with an implicit scheme. Keeps per-body solver state between steps, so use
+// one ImplicitStepper per world. Like step(), it needs computeAccelerations(world) once
+// before the first step (and after positions are restored from a checkpoint).
+class ImplicitStepper {
+ public:
+  explicit ImplicitStepper(const ImplicitSettings& settings);  // validates
+  ImplicitStepper(const ImplicitStepper&) = delete;
+  ImplicitStepper& operator=(const ImplicitStepper&) = delete;
+  ImplicitStepper(ImplicitStepper&&) noexcept;
+  ImplicitStepper& operator=(ImplicitStepper&&) noexcept;
+  ~ImplicitStepper();
+
+  // One step of size dt, as a pipeline: time += dt and pins to their paths; per body,
+  // Newton on Phi; velocities; project out of obstacles; accelerations at the new
+  // positions; contact velocity response; checkState. Throws NumericalError (naming the
+  // body) on non-convergence, NaN or blow-up, leaving the world mid-step (restore a
+  // checkpoint, as run.cpp does, then computeAccelerations); InputError if a body's model
+  // has no Hessian. Newton time counts as `integrate`, the final force evaluation as
+  // `forces`.
+  ImplicitStepReport step(World& world, double dt, PhaseTimes& times);
+
+  [[nodiscard]] const ImplicitSettings& settings() const { return settings_; }
+
+ private:
+  ImplicitSettings settings_;
+  std::vector<std::unique_ptr<LinearSolverCache>> caches_;  // (nBodies)
+};
+
+// Static equilibrium of every body with its pins at their positions at world.time: Newton
+// on Phi(x) = E(x) - f.x, f = M g + externalForces[b] (nodal forces, N, shape (nNodes, 3);
+// an empty span or an empty vector adds none). Starts from the current positions; on
+// return the positions are the equilibrium, velocities of free nodes are zero and the
+// accelerations and elastic energies are updated. Throws NumericalError naming the body if
+// Newton does not converge.
+std::vector<NewtonReport> solveStaticEquilibrium(
+    World& world, const NewtonSettings& settings,
+    std::span<const std::vector<double>> externalForces = {});
+
+}  // namespace shellsim
