@@ -116,10 +116,21 @@ struct BodyDef {
 
 enum class OutputFormat { kPly, kObj, kVtp };
 
+enum class Integrator {
+  kVerlet,         // explicit velocity Verlet (wicke2005 section 8)
+  kNewmark,        // Newmark (beta, gamma), implicit for beta > 0, solved by Newton
+  kBackwardEuler,  // implicit Euler, solved by Newton
+};
+
 struct TimeDef {
   double duration = 2.0;    // s, > 0
   double frameRate = 30.0;  // frames per second, > 0
   double timeStep = 0.0;    // s; 0 means "choose a stable step"
+  Integrator integrator = Integrator::kVerlet;
+  double newmarkBeta = 0.25;      // [0, 0.5]
+  double newmarkGamma = 0.5;      // [0.5, 1]
+  double newtonTolerance = 1e-6;  // relative residual, (0, 1)
+  int newtonMaxIterations = 30;   // >= 1
 
   bool operator==(const TimeDef&) const = default;
 };

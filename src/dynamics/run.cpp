@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
+#include "dynamics/implicit.hpp"
 #include "dynamics/recorder.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
@@ -16,6 +18,10 @@ namespace {
 
 // Safety factor on the stable-step estimate when the scene asks for an automatic step.
 constexpr double kAutomaticStepSafety = 0.5;
+// Automatic step of the implicit integrators, in stable explicit steps: large enough to pay
+// for the Newton solves (about 20-30 explicit steps each, bench_implicit), small enough to
+// resolve the bounces and folds the explicit runs show.
+constexpr double kImplicitStepFactor = 20.0;
 
 // A frame that blows up is recomputed from its start with half the step, at most this
 // many times (down to 1/16 of the step) before the run gives up. The stable-step estimate
@@ -52,10 +58,16 @@ struct StepPlan {
   int64_t stepsPerFrame = 0;
 };
 
-StepPlan planSteps(double requested, double stable, double frameInterval,
+bool isImplicit(const TimeDef& time) {
+  return time.integrator == Integrator::kBackwardEuler ||
+         (time.integrator == Integrator::kNewmark && time.newmarkBeta > 0);
+}
+
+StepPlan planSteps(double requested, double stable, double frameInterval, bool implicit,
                    std::vector<std::string>& warnings) {
-  double target = requested > 0 ? requested : kAutomaticStepSafety * stable;
-  if (requested > 0 && requested > stable) {
+  double target = requested > 0 ? requested
+                                : (implicit ? kImplicitStepFactor : kAutomaticStepSafety) * stable;
+  if (!implicit && requested > 0 && requested > stable) {
     std::ostringstream msg;
     msg << "time.time_step = " << requested << " s is above the stable explicit step estimate "
         << stable << " s; the run may blow up";
@@ -83,9 +95,22 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   report.stableTimeStep = stableTimeStep(world);
 
   const double frameInterval = 1.0 / scene.time.frameRate;
-  const StepPlan plan =
-      planSteps(scene.time.timeStep, report.stableTimeStep, frameInterval, report.warnings);
+  const bool implicit = isImplicit(scene.time);
+  const StepPlan plan = planSteps(scene.time.timeStep, report.stableTimeStep, frameInterval,
+                                  implicit, report.warnings);
   report.timeStep = plan.timeStep;
+  std::optional<ImplicitStepper> implicitStepper;
+  if (scene.time.integrator != Integrator::kVerlet) {
+    ImplicitSettings settings;
+    settings.scheme = scene.time.integrator == Integrator::kBackwardEuler
+                          ? ImplicitScheme::kBackwardEuler
+                          : ImplicitScheme::kNewmark;
+    settings.beta = scene.time.newmarkBeta;
+    settings.gamma = scene.time.newmarkGamma;
+    settings.newton.tolerance = scene.time.newtonTolerance;
+    settings.newton.maxIterations = scene.time.newtonMaxIterations;
+    implicitStepper.emplace(settings);
+  }
   if (static_cast<double>(plan.stepsPerFrame) > 1e7) {
     std::ostringstream msg;
     msg << "the stable time step " << report.stableTimeStep
@@ -134,7 +159,11 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
       try {
         const double dt = frameInterval / static_cast<double>(stepsPerFrame);
         for (int64_t s = 0; s < stepsPerFrame; ++s) {
-          step(world, dt, times);
+          if (implicitStepper) {
+            implicitStepper->step(world, dt, times);
+          } else {
+            step(world, dt, times);
+          }
           ++report.steps;
         }
         energyGuard.check(world);

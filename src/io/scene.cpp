@@ -43,6 +43,7 @@ constexpr std::string_view kObstacleTypes[] = {"plane", "sphere", "box"};
 constexpr std::string_view kPrimitiveTypes[] = {"sheet", "sphere", "hemisphere", "cylinder", "box"};
 constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
 constexpr std::string_view kFormats[] = {"ply", "obj", "vtp"};
+constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler"};
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The defaults here are the ones a scene gets; a test checks that they agree
@@ -341,7 +342,37 @@ constexpr FieldSpec kTimeFields[] = {
      .number = 0.0,
      .range = Range::atLeast(0),
      .rule = "<= 1 / frame_rate",
-     .meaning = "Integration step; 0 chooses a stable step automatically."},
+     .meaning = "Integration step; 0 chooses a step automatically (half the stable explicit "
+                "step for `verlet` and explicit `newmark`, 20 times it for the implicit "
+                "integrators, at most the frame interval)."},
+    {.key = "integrator",
+     .kind = FieldKind::kChoice,
+     .text = "verlet",
+     .choices = kIntegrators,
+     .meaning = "`verlet`: explicit velocity Verlet (wicke2005). `newmark`: Newmark with "
+                "`newmark_beta`, `newmark_gamma` (beta = 0 is explicit; 1/4, 1/2 the implicit "
+                "average-acceleration rule). `backward_euler`: implicit Euler, dissipative. "
+                "The implicit ones solve each step by Newton's method with the models' "
+                "Hessians."},
+    {.key = "newmark_beta",
+     .number = 0.25,
+     .range = Range::closed(0, 0.5),
+     .meaning = "Newmark beta."},
+    {.key = "newmark_gamma",
+     .number = 0.5,
+     .range = Range::closed(0.5, 1),
+     .meaning = "Newmark gamma; above 1/2 adds numerical damping."},
+    {.key = "newton_tolerance",
+     .number = 1e-6,
+     .range = Range::openClosed(0, 1),
+     .meaning = "Newton's method stops when the residual falls below this fraction of the "
+                "step's force scale."},
+    {.key = "newton_max_iterations",
+     .kind = FieldKind::kInteger,
+     .number = 30,
+     .range = Range::closed(1, 1000),
+     .meaning = "Newton iterations per step before the step counts as failed (and is "
+                "retried with half the step)."},
 };
 
 constexpr FieldSpec kOutputFields[] = {
@@ -810,6 +841,14 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   t.duration = r.number("duration");
   t.frameRate = frameRate.value_or(t.frameRate);
   t.timeStep = timeStep.value_or(t.timeStep);
+  const std::string integrator = r.choice("integrator");
+  t.integrator = integrator == "newmark"          ? Integrator::kNewmark
+                 : integrator == "backward_euler" ? Integrator::kBackwardEuler
+                                                  : Integrator::kVerlet;
+  t.newmarkBeta = r.number("newmark_beta");
+  t.newmarkGamma = r.number("newmark_gamma");
+  t.newtonTolerance = r.number("newton_tolerance");
+  t.newtonMaxIterations = static_cast<int>(r.integer("newton_max_iterations"));
   // Against the default frame rate too, but not against a bad one, already reported.
   const bool frameRateUsable = frameRate.has_value() || !r.has("frame_rate");
   if (timeStep && frameRateUsable && *timeStep > 1.0 / t.frameRate) {
