@@ -244,6 +244,12 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
     hingeStiffness_[k] = 2 * kB * 3 * (x1 - x0).squaredNorm() / restArea;
   }
 
+  const auto anyNonZero = [](const std::vector<double>& values) {
+    return std::any_of(values.begin(), values.end(), [](double v) { return v != 0.0; });
+  };
+  hasEdgeTerm_ = anyNonZero(edgeStiffness_);
+  hasAreaTerm_ = anyNonZero(triangleStiffness_);
+  hasBending_ = anyNonZero(hingeStiffness_);
   edgeIncidence_ = buildIncidence(edgeNodes_, nodeCount_);
   triangleIncidence_ = buildIncidence(triangles_, nodeCount_);
   hingeIncidence_ = buildIncidence(hingeNodes_, nodeCount_);
@@ -307,21 +313,29 @@ EnergyParts DiscreteShellModel::energy(std::span<const double> x) const {
 EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
                                             std::span<double> gradient) const {
   EnergyParts parts;
-  parts.stretching = assembleEnergyGradient<2>(
-      edgeNodes_, edgeIncidence_, x, gradient, edgeScratch_,
-      [this](size_t k, const Vec3(&xs)[2], Vec3(&g)[2]) {
-        return discrete_shell::edgeEnergy(edgeStiffness_[k], edgeRestLength_[k], xs, g);
-      });
-  parts.stretching += assembleEnergyGradient<3>(
-      triangles_, triangleIncidence_, x, gradient, triangleScratch_,
-      [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3]) {
-        return discrete_shell::triangleEnergy(triangleStiffness_[t], triangleRestArea_[t], xs, g);
-      });
-  parts.bending = assembleEnergyGradient<4>(
-      hingeNodes_, hingeIncidence_, x, gradient, hingeScratch_,
-      [this](size_t k, const Vec3(&xs)[4], Vec3(&g)[4]) {
-        return discrete_shell::hingeEnergy(hingeStiffness_[k], hingeRestAngle_[k], xs, g);
-      });
+  if (hasEdgeTerm_) {
+    parts.stretching = assembleEnergyGradient<2>(
+        edgeNodes_, edgeIncidence_, x, gradient, edgeScratch_,
+        [this](size_t k, const Vec3(&xs)[2], Vec3(&g)[2]) {
+          return discrete_shell::edgeEnergy(edgeStiffness_[k], edgeRestLength_[k], xs, g);
+        });
+  }
+  // A family whose stiffnesses are all zero (the area term for nu < 1/3, bending or
+  // stretching switched off by a raw override) contributes exact zeros: skipped.
+  if (hasAreaTerm_) {
+    parts.stretching += assembleEnergyGradient<3>(
+        triangles_, triangleIncidence_, x, gradient, triangleScratch_,
+        [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3]) {
+          return discrete_shell::triangleEnergy(triangleStiffness_[t], triangleRestArea_[t], xs, g);
+        });
+  }
+  if (hasBending_) {
+    parts.bending = assembleEnergyGradient<4>(
+        hingeNodes_, hingeIncidence_, x, gradient, hingeScratch_,
+        [this](size_t k, const Vec3(&xs)[4], Vec3(&g)[4]) {
+          return discrete_shell::hingeEnergy(hingeStiffness_[k], hingeRestAngle_[k], xs, g);
+        });
+  }
   return parts;
 }
 
