@@ -254,53 +254,51 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
   triangleIncidence_ = buildIncidence(triangles_, nodeCount_);
   hingeIncidence_ = buildIncidence(hingeNodes_, nodeCount_);
 
-  // Stable step: Gershgorin on S = M^-1/2 K M^-1/2 at rest. Each stencil's block is added
-  // in absolute value, which bounds the assembled rows' absolute sums from above (at rest
-  // every stencil Hessian is k grad grad^T, so no diagonal entry cancels).
+  // Stable step: Gershgorin on S = M^-1/2 K M^-1/2 at rest. At rest every stencil's
+  // residual (l - L, A - A0, theta - theta0) is exactly zero, so its Hessian is the rank-one
+  // k w w^T, w the gradient of its length, area or angle (discrete_shell_kernel.hpp); its
+  // rows' absolute sums, scaled, are k |w_i| m_i^-1/2 sum_j |w_j| m_j^-1/2. Adding them
+  // stencil by stencil bounds the assembled rows' absolute sums from above.
   std::vector<double> rowSum(3 * nodes, 0.0);
   std::vector<double> invSqrtMass(nodes);
   for (size_t v = 0; v < nodes; ++v) invSqrtMass[v] = 1.0 / std::sqrt(mass_[v]);
-  const auto accumulate = [&](const int32_t* ids, int count, const auto& hessian) {
+  const auto accumulate = [&](const int32_t* ids, int count, double stiffness, const Vec3* w) {
+    double sum = 0;
     for (int a = 0; a < count; ++a) {
+      sum += w[a].cwiseAbs().sum() * invSqrtMass[static_cast<size_t>(ids[a])];
+    }
+    for (int a = 0; a < count; ++a) {
+      const auto node = static_cast<size_t>(ids[a]);
       for (int i = 0; i < 3; ++i) {
-        const auto rowDof = 3 * static_cast<size_t>(ids[a]) + static_cast<size_t>(i);
-        double sum = 0;
-        for (int b = 0; b < count; ++b) {
-          const double scale = invSqrtMass[static_cast<size_t>(ids[b])];
-          for (int j = 0; j < 3; ++j) {
-            sum += std::abs(hessian(3 * a + i, 3 * b + j)) * scale;
-          }
-        }
-        rowSum[rowDof] += sum * invSqrtMass[static_cast<size_t>(ids[a])];
+        rowSum[3 * node + static_cast<size_t>(i)] +=
+            std::abs(stiffness) * std::abs(w[a][i]) * invSqrtMass[node] * sum;
       }
     }
   };
-  {
-    Vec3 x2[2], g2[2];
-    Mat6 h6;
-    for (size_t k = 0; k < edgeCount; ++k) {
-      for (int s = 0; s < 2; ++s)
-        x2[s] = vertex(mesh.positions, edgeNodes_[2 * k + static_cast<size_t>(s)]);
-      discrete_shell::edgeEnergyHessian(edgeStiffness_[k], edgeRestLength_[k], x2, g2, h6);
-      accumulate(&edgeNodes_[2 * k], 2, h6);
+  for (size_t k = 0; k < edgeCount; ++k) {
+    const Vec3 u = (vertex(mesh.positions, edgeNodes_[2 * k + 1]) -
+                    vertex(mesh.positions, edgeNodes_[2 * k])) /
+                   edgeRestLength_[k];
+    const Vec3 w[2] = {-u, u};  // dl/dx
+    accumulate(&edgeNodes_[2 * k], 2, edgeStiffness_[k], w);
+  }
+  for (size_t t = 0; t < triangleCount; ++t) {
+    Vec3 p[3];
+    for (int c = 0; c < 3; ++c) {
+      p[c] = vertex(mesh.positions, triangles_[3 * t + static_cast<size_t>(c)]);
     }
-    Vec3 x3[3], g3[3];
-    Mat9 h9;
-    for (size_t t = 0; t < triangleCount; ++t) {
-      for (int s = 0; s < 3; ++s)
-        x3[s] = vertex(mesh.positions, triangles_[3 * t + static_cast<size_t>(s)]);
-      discrete_shell::triangleEnergyHessian(triangleStiffness_[t], triangleRestArea_[t], x3, g3,
-                                            h9);
-      accumulate(&triangles_[3 * t], 3, h9);
+    const Vec3 normal = (p[1] - p[0]).cross(p[2] - p[0]).normalized();
+    Vec3 w[3];  // dA/dx_i = 1/2 nh x e_i
+    for (int c = 0; c < 3; ++c) w[c] = 0.5 * normal.cross(p[(c + 2) % 3] - p[(c + 1) % 3]);
+    accumulate(&triangles_[3 * t], 3, triangleStiffness_[t], w);
+  }
+  for (size_t k = 0; k < hingeCount; ++k) {
+    Vec3 p[4], w[4];  // dtheta/dx
+    for (int c = 0; c < 4; ++c) {
+      p[c] = vertex(mesh.positions, hingeNodes_[4 * k + static_cast<size_t>(c)]);
     }
-    Vec3 x4[4], g4[4];
-    Mat12 h12;
-    for (size_t k = 0; k < hingeCount; ++k) {
-      for (int s = 0; s < 4; ++s)
-        x4[s] = vertex(mesh.positions, hingeNodes_[4 * k + static_cast<size_t>(s)]);
-      discrete_shell::hingeEnergyHessian(hingeStiffness_[k], hingeRestAngle_[k], x4, g4, h12);
-      accumulate(&hingeNodes_[4 * k], 4, h12);
-    }
+    discrete_shell::dihedralAngleGradient(p, w);
+    accumulate(&hingeNodes_[4 * k], 4, hingeStiffness_[k], w);
   }
   const double lambda = rowSum.empty() ? 0.0 : *std::max_element(rowSum.begin(), rowSum.end());
   stableStep_ = lambda > 0 ? 2.0 / std::sqrt(lambda) : std::numeric_limits<double>::infinity();
