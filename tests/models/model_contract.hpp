@@ -2,6 +2,12 @@
 // finite-difference gradient and Hessian, zero force at rest, invariance under rigid
 // motion, zero net force and torque. Each check returns a failure that names the worst
 // entry, so a test using it can fail.
+//
+// The checks run on every model from ONE test template, the value-parameterised suite
+// ModelContract (test_model_contract.cpp); each model's test file instantiates it with its
+// ContractCases (a model on a mesh, with the finite-difference steps and tolerances it
+// needs):
+//   INSTANTIATE_TEST_SUITE_P(Fiber, ModelContract, ::testing::Values(...), contractCaseName);
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,8 +15,12 @@
 #include <Eigen/Dense>
 #include <Eigen/SparseCore>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <ostream>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "models/model.hpp"
@@ -97,10 +107,12 @@ inline ::testing::AssertionResult hessianMatchesFiniteDifferences(const Model& m
   return ::testing::AssertionSuccess();
 }
 
-// Sum of forces and of torques about the origin; both vanish for internal forces.
+// Sum of forces and of torques about the origin; both vanish for internal forces. The
+// torque tolerance defaults to the force tolerance.
 inline ::testing::AssertionResult zeroNetForceAndTorque(const Model& model,
-                                                        std::span<const double> x,
-                                                        double tolerance) {
+                                                        std::span<const double> x, double tolerance,
+                                                        double torqueTolerance = -1) {
+  if (torqueTolerance < 0) torqueTolerance = tolerance;
   const std::vector<double> g = gradientAt(model, x);
   Eigen::Vector3d force = Eigen::Vector3d::Zero(), torque = Eigen::Vector3d::Zero();
   double scale = 0;
@@ -111,7 +123,7 @@ inline ::testing::AssertionResult zeroNetForceAndTorque(const Model& model,
     torque += xi.cross(gi);
     scale += gi.norm() * std::max(1.0, xi.norm());
   }
-  if (force.norm() > tolerance * scale || torque.norm() > tolerance * scale) {
+  if (force.norm() > tolerance * scale || torque.norm() > torqueTolerance * scale) {
     return ::testing::AssertionFailure() << "net force " << force.transpose() << ", net torque "
                                          << torque.transpose() << " (scale " << scale << ")";
   }
@@ -139,5 +151,41 @@ inline ::testing::AssertionResult rigidMotionInvariant(Model& model, std::span<c
   }
   return ::testing::AssertionSuccess();
 }
+
+// ---------------------------------------------------------------------------------------
+// The contract template.
+
+// A model at rest, as one contract case builds it.
+struct ContractSetup {
+  std::unique_ptr<Model> model;
+  std::vector<double> rest;  // rest positions, (nNodes, 3), m
+  double scale = 1;          // length scale (typical element size), m
+};
+
+// One model on one configuration. Lengths are relative to ContractSetup::scale.
+struct ContractCase {
+  std::string name;                      // test-name suffix, [A-Za-z0-9_]
+  std::function<ContractSetup()> setup;  // builds the model (lazily: only tests that run pay)
+  double perturbation = 0.05;            // amplitude of the random deformations
+  double gradientStep = 1e-7;            // finite-difference step of the gradient check
+  double gradientTolerance = 1e-6;       // its relative tolerance
+  double hessianStep = 1e-6;             // finite-difference step of the Hessian check
+  double hessianTolerance = 1e-6;        // its tolerance, relative to the largest entry
+  double forceTolerance = 1e-12;         // |net force| / sum |g_i| max(1, |x_i|)
+  double torqueTolerance = 1e-12;        // |net torque| / the same
+  double rigidTolerance = 1e-9;          // relative energy change under a rigid motion
+  bool expectStretching = false;         // the deformed state has stretching energy > 0
+  bool expectBending = false;            // ... and bending energy > 0
+};
+
+inline void PrintTo(const ContractCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+inline std::string contractCaseName(const ::testing::TestParamInfo<ContractCase>& info) {
+  return info.param.name;
+}
+
+class ModelContract : public ::testing::TestWithParam<ContractCase> {};
 
 }  // namespace shellsim::testing

@@ -1,0 +1,79 @@
+// Force evaluation of the discrete-shell model (grinspun2003): time per hinge and per
+// triangle on equilateral sheets of ~10^4 hinges (in cache), ~10^5 and ~10^6, with 1 and
+// 2 threads. An evaluation runs the edge and hinge stencil families and, when the Poisson
+// ratio is >= 1/3, the triangle (area) family, each with the assembler's gather pass.
+// Run (Release build):
+//   build/rel/bench/shellsim_bench --benchmark_filter=DiscreteShell
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "models/discrete_shell/discrete_shell_model.hpp"
+#include "shellsim/parallel.hpp"
+
+namespace {
+
+// side x side equilateral lattice of spacing 1 cm in z = 0, counter-clockwise from +z:
+// ~2 side^2 triangles and ~3 side^2 hinges.
+shellsim::Geometry equilateralSheet(int side) {
+  shellsim::Geometry g;
+  const double a = 0.01;
+  for (int r = 0; r < side; ++r) {
+    for (int c = 0; c < side; ++c) {
+      g.positions.insert(g.positions.end(),
+                         {a * (c + 0.5 * (r % 2)), a * std::sqrt(3.0) / 2.0 * r, 0.0});
+    }
+  }
+  const auto id = [side](int r, int c) { return r * side + c; };
+  for (int r = 0; r + 1 < side; ++r) {
+    for (int c = 0; c + 1 < side; ++c) {
+      if (r % 2 == 0) {
+        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c)});
+        g.triangles.insert(g.triangles.end(), {id(r, c + 1), id(r + 1, c + 1), id(r + 1, c)});
+      } else {
+        g.triangles.insert(g.triangles.end(), {id(r, c), id(r + 1, c + 1), id(r + 1, c)});
+        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c + 1)});
+      }
+    }
+  }
+  return g;
+}
+
+void BM_DiscreteShellForces(benchmark::State& state) {
+  const shellsim::Geometry mesh = equilateralSheet(static_cast<int>(state.range(0)));
+  shellsim::MaterialDef material;
+  material.poisson = 0.01 * static_cast<double>(state.range(2));
+  const shellsim::DiscreteShellModel model(mesh, material);
+  std::vector<double> x = mesh.positions;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> u(-1e-4, 1e-4);
+  for (double& v : x) v += u(rng);
+  std::vector<double> gradient(x.size());
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
+  for (auto _ : state) {
+    std::fill(gradient.begin(), gradient.end(), 0.0);
+    benchmark::DoNotOptimize(model.addGradient(x, gradient));
+    benchmark::ClobberMemory();
+  }
+  const auto hinges = static_cast<double>(model.hingeCount());
+  const auto triangles = static_cast<double>(model.triangleCount());
+  const auto iterations = static_cast<double>(state.iterations());
+  state.counters["hinges"] = hinges;
+  state.counters["triangles"] = triangles;
+  state.counters["ns_per_hinge"] = benchmark::Counter(
+      hinges * iterations * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_triangle"] = benchmark::Counter(
+      triangles * iterations * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// ~10^4 (in cache), ~10^5 and ~10^6 hinges; Poisson ratio 0.3 (no area term: edges and
+// hinges only) and 0.45 (edges, triangles and hinges).
+BENCHMARK(BM_DiscreteShellForces)
+    ->ArgsProduct({{58, 183, 578}, {1, 2}, {30, 45}})
+    ->ArgNames({"side", "threads", "poisson_pct"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace

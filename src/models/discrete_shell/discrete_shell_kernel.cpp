@@ -1,0 +1,127 @@
+// Hessians of the discrete-shell stencils; the derivations are in discrete_shell_kernel.hpp.
+#include "models/discrete_shell/discrete_shell_kernel.hpp"
+
+namespace shellsim::discrete_shell {
+namespace {
+
+using Mat3x12 = Eigen::Matrix<double, 3, 12>;
+
+// [a]x, the matrix of b -> a x b.
+Mat3 skew(const Vec3& a) {
+  Mat3 m;
+  m << 0, -a.z(), a.y(), a.z(), 0, -a.x(), -a.y(), a.x(), 0;
+  return m;
+}
+
+}  // namespace
+
+double edgeEnergyHessian(double stiffness, double restLength, const Vec3 (&x)[2], Vec3 (&g)[2],
+                         Mat6& hessian) {
+  const double energy = edgeEnergy(stiffness, restLength, x, g);
+  const Vec3 d = x[1] - x[0];
+  const double length = d.norm();
+  if (!(length > 0)) {
+    hessian.setZero();
+    return energy;
+  }
+  const Vec3 u = d / length;
+  const Mat3 uu = u * u.transpose();
+  const Mat3 h = stiffness * (uu + (1.0 - restLength / length) * (Mat3::Identity() - uu));
+  hessian.topLeftCorner<3, 3>() = h;
+  hessian.bottomRightCorner<3, 3>() = h;
+  hessian.topRightCorner<3, 3>() = -h;
+  hessian.bottomLeftCorner<3, 3>() = -h;
+  return energy;
+}
+
+double triangleEnergyHessian(double stiffness, double restArea, const Vec3 (&x)[3], Vec3 (&g)[3],
+                             Mat9& hessian) {
+  const double energy = triangleEnergy(stiffness, restArea, x, g);
+  const Vec3 n = (x[1] - x[0]).cross(x[2] - x[0]);
+  const double norm = n.norm();
+  if (!(norm > 0)) {
+    hessian.setZero();
+    return energy;
+  }
+  const Vec3 nh = n / norm;
+  const double excess = 0.5 * norm - restArea;
+  const Mat3 projector = Mat3::Identity() - nh * nh.transpose();
+  Mat3 jacobian[3];  // J_i = [e_i]x
+  Eigen::Matrix<double, 9, 1> areaGradient;
+  for (int i = 0; i < 3; ++i) {
+    const Vec3 opposite = x[(i + 2) % 3] - x[(i + 1) % 3];  // e_i
+    jacobian[i] = skew(opposite);
+    areaGradient.segment<3>(3 * i) = 0.5 * nh.cross(opposite);
+  }
+  Mat9 areaHessian;
+  const Mat3 nhSkew = skew(nh);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      Mat3 block = (0.5 / norm) * jacobian[i].transpose() * projector * jacobian[j];
+      if (j == (i + 1) % 3) block -= 0.5 * nhSkew;
+      if (i == (j + 1) % 3) block += 0.5 * nhSkew;
+      areaHessian.block<3, 3>(3 * i, 3 * j) = block;
+    }
+  }
+  hessian = stiffness * (areaGradient * areaGradient.transpose() + excess * areaHessian);
+  return energy;
+}
+
+double dihedralAngleHessian(const Vec3 (&x)[4], Vec3 (&g)[4], Mat12& hessian) {
+  const double theta = dihedralAngleGradient(x, g);
+  const Vec3 e = x[1] - x[0];
+  const Vec3 fA = x[2] - x[0];
+  const Vec3 fB = x[3] - x[0];
+  const Vec3 nA = e.cross(fA);
+  const Vec3 nB = fB.cross(e);
+  const double ee = e.squaredNorm();
+  const double nA2 = nA.squaredNorm();
+  const double nB2 = nB.squaredNorm();
+  if (!(nA2 > 0) || !(nB2 > 0) || !(ee > 0)) {
+    hessian.setZero();
+    return theta;
+  }
+  const double eLen = std::sqrt(ee);
+  const Mat3 identity = Mat3::Identity();
+  Mat3x12 de = Mat3x12::Zero(), dfA = Mat3x12::Zero(), dfB = Mat3x12::Zero();
+  de.block<3, 3>(0, 0) = -identity;
+  de.block<3, 3>(0, 3) = identity;
+  dfA.block<3, 3>(0, 0) = -identity;
+  dfA.block<3, 3>(0, 6) = identity;
+  dfB.block<3, 3>(0, 0) = -identity;
+  dfB.block<3, 3>(0, 9) = identity;
+  const Mat3x12 dnA = -skew(fA) * de + skew(e) * dfA;
+  const Mat3x12 dnB = -skew(e) * dfB + skew(fB) * de;
+  const Eigen::Matrix<double, 1, 12> dLen = (e / eLen).transpose() * de;  // d|e|
+  const Vec3 vA = (eLen / nA2) * nA;
+  const Vec3 vB = (eLen / nB2) * nB;
+  const Mat3x12 dvA =
+      (nA / nA2) * dLen + (eLen / nA2) * (identity - (2 / nA2) * nA * nA.transpose()) * dnA;
+  const Mat3x12 dvB =
+      (nB / nB2) * dLen + (eLen / nB2) * (identity - (2 / nB2) * nB * nB.transpose()) * dnB;
+  const double sA = fA.dot(e) / ee;
+  const double sB = fB.dot(e) / ee;
+  const Eigen::Matrix<double, 1, 12> dsA =
+      (e.transpose() * dfA + (fA - 2 * sA * e).transpose() * de) / ee;
+  const Eigen::Matrix<double, 1, 12> dsB =
+      (e.transpose() * dfB + (fB - 2 * sB * e).transpose() * de) / ee;
+  hessian.block<3, 12>(0, 0) = -vA * dsA + (1 - sA) * dvA - vB * dsB + (1 - sB) * dvB;
+  hessian.block<3, 12>(3, 0) = vA * dsA + sA * dvA + vB * dsB + sB * dvB;
+  hessian.block<3, 12>(6, 0) = -dvA;
+  hessian.block<3, 12>(9, 0) = -dvB;
+  hessian = 0.5 * (hessian + hessian.transpose()).eval();
+  return theta;
+}
+
+double hingeEnergyHessian(double stiffness, double restAngle, const Vec3 (&x)[4], Vec3 (&g)[4],
+                          Mat12& hessian) {
+  const double theta = dihedralAngleHessian(x, g, hessian);
+  const double d = wrapAngle(theta - restAngle);
+  Eigen::Matrix<double, 12, 1> grad;
+  for (int i = 0; i < 4; ++i) grad.segment<3>(3 * i) = g[i];
+  hessian = stiffness * (grad * grad.transpose() + d * hessian);
+  for (Vec3& v : g) v *= stiffness * d;
+  return 0.5 * stiffness * d * d;
+}
+
+}  // namespace shellsim::discrete_shell

@@ -1,0 +1,390 @@
+#include "models/discrete_shell/discrete_shell_model.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "models/discrete_shell/discrete_shell_kernel.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+namespace {
+
+using discrete_shell::Mat12;
+using discrete_shell::Mat6;
+using discrete_shell::Mat9;
+
+Vec3 vertex(std::span<const double> positions, int32_t i) {
+  const size_t o = 3 * static_cast<size_t>(i);
+  return {positions[o], positions[o + 1], positions[o + 2]};
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  throw InputError("discrete_shell: " + what);
+}
+
+// One directed edge of a triangle: from -> to is corner `corner` -> corner + 1 of `triangle`.
+struct HalfEdge {
+  uint64_t key;  // (min << 32) | max of the two vertices
+  int32_t triangle;
+  int32_t corner;
+};
+
+// Gathers the stencil's nodes and evaluates `kernel(e, x, g, h)` -> energy for the
+// elements in [begin, end), appending K*K 3x3 blocks of triplets per element into
+// `out` starting at out[begin * 9 K^2] (fixed slots: the triplet order does not depend on
+// the thread count).
+template <int K, class Kernel>
+void stencilHessians(std::span<const int32_t> nodes, std::span<const double> x, bool project,
+                     Eigen::Triplet<double>* out, const Kernel& kernel) {
+  const size_t count = nodes.size() / K;
+  constexpr size_t kPerElement = 9 * K * K;
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, count, 256),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      Vec3 xs[K];
+                      Vec3 g[K];
+                      Eigen::Matrix<double, 3 * K, 3 * K> h;
+                      for (size_t e = r.begin(); e != r.end(); ++e) {
+                        const int32_t* ids = &nodes[K * e];
+                        for (int k = 0; k < K; ++k) xs[k] = vertex(x, ids[k]);
+                        kernel(e, xs, g, h);
+                        if (project) discrete_shell::projectToPositiveSemiDefinite<3 * K>(h);
+                        Eigen::Triplet<double>* slot = out + kPerElement * e;
+                        for (int a = 0; a < K; ++a) {
+                          for (int b = 0; b < K; ++b) {
+                            for (int i = 0; i < 3; ++i) {
+                              for (int j = 0; j < 3; ++j) {
+                                *slot++ = Eigen::Triplet<double>(3 * ids[a] + i, 3 * ids[b] + j,
+                                                                 h(3 * a + i, 3 * b + j));
+                              }
+                            }
+                          }
+                        }
+                      }
+                    });
+}
+
+}  // namespace
+
+DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& material,
+                                       const DiscreteShellParams& params,
+                                       std::vector<std::string>* warnings)
+    : projectHessian_(params.projectHessian) {
+  if (mesh.isPointCloud()) fail("needs a triangle mesh, but the geometry is a point cloud");
+  if (mesh.positions.size() % 3 != 0 || mesh.triangles.size() % 3 != 0) {
+    fail("positions must be (nVertices, 3) and triangles (nTriangles, 3)");
+  }
+  nodeCount_ = mesh.vertexCount();
+  const auto nodes = static_cast<size_t>(nodeCount_);
+  const auto triangleCount = static_cast<size_t>(mesh.triangleCount());
+  for (int32_t v = 0; v < nodeCount_; ++v) {
+    if (!vertex(mesh.positions, v).allFinite()) {
+      fail("vertex " + std::to_string(v) + ": non-finite position");
+    }
+  }
+  triangles_ = mesh.triangles;
+
+  // Triangles: indices, repeated vertices, rest areas, masses.
+  triangleRestArea_.resize(triangleCount);
+  mass_.assign(nodes, 0.0);
+  const double arealDensity = material.density * material.thickness;  // kg/m^2
+  for (size_t t = 0; t < triangleCount; ++t) {
+    const int32_t* tri = &triangles_[3 * t];
+    for (int c = 0; c < 3; ++c) {
+      if (tri[c] < 0 || tri[c] >= nodeCount_) {
+        std::ostringstream msg;
+        msg << "triangle " << t << ": vertex index " << tri[c] << " out of range [0, " << nodeCount_
+            << ")";
+        fail(msg.str());
+      }
+    }
+    if (tri[0] == tri[1] || tri[1] == tri[2] || tri[2] == tri[0]) {
+      std::ostringstream msg;
+      msg << "triangle " << t << " (" << tri[0] << ", " << tri[1] << ", " << tri[2]
+          << "): repeated vertex";
+      fail(msg.str());
+    }
+    const Vec3 a = vertex(mesh.positions, tri[0]);
+    const Vec3 b = vertex(mesh.positions, tri[1]);
+    const Vec3 c = vertex(mesh.positions, tri[2]);
+    const double area = discrete_shell::triangleArea(a, b, c);
+    const double longest =
+        std::max({(b - a).squaredNorm(), (c - b).squaredNorm(), (a - c).squaredNorm()});
+    // Zero (or round-off) area: the hinge weight 3|e|^2/A0 and the area term are undefined.
+    if (!(area > 1e-12 * longest)) {
+      std::ostringstream msg;
+      msg << "triangle " << t << " (" << tri[0] << ", " << tri[1] << ", " << tri[2]
+          << "): degenerate, rest area " << area << " m^2";
+      fail(msg.str());
+    }
+    triangleRestArea_[t] = area;
+    for (int k = 0; k < 3; ++k) mass_[static_cast<size_t>(tri[k])] += arealDensity * area / 3.0;
+  }
+  for (size_t v = 0; v < nodes; ++v) {
+    if (!(mass_[v] > 0.0)) {
+      fail("vertex " + std::to_string(v) +
+           ": belongs to no triangle (no mass); remove unreferenced vertices first");
+    }
+  }
+
+  // Edges and hinges from the half-edges sorted by undirected edge (then triangle, corner).
+  std::vector<HalfEdge> halfEdges(3 * triangleCount);
+  for (size_t t = 0; t < triangleCount; ++t) {
+    for (int c = 0; c < 3; ++c) {
+      const auto i = static_cast<uint32_t>(triangles_[3 * t + static_cast<size_t>(c)]);
+      const auto j = static_cast<uint32_t>(triangles_[3 * t + static_cast<size_t>((c + 1) % 3)]);
+      const uint64_t key = (static_cast<uint64_t>(std::min(i, j)) << 32) | std::max(i, j);
+      halfEdges[3 * t + static_cast<size_t>(c)] = {key, static_cast<int32_t>(t), c};
+    }
+  }
+  std::sort(halfEdges.begin(), halfEdges.end(), [](const HalfEdge& a, const HalfEdge& b) {
+    return a.key != b.key
+               ? a.key < b.key
+               : (a.triangle != b.triangle ? a.triangle < b.triangle : a.corner < b.corner);
+  });
+  const auto corner = [&](const HalfEdge& h, int offset) {
+    return triangles_[3 * static_cast<size_t>(h.triangle) +
+                      static_cast<size_t>((h.corner + offset) % 3)];
+  };
+  std::vector<double> edgeArea;  // sum of incident rest triangle areas, (nEdges)
+  for (size_t begin = 0; begin < halfEdges.size();) {
+    size_t end = begin + 1;
+    while (end < halfEdges.size() && halfEdges[end].key == halfEdges[begin].key) ++end;
+    const auto lo = static_cast<int32_t>(halfEdges[begin].key >> 32);
+    const auto hi = static_cast<int32_t>(halfEdges[begin].key & 0xffffffffu);
+    if (end - begin > 2) {
+      std::ostringstream msg;
+      msg << "edge (" << lo << ", " << hi << ") is shared by " << end - begin << " triangles (";
+      for (size_t k = begin; k < end; ++k) msg << (k > begin ? ", " : "") << halfEdges[k].triangle;
+      msg << "): non-manifold";
+      fail(msg.str());
+    }
+    double area = 0;
+    for (size_t k = begin; k < end; ++k)
+      area += triangleRestArea_[static_cast<size_t>(halfEdges[k].triangle)];
+    edgeNodes_.push_back(lo);
+    edgeNodes_.push_back(hi);
+    edgeArea.push_back(area);
+    if (end - begin == 2) {
+      const HalfEdge& first = halfEdges[begin];
+      const HalfEdge& second = halfEdges[begin + 1];
+      // Triangle A traverses the edge x0 -> x1, triangle B x1 -> x0.
+      if (corner(first, 0) == corner(second, 0)) {
+        std::ostringstream msg;
+        msg << "edge (" << lo << ", " << hi << "): triangles " << first.triangle << " and "
+            << second.triangle
+            << " traverse it in the same direction (inconsistent orientation); orient the mesh "
+               "consistently";
+        fail(msg.str());
+      }
+      hingeNodes_.insert(hingeNodes_.end(),
+                         {corner(first, 0), corner(first, 1), corner(first, 2), corner(second, 2)});
+    }
+    begin = end;
+  }
+
+  // Stiffnesses (material map in the header comment).
+  const double e = material.youngModulus;
+  const double nu = material.poisson;
+  const double h = material.thickness;
+  double ks = 4 * e * h / (3 * (1 + nu));
+  double ka = e * h * (3 * nu - 1) / (2 * (1 - nu * nu));
+  if (ka < 0) {
+    ka = 0;
+    ks = 2 * e * h / (3 * (1 - nu));
+    if (warnings != nullptr && !params.stretchStiffness && !params.areaStiffness) {
+      std::ostringstream msg;
+      msg << "discrete_shell: Poisson ratio " << nu
+          << " < 1/3 is not represented by edge and area terms; the membrane keeps the areal "
+             "stiffness E h / (1 - nu) and has Poisson ratio 1/3";
+      warnings->push_back(msg.str());
+    }
+  }
+  const double bendingRigidity = e * h * h * h / (12 * (1 - nu * nu));  // D, N m
+  const double kB = params.bendStiffness ? *params.bendStiffness : bendingRigidity / 6;
+
+  const size_t edgeCount = edgeArea.size();
+  edgeRestLength_.resize(edgeCount);
+  edgeStiffness_.resize(edgeCount);
+  for (size_t k = 0; k < edgeCount; ++k) {
+    const double length =
+        (vertex(mesh.positions, edgeNodes_[2 * k + 1]) - vertex(mesh.positions, edgeNodes_[2 * k]))
+            .norm();
+    edgeRestLength_[k] = length;
+    if (params.stretchStiffness) {
+      edgeStiffness_[k] = 2 * *params.stretchStiffness / length;
+    } else if (material.stiffness) {
+      edgeStiffness_[k] = *material.stiffness;
+    } else {
+      edgeStiffness_[k] = ks * edgeArea[k] / (length * length);
+    }
+  }
+  triangleStiffness_.resize(triangleCount);
+  for (size_t t = 0; t < triangleCount; ++t) {
+    triangleStiffness_[t] = params.areaStiffness ? 2 * *params.areaStiffness / triangleRestArea_[t]
+                                                 : ka / triangleRestArea_[t];
+  }
+  const size_t hingeCount = hingeNodes_.size() / 4;
+  hingeRestAngle_.resize(hingeCount);
+  hingeStiffness_.resize(hingeCount);
+  for (size_t k = 0; k < hingeCount; ++k) {
+    const int32_t* ids = &hingeNodes_[4 * k];
+    const Vec3 x0 = vertex(mesh.positions, ids[0]);
+    const Vec3 x1 = vertex(mesh.positions, ids[1]);
+    const Vec3 x2 = vertex(mesh.positions, ids[2]);
+    const Vec3 x3 = vertex(mesh.positions, ids[3]);
+    hingeRestAngle_[k] = discrete_shell::dihedralAngle(x0, x1, x2, x3);
+    const double restArea =
+        discrete_shell::triangleArea(x0, x1, x2) + discrete_shell::triangleArea(x1, x0, x3);
+    hingeStiffness_[k] = 2 * kB * 3 * (x1 - x0).squaredNorm() / restArea;
+  }
+
+  const auto anyNonZero = [](const std::vector<double>& values) {
+    return std::any_of(values.begin(), values.end(), [](double v) { return v != 0.0; });
+  };
+  hasEdgeTerm_ = anyNonZero(edgeStiffness_);
+  hasAreaTerm_ = anyNonZero(triangleStiffness_);
+  hasBending_ = anyNonZero(hingeStiffness_);
+  edgeIncidence_ = buildIncidence(edgeNodes_, nodeCount_);
+  triangleIncidence_ = buildIncidence(triangles_, nodeCount_);
+  hingeIncidence_ = buildIncidence(hingeNodes_, nodeCount_);
+
+  // Stable step: Gershgorin on S = M^-1/2 K M^-1/2 at rest. At rest every stencil's
+  // residual (l - L, A - A0, theta - theta0) is exactly zero, so its Hessian is the rank-one
+  // k w w^T, w the gradient of its length, area or angle (discrete_shell_kernel.hpp); its
+  // rows' absolute sums, scaled, are k |w_i| m_i^-1/2 sum_j |w_j| m_j^-1/2. Adding them
+  // stencil by stencil bounds the assembled rows' absolute sums from above.
+  std::vector<double> rowSum(3 * nodes, 0.0);
+  std::vector<double> invSqrtMass(nodes);
+  for (size_t v = 0; v < nodes; ++v) invSqrtMass[v] = 1.0 / std::sqrt(mass_[v]);
+  const auto accumulate = [&](const int32_t* ids, int count, double stiffness, const Vec3* w) {
+    double sum = 0;
+    for (int a = 0; a < count; ++a) {
+      sum += w[a].cwiseAbs().sum() * invSqrtMass[static_cast<size_t>(ids[a])];
+    }
+    for (int a = 0; a < count; ++a) {
+      const auto node = static_cast<size_t>(ids[a]);
+      for (int i = 0; i < 3; ++i) {
+        rowSum[3 * node + static_cast<size_t>(i)] +=
+            std::abs(stiffness) * std::abs(w[a][i]) * invSqrtMass[node] * sum;
+      }
+    }
+  };
+  for (size_t k = 0; k < edgeCount; ++k) {
+    const Vec3 u = (vertex(mesh.positions, edgeNodes_[2 * k + 1]) -
+                    vertex(mesh.positions, edgeNodes_[2 * k])) /
+                   edgeRestLength_[k];
+    const Vec3 w[2] = {-u, u};  // dl/dx
+    accumulate(&edgeNodes_[2 * k], 2, edgeStiffness_[k], w);
+  }
+  for (size_t t = 0; t < triangleCount; ++t) {
+    Vec3 p[3];
+    for (int c = 0; c < 3; ++c) {
+      p[c] = vertex(mesh.positions, triangles_[3 * t + static_cast<size_t>(c)]);
+    }
+    const Vec3 normal = (p[1] - p[0]).cross(p[2] - p[0]).normalized();
+    Vec3 w[3];  // dA/dx_i = 1/2 nh x e_i
+    for (int c = 0; c < 3; ++c) w[c] = 0.5 * normal.cross(p[(c + 2) % 3] - p[(c + 1) % 3]);
+    accumulate(&triangles_[3 * t], 3, triangleStiffness_[t], w);
+  }
+  for (size_t k = 0; k < hingeCount; ++k) {
+    Vec3 p[4], w[4];  // dtheta/dx
+    for (int c = 0; c < 4; ++c) {
+      p[c] = vertex(mesh.positions, hingeNodes_[4 * k + static_cast<size_t>(c)]);
+    }
+    discrete_shell::dihedralAngleGradient(p, w);
+    accumulate(&hingeNodes_[4 * k], 4, hingeStiffness_[k], w);
+  }
+  const double lambda = rowSum.empty() ? 0.0 : *std::max_element(rowSum.begin(), rowSum.end());
+  stableStep_ = lambda > 0 ? 2.0 / std::sqrt(lambda) : std::numeric_limits<double>::infinity();
+}
+
+EnergyParts DiscreteShellModel::energy(std::span<const double> x) const {
+  return addGradient(x, {});
+}
+
+EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
+                                            std::span<double> gradient) const {
+  EnergyParts parts;
+  if (hasEdgeTerm_) {
+    parts.stretching = assembleEnergyGradient<2>(
+        edgeNodes_, edgeIncidence_, x, gradient, edgeScratch_,
+        [this](size_t k, const Vec3(&xs)[2], Vec3(&g)[2]) {
+          return discrete_shell::edgeEnergy(edgeStiffness_[k], edgeRestLength_[k], xs, g);
+        });
+  }
+  // A family whose stiffnesses are all zero (the area term for nu < 1/3, bending or
+  // stretching switched off by a raw override) contributes exact zeros: skipped.
+  if (hasAreaTerm_) {
+    parts.stretching += assembleEnergyGradient<3>(
+        triangles_, triangleIncidence_, x, gradient, triangleScratch_,
+        [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3]) {
+          return discrete_shell::triangleEnergy(triangleStiffness_[t], triangleRestArea_[t], xs, g);
+        });
+  }
+  if (hasBending_) {
+    parts.bending = assembleEnergyGradient<4>(
+        hingeNodes_, hingeIncidence_, x, gradient, hingeScratch_,
+        [this](size_t k, const Vec3(&xs)[4], Vec3(&g)[4]) {
+          return discrete_shell::hingeEnergy(hingeStiffness_[k], hingeRestAngle_[k], xs, g);
+        });
+  }
+  return parts;
+}
+
+bool DiscreteShellModel::addHessian(std::span<const double> x,
+                                    std::vector<Eigen::Triplet<double>>& triplets) const {
+  const size_t edgeCount = edgeRestLength_.size();
+  const size_t triangleCount = triangleRestArea_.size();
+  const size_t hingeCount = hingeRestAngle_.size();
+  const size_t start = triplets.size();
+  triplets.resize(start + 36 * edgeCount + 81 * triangleCount + 144 * hingeCount);
+  Eigen::Triplet<double>* out = triplets.data() + start;
+  stencilHessians<2>(edgeNodes_, x, projectHessian_, out,
+                     [this](size_t k, const Vec3(&xs)[2], Vec3(&g)[2], Mat6& h) {
+                       discrete_shell::edgeEnergyHessian(edgeStiffness_[k], edgeRestLength_[k], xs,
+                                                         g, h);
+                     });
+  out += 36 * edgeCount;
+  stencilHessians<3>(triangles_, x, projectHessian_, out,
+                     [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3], Mat9& h) {
+                       discrete_shell::triangleEnergyHessian(triangleStiffness_[t],
+                                                             triangleRestArea_[t], xs, g, h);
+                     });
+  out += 81 * triangleCount;
+  stencilHessians<4>(hingeNodes_, x, projectHessian_, out,
+                     [this](size_t k, const Vec3(&xs)[4], Vec3(&g)[4], Mat12& h) {
+                       discrete_shell::hingeEnergyHessian(hingeStiffness_[k], hingeRestAngle_[k],
+                                                          xs, g, h);
+                     });
+  return true;
+}
+
+void DiscreteShellModel::hingeValues(std::span<const double> x, std::span<double> angles,
+                                     std::span<double> energies) const {
+  for (size_t k = 0; k < hingeRestAngle_.size(); ++k) {
+    const int32_t* ids = &hingeNodes_[4 * k];
+    const double theta = discrete_shell::dihedralAngle(vertex(x, ids[0]), vertex(x, ids[1]),
+                                                       vertex(x, ids[2]), vertex(x, ids[3]));
+    if (!angles.empty()) angles[k] = theta;
+    if (!energies.empty()) {
+      const double d = discrete_shell::wrapAngle(theta - hingeRestAngle_[k]);
+      energies[k] = 0.5 * hingeStiffness_[k] * d * d;
+    }
+  }
+}
+
+Geometry DiscreteShellModel::surface(std::span<const double> x) const {
+  Geometry g;
+  g.positions.assign(x.begin(), x.end());
+  g.triangles = triangles_;
+  computeVertexNormals(g);
+  return g;
+}
+
+}  // namespace shellsim
