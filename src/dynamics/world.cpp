@@ -7,6 +7,7 @@
 
 #include "geometry/primitives.hpp"
 #include "geometry/sampling.hpp"
+#include "models/discrete_shell/discrete_shell_model.hpp"
 #include "models/fiber/fiber_model.hpp"
 #include "models/mass_spring/mass_spring.hpp"
 #include "shellsim/errors.hpp"
@@ -126,6 +127,31 @@ Discretization discretizeMassSpring(const BodyDef& def, Geometry geometry,
   return d;
 }
 
+// grinspun2003: the mesh's vertices are the nodes; edges, triangles and hinges the stencils.
+Discretization discretizeDiscreteShell(const BodyDef& def, Geometry geometry,
+                                       std::vector<std::string>& warnings,
+                                       const std::string& label) {
+  if (geometry.isPointCloud()) {
+    throw InputError(
+        "model discrete_shell needs a triangle mesh, but the geometry is a point cloud");
+  }
+  Discretization d;
+  const int32_t before = geometry.vertexCount();
+  d.nodeOfVertex = removeUnreferencedVertices(geometry);
+  if (geometry.vertexCount() != before) {
+    std::ostringstream msg;
+    msg << label << ": dropped " << before - geometry.vertexCount()
+        << " vertices that belong to no triangle";
+    warnings.push_back(msg.str());
+  }
+  std::vector<std::string> modelWarnings;
+  d.model = std::make_unique<DiscreteShellModel>(geometry, def.material, DiscreteShellParams{},
+                                                 &modelWarnings);
+  for (const auto& w : modelWarnings) warnings.push_back(label + ": " + w);
+  d.nodePositions = std::move(geometry.positions);
+  return d;
+}
+
 // wicke2005 section 5: nodes are the surface's vertices or points, or the centres of
 // clusters of them (PGK02), each carrying the area it represents.
 Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
@@ -175,6 +201,9 @@ Discretization discretize(const BodyDef& def, Geometry geometry, std::vector<std
       return discretizeMassSpring(def, std::move(geometry), warnings, label);
     }
     if (def.model == "fiber") return discretizeFiber(def, std::move(geometry), warnings, label);
+    if (def.model == "discrete_shell") {
+      return discretizeDiscreteShell(def, std::move(geometry), warnings, label);
+    }
   } catch (const InputError& e) {
     throw InputError(label + ": " + e.what());
   }

@@ -32,6 +32,7 @@ using json_fields::Range;
 constexpr std::string_view kModelNames[] = {
     "mass_spring",
     "fiber",
+    "discrete_shell",
 };
 
 // Scene files are a few kilobytes; the limits keep a hostile or corrupted file from
