@@ -415,7 +415,7 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       for (const int32_t p : bodies[b].pinned) {
         if (p < 0 || static_cast<size_t>(p) >= n) continue;
         for (int c = 0; c < 3; ++c) pinSpheres.push_back(static_cast<float>(g.positions[3 * p + c]));
-        pinSpheres.push_back(static_cast<float>(0.006 * extent));
+        pinSpheres.push_back(static_cast<float>(0.01 * extent));
       }
     }
   }
