@@ -226,6 +226,7 @@ struct GeometryInfo {
   const Geometry* geometry = nullptr;  // kMesh: smooth normals; kMesh/kSurfels: colours
   const float* normals = nullptr;      // kMesh: (nVertices, 3) vertex normals
   const float* colors = nullptr;       // (nVertices, 3) or nullptr
+  const float* discs = nullptr;        // kSurfels: (nVertices, 4) centre and radius
   std::array<float, 3> color{};
 };
 
@@ -337,6 +338,7 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   };
 
   std::vector<float> pinSpheres;  // (nPins, 4): x, y, z, radius
+  double longestMeanEdge = 0;     // over mesh bodies, m
   for (size_t b = 0; b < bodies.size(); ++b) {
     const Geometry& g = bodies[b].geometry;
     const size_t n = static_cast<size_t>(g.vertexCount());
@@ -367,6 +369,15 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       }
       info.normals = normals.data();
       info.kind = GeometryInfo::kMesh;
+      double edgeSum = 0;
+      for (size_t i = 0; i < 3 * nt; ++i) {
+        const size_t a = static_cast<size_t>(g.triangles[i]);
+        const size_t b2 = static_cast<size_t>(g.triangles[i % 3 == 2 ? i - 2 : i + 1]);
+        edgeSum += std::hypot(g.positions[3 * a] - g.positions[3 * b2],
+                              g.positions[3 * a + 1] - g.positions[3 * b2 + 1],
+                              g.positions[3 * a + 2] - g.positions[3 * b2 + 2]);
+      }
+      if (nt > 0) longestMeanEdge = std::max(longestMeanEdge, edgeSum / static_cast<double>(3 * nt));
       attach(geom, info);
     } else {
       Impl::CloudCache& cache = impl_->clouds[b];
@@ -409,6 +420,7 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
         }
       });
       info.kind = GeometryInfo::kSurfels;
+      info.discs = v;
       attach(geom, info);
     }
     if (s.showPins) {
@@ -436,8 +448,14 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
     std::vector<float> spheres;
     for (const StageObstacle& o : stage.obstacles) {
       if (o.type == ObstacleType::kSphere) {
+        // A mesh resting on a sphere has its nodes on the surface and its flat triangles a
+        // chord below it, by the sagitta L^2 / (8 R) for edges of length L: drawn exactly,
+        // the sphere pokes through the middle of every triangle in contact. It is drawn
+        // inset by twice the sagitta of the meshes' mean edge (at most 5% of its radius).
+        const double sagitta = longestMeanEdge * longestMeanEdge / (8 * o.radius);
+        const double inset = std::min(2 * sagitta, 0.05 * o.radius);
         for (int c = 0; c < 3; ++c) spheres.push_back(static_cast<float>(o.center[c]));
-        spheres.push_back(static_cast<float>(o.radius));
+        spheres.push_back(static_cast<float>(o.radius - inset));
       } else if (o.type == ObstacleType::kBox) {
         RTCGeometry geom = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_QUAD);
         auto* v = static_cast<float*>(rtcSetNewGeometryBuffer(
@@ -530,6 +548,7 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   const float groundLight = std::max(static_cast<float>(groundN.dot(lightD)), 0.0f);
   const float pixelAngleF = static_cast<float>(pixelAngle);
   const float spacingF = static_cast<float>(spacing), invSpacing = 1.0f / spacingF;
+  const float groundTie = static_cast<float>(1e-4 * extent);
   const float invHazeDistance = static_cast<float>(1.0 / (6 * extent));
   // The pixel rectangle that the bounds of the scene cover (all of the picture when a
   // corner is behind the camera): primary rays outside it cannot hit anything.
@@ -613,7 +632,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
           tGround[k] = std::numeric_limits<float>::infinity();
           if (denom < -1e-9f) tGround[k] = groundHeightF / denom;
           const bool hitObject = valid[k] != 0 && rh.hit.geomID[k] != RTC_INVALID_GEOMETRY_ID;
-          objectFirst[k] = hitObject && rh.ray.tfar[k] < tGround[k];
+          // A body lying on the ground wins the tie with it.
+          objectFirst[k] = hitObject && rh.ray.tfar[k] < tGround[k] + groundTie;
           Vec3f origin{0, 0, 0};
           bool needShadow = false;
           if (objectFirst[k]) {
@@ -638,8 +658,13 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             if (dot(n, dir) > 0) n = {-n.x, -n.y, -n.z};
             normals[k] = n;
             const float t = rh.ray.tfar[k];
-            origin = {eyeF.x + t * dir.x + eps * n.x, eyeF.y + t * dir.y + eps * n.y,
-                      eyeF.z + t * dir.z + eps * n.z};
+            // Overlapping neighbour discs would shadow a surfel (dark speckles): its shadow
+            // ray starts half a disc radius off the surface.
+            const float lift = info.discs != nullptr
+                                   ? std::max(eps, 0.5f * info.discs[4 * size_t{rh.hit.primID[k]} + 3])
+                                   : eps;
+            origin = {eyeF.x + t * dir.x + lift * n.x, eyeF.y + t * dir.y + lift * n.y,
+                      eyeF.z + t * dir.z + lift * n.z};
             needShadow = dot(n, light) > 0;
           } else if (std::isfinite(tGround[k])) {
             const float t = tGround[k], lift = static_cast<float>(1e-4 * extent);
