@@ -197,6 +197,15 @@ struct Renderer::Impl {
     std::vector<uint32_t> nbrs;  // (nPoints, kSurfelNeighbours)
   };
   std::vector<CloudCache> clouds;  // per body index
+  // Sky and ground depend only on the camera and the stage, which a run keeps for all its
+  // frames: they are shaded once, lit and in shadow, and each frame only picks one of the
+  // two per pixel after its shadow ray. (Shading the ground was half of a frame's time.)
+  struct Background {
+    std::vector<double> key;        // camera, stage and size it was made for
+    std::vector<float> tGround;     // (height, width), distance to the ground or +inf
+    std::vector<uint8_t> lit;       // (height, width, 3), sRGB
+    std::vector<uint8_t> shadowed;  // (height, width, 3), sRGB
+  } background;
 
   ~Impl() {
     if (device != nullptr) rtcReleaseDevice(device);
@@ -550,6 +559,78 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   const float spacingF = static_cast<float>(spacing), invSpacing = 1.0f / spacingF;
   const float groundTie = static_cast<float>(1e-4 * extent);
   const float invHazeDistance = static_cast<float>(1.0 / (6 * extent));
+  const auto rayDir = [&](int32_t x, int32_t y) {
+    const float sx = (2 * (static_cast<float>(x) + 0.5f) / widthF - 1) * tanHalfF * aspectF;
+    const float sy = (1 - 2 * (static_cast<float>(y) + 0.5f) / heightF) * tanHalfF;
+    return normalize({forwardF.x + sx * rightF.x + sy * camUpF.x,
+                      forwardF.y + sx * rightF.y + sy * camUpF.y,
+                      forwardF.z + sx * rightF.z + sy * camUpF.z});
+  };
+  Impl::Background& bg = impl_->background;
+  {
+    std::vector<double> key = {camera.eye[0],       camera.eye[1],       camera.eye[2],
+                               camera.target[0],    camera.target[1],    camera.target[2],
+                               camera.up[0],        camera.up[1],        camera.up[2],
+                               camera.fovDegrees,   stage.up[0],         stage.up[1],
+                               stage.up[2],         stage.groundPoint[0], stage.groundPoint[1],
+                               stage.groundPoint[2], stage.groundNormal[0], stage.groundNormal[1],
+                               stage.groundNormal[2], extent,            static_cast<double>(s.width),
+                               static_cast<double>(s.height)};
+    if (key != bg.key) {
+      const size_t pixels = static_cast<size_t>(s.width) * s.height;
+      bg.tGround.assign(pixels, 0);
+      bg.lit.assign(3 * pixels, 0);
+      bg.shadowed.assign(3 * pixels, 0);
+      tbb::parallel_for(tbb::blocked_range<int32_t>(0, s.height), [&](const auto& rows) {
+        for (int32_t y = rows.begin(); y < rows.end(); ++y) {
+          for (int32_t x = 0; x < s.width; ++x) {
+            const Vec3f dir = rayDir(x, y);
+            const size_t i = static_cast<size_t>(y) * s.width + x;
+            // Sky: a soft vertical gradient.
+            const float h = std::clamp(dot(dir, upF), -1.0f, 1.0f);
+            const float skyTop[3] = {0.42f, 0.55f, 0.72f}, skyHorizon[3] = {0.82f, 0.85f, 0.88f};
+            const float m = std::sqrt(std::max(h, 0.0f));
+            float lit[3], dark[3];
+            for (int ch = 0; ch < 3; ++ch) {
+              lit[ch] = dark[ch] = skyHorizon[ch] + m * (skyTop[ch] - skyHorizon[ch]);
+            }
+            const float denom = dot(dir, groundNF);
+            float tg = std::numeric_limits<float>::infinity();
+            if (denom < -1e-9f) tg = groundHeightF / denom;
+            bg.tGround[i] = tg;
+            if (std::isfinite(tg)) {
+              const Vec3f q{eyeRelF.x + tg * dir.x, eyeRelF.y + tg * dir.y, eyeRelF.z + tg * dir.z};
+              const float a = dot(q, e1F), c = dot(q, e2F);
+              const float footprint = tg * pixelAngleF / std::max(std::abs(denom), 0.02f);
+              const auto distToLine = [&](float coord) {
+                const float f = coord * invSpacing - std::floor(coord * invSpacing);
+                return std::min(f, 1 - f) * spacingF;
+              };
+              const float line = std::max(lineCoverage(distToLine(a), lineHalfWidth, footprint),
+                                          lineCoverage(distToLine(c), lineHalfWidth, footprint));
+              // Past a few hundred lines the grid would alias into moiré; it fades out.
+              const float fade = 1.0f / (1.0f + 4.0f * footprint * invSpacing);
+              const float albedo = 0.78f - 0.38f * line * fade;
+              // Far ground melts into the horizon haze, hiding the plane's edge.
+              const float haze = std::exp(-tg * invHazeDistance);
+              const float tint[3] = {0.98f, 0.97f, 0.94f};
+              for (int ch = 0; ch < 3; ++ch) {
+                const float litShade = albedo * (0.32f + 0.68f * groundLight) * tint[ch];
+                const float darkShade = albedo * 0.32f * tint[ch];
+                lit[ch] = haze * litShade + (1 - haze) * lit[ch];
+                dark[ch] = haze * darkShade + (1 - haze) * dark[ch];
+              }
+            }
+            for (int ch = 0; ch < 3; ++ch) {
+              bg.lit[3 * i + ch] = encode(lit[ch]);
+              bg.shadowed[3 * i + ch] = encode(dark[ch]);
+            }
+          }
+        }
+      });
+      bg.key = std::move(key);
+    }
+  }
   // The pixel rectangle that the bounds of the scene cover (all of the picture when a
   // corner is behind the camera): primary rays outside it cannot hit anything.
   int32_t rectX0 = 0, rectY0 = 0, rectX1 = s.width, rectY1 = s.height;
@@ -595,11 +676,7 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
         for (int k = 0; k < kLanes; ++k) {
           const int32_t x = tx * kTile + k % kTile, y = ty * kTile + k / kTile;
           const bool inside = x < s.width && y < s.height;
-          const float sx = (2 * (static_cast<float>(x) + 0.5f) / widthF - 1) * tanHalfF * aspectF;
-          const float sy = (1 - 2 * (static_cast<float>(y) + 0.5f) / heightF) * tanHalfF;
-          const Vec3f dir = normalize({forwardF.x + sx * rightF.x + sy * camUpF.x,
-                                       forwardF.y + sx * rightF.y + sy * camUpF.y,
-                                       forwardF.z + sx * rightF.z + sy * camUpF.z});
+          const Vec3f dir = rayDir(x, y);
           dirs[k] = dir;
           const bool inRect = x >= rectX0 && x < rectX1 && y >= rectY0 && y < rectY1;
           valid[k] = inside && !sceneEmpty && inRect ? -1 : 0;
@@ -628,9 +705,10 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
         bool anyShadow = false;
         for (int k = 0; k < kLanes; ++k) {
           const Vec3f& dir = dirs[k];
-          const float denom = dot(dir, groundNF);
-          tGround[k] = std::numeric_limits<float>::infinity();
-          if (denom < -1e-9f) tGround[k] = groundHeightF / denom;
+          const int32_t x = tx * kTile + k % kTile, y = ty * kTile + k / kTile;
+          const bool inside = x < s.width && y < s.height;
+          tGround[k] = inside ? bg.tGround[static_cast<size_t>(y) * s.width + x]
+                              : std::numeric_limits<float>::infinity();
           const bool hitObject = valid[k] != 0 && rh.hit.geomID[k] != RTC_INVALID_GEOMETRY_ID;
           // A body lying on the ground wins the tie with it.
           objectFirst[k] = hitObject && rh.ray.tfar[k] < tGround[k] + groundTie;
@@ -696,14 +774,13 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
         for (int k = 0; k < kLanes; ++k) {
           const int32_t x = tx * kTile + k % kTile, y = ty * kTile + k / kTile;
           if (x >= s.width || y >= s.height) continue;
-          const Vec3f& dir = dirs[k];
           // Lit when facing the light and the shadow ray (if cast) was not blocked; Embree
           // sets tfar to -inf on a hit.
           const bool blocked = shadowValid[k] != 0 && shadow.tfar[k] < 0;
-          float rgb[3];
           if (objectFirst[k]) {
             const GeometryInfo& info = infos[rh.hit.geomID[k]];
             const Vec3f& n = normals[k];
+            float rgb[3];
             float color[3] = {info.color[0], info.color[1], info.color[2]};
             const uint32_t prim = rh.hit.primID[k];
             if (info.kind == GeometryInfo::kMesh && info.colors != nullptr) {
@@ -726,37 +803,13 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             const float nh2 = nh * nh, nh4 = nh2 * nh2, nh8 = nh4 * nh4, nh16 = nh8 * nh8;
             const float specular = lit * 0.18f * nh16 * nh16 * nh16;
             for (int ch = 0; ch < 3; ++ch) rgb[ch] = color[ch] * diffuse + specular;
+            uint8_t* px = image.at(x, y);
+            for (int ch = 0; ch < 3; ++ch) px[ch] = encode(rgb[ch]);
           } else {
-            // Sky: a soft vertical gradient.
-            const float h = std::clamp(dot(dir, upF), -1.0f, 1.0f);
-            const float skyTop[3] = {0.42f, 0.55f, 0.72f}, skyHorizon[3] = {0.82f, 0.85f, 0.88f};
-            const float m = std::sqrt(std::max(h, 0.0f));
-            for (int ch = 0; ch < 3; ++ch) rgb[ch] = skyHorizon[ch] + m * (skyTop[ch] - skyHorizon[ch]);
-            if (std::isfinite(tGround[k])) {
-              const float tg = tGround[k];
-              const float denom = dot(dir, groundNF);
-              const Vec3f q{eyeRelF.x + tg * dir.x, eyeRelF.y + tg * dir.y, eyeRelF.z + tg * dir.z};
-              const float a = dot(q, e1F), c = dot(q, e2F);
-              const float footprint = tg * pixelAngleF / std::max(std::abs(denom), 0.02f);
-              const auto distToLine = [&](float coord) {
-                const float f = coord * invSpacing - std::floor(coord * invSpacing);
-                return std::min(f, 1 - f) * spacingF;
-              };
-              const float line = std::max(lineCoverage(distToLine(a), lineHalfWidth, footprint),
-                                          lineCoverage(distToLine(c), lineHalfWidth, footprint));
-              // Past a few hundred lines the grid would alias into moiré; it fades out.
-              const float fade = 1.0f / (1.0f + 4.0f * footprint * invSpacing);
-              const float albedo = 0.78f - 0.38f * line * fade;
-              const float lit = blocked ? 0.0f : 1.0f;
-              const float shade = albedo * (0.32f + 0.68f * lit * groundLight);
-              // Far ground melts into the horizon haze, hiding the plane's edge.
-              const float haze = std::exp(-tg * invHazeDistance);
-              const float ground[3] = {shade * 0.98f, shade * 0.97f, shade * 0.94f};
-              for (int ch = 0; ch < 3; ++ch) rgb[ch] = haze * ground[ch] + (1 - haze) * rgb[ch];
-            }
+            const size_t i = 3 * (static_cast<size_t>(y) * s.width + x);
+            const uint8_t* from = blocked ? &bg.shadowed[i] : &bg.lit[i];
+            std::copy(from, from + 3, image.at(x, y));
           }
-          uint8_t* px = image.at(x, y);
-          for (int ch = 0; ch < 3; ++ch) px[ch] = encode(rgb[ch]);
         }
       }
     }
