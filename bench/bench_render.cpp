@@ -1,4 +1,4 @@
-// Rendering one 1280x720 frame on 2 threads: 240,000 surfels (a point-sampled sphere) and
+// Rendering one 1280x720 frame on 1 and 2 threads: 240,000 surfels (a point-sampled sphere) and
 // a 69,451-triangle mesh (the Stanford bunny). Each iteration is what `shellsim render`
 // does per frame after reading the file: Embree BVH build, surfel radii and normals from
 // the cached neighbour lists, one primary and one shadow ray per pixel. The first render,
@@ -38,7 +38,7 @@ shellsim::Geometry fibonacciSphere(int n, double radius, const shellsim::Vec3d& 
 }
 
 void renderBody(benchmark::State& state, shellsim::Geometry geometry) {
-  const shellsim::ThreadLimit threads(2);
+  const shellsim::ThreadLimit threads(static_cast<int>(state.range(0)));
   const shellsim::Bounds b = shellsim::computeBounds(geometry);
   shellsim::Stage stage;
   stage.groundPoint = {0, 0, b.min[2]};
@@ -58,7 +58,7 @@ void renderBody(benchmark::State& state, shellsim::Geometry geometry) {
 void BM_RenderSurfels240k(benchmark::State& state) {
   renderBody(state, fibonacciSphere(240000, 0.5, {0, 0, 0.6}));
 }
-BENCHMARK(BM_RenderSurfels240k)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_RenderSurfels240k)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_RenderBunnyMesh70k(benchmark::State& state) {
   shellsim::Geometry bunny;
@@ -70,7 +70,7 @@ void BM_RenderBunnyMesh70k(benchmark::State& state) {
   }
   renderBody(state, std::move(bunny));
 }
-BENCHMARK(BM_RenderBunnyMesh70k)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_RenderBunnyMesh70k)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_WritePng720p(benchmark::State& state) {
   shellsim::Image image(1280, 720);
