@@ -58,7 +58,13 @@ void renderBody(benchmark::State& state, shellsim::Geometry geometry) {
 void BM_RenderSurfels240k(benchmark::State& state) {
   renderBody(state, fibonacciSphere(240000, 0.5, {0, 0, 0.6}));
 }
-BENCHMARK(BM_RenderSurfels240k)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_RenderSurfels240k)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 void BM_RenderBunnyMesh70k(benchmark::State& state) {
   shellsim::Geometry bunny;
@@ -70,7 +76,13 @@ void BM_RenderBunnyMesh70k(benchmark::State& state) {
   }
   renderBody(state, std::move(bunny));
 }
-BENCHMARK(BM_RenderBunnyMesh70k)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_RenderBunnyMesh70k)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 void BM_WritePng720p(benchmark::State& state) {
   shellsim::Image image(1280, 720);

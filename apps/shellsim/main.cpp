@@ -89,8 +89,7 @@ struct PreviewOptions {
 };
 
 void addPreviewOptions(CLI::App* command, PreviewOptions& preview) {
-  command->add_option("--size", preview.size, "Image size WIDTHxHEIGHT")
-      ->capture_default_str();
+  command->add_option("--size", preview.size, "Image size WIDTHxHEIGHT")->capture_default_str();
   command->add_flag("--pins", preview.pins, "Mark pinned nodes with red dots");
   command->add_flag("--no-video", preview.noVideo, "PNG frames and contact sheet only");
 }
@@ -119,11 +118,12 @@ shellsim::RenderOptions renderOptions(const PreviewOptions& preview, const Commo
 
 void printRenderReport(const shellsim::RenderReport& report, const CommonOptions& common) {
   if (common.quiet) return;
-  std::cout << "rendered " << report.framesRendered << " frames to "
-            << report.framesFolder.string() << '\n';
+  std::cout << "rendered " << report.framesRendered << " frames to " << report.framesFolder.string()
+            << '\n';
   if (report.video) std::cout << "video: " << report.video->string() << '\n';
   std::cout << "contact sheet: " << report.contactSheet.string() << '\n';
-  if (!report.energyPlot.empty()) std::cout << "energy plot: " << report.energyPlot.string() << '\n';
+  if (!report.energyPlot.empty())
+    std::cout << "energy plot: " << report.energyPlot.string() << '\n';
 }
 
 int runCommand(const std::optional<std::string>& scenePath, const std::optional<std::string>& out,
@@ -143,8 +143,8 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
     renderOpts.onFrame = nullptr;  // the run's progress line already counts frames
     recorder = std::make_unique<shellsim::PreviewRecorder>(
         options.outputFolder.value_or(scene.output.folder), std::move(renderOpts));
-    options.onProgress = [printer = ProgressPrinter(common.quiet), &recorder](
-                             const shellsim::RunProgress& p) mutable {
+    options.onProgress = [printer = ProgressPrinter(common.quiet),
+                          &recorder](const shellsim::RunProgress& p) mutable {
       recorder->addFrame(p.frame, p.frameCount);
       printer(p);
     };
@@ -177,8 +177,7 @@ int renderCommand(const std::string& folder, const PreviewOptions& preview,
                   const CommonOptions& common) {
   shellsim::ThreadLimit threadLimit(common.threads);
   const auto start = std::chrono::steady_clock::now();
-  const shellsim::RenderReport report =
-      shellsim::renderRun(folder, renderOptions(preview, common));
+  const shellsim::RenderReport report = shellsim::renderRun(folder, renderOptions(preview, common));
   printRenderReport(report, common);
   if (!common.quiet) {
     const double seconds =

@@ -47,23 +47,23 @@ struct Camera {
 // What the renderer draws besides the bodies.
 struct StageObstacle {
   ObstacleType type = ObstacleType::kSphere;
-  Vec3d center{0, 0, 0};             // sphere, box, m
-  double radius = 0;                 // sphere, m
-  Vec3d halfExtents{0, 0, 0};        // box, m
+  Vec3d center{0, 0, 0};       // sphere, box, m
+  double radius = 0;           // sphere, m
+  Vec3d halfExtents{0, 0, 0};  // box, m
 };
 struct Stage {
-  Vec3d up{0, 0, 1};            // unit; opposite to gravity
-  Vec3d groundPoint{0, 0, 0};   // a point of the ground plane, m
-  Vec3d groundNormal{0, 0, 1};  // unit
+  Vec3d up{0, 0, 1};                     // unit; opposite to gravity
+  Vec3d groundPoint{0, 0, 0};            // a point of the ground plane, m
+  Vec3d groundNormal{0, 0, 1};           // unit
   std::vector<StageObstacle> obstacles;  // planes are the ground, not listed here
   double extent = 1;  // size of the run's bounds, m: sets the grid spacing and ray offsets
 };
 
 // One body of one frame, ready to draw.
 struct RenderBody {
-  Geometry geometry;              // mesh (smooth-shaded) or point cloud (surfels)
-  std::array<float, 3> color{};   // used where the geometry has no per-vertex colour
-  std::vector<int32_t> pinned;    // vertex indices drawn as small red balls, may be empty
+  Geometry geometry;             // mesh (smooth-shaded) or point cloud (surfels)
+  std::array<float, 3> color{};  // used where the geometry has no per-vertex colour
+  std::vector<int32_t> pinned;   // vertex indices drawn as small red balls, may be empty
 };
 
 struct RenderSettings {
@@ -119,7 +119,7 @@ struct RenderReport {
   int32_t framesRendered = 0;
   std::filesystem::path framesFolder;  // PNG frames: frame_00000.png, ...
   std::filesystem::path contactSheet;
-  std::filesystem::path energyPlot;    // empty when not written (compare)
+  std::filesystem::path energyPlot;            // empty when not written (compare)
   std::optional<std::filesystem::path> video;  // empty when ffmpeg is missing
   std::vector<std::string> messages;
 };

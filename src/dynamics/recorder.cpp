@@ -77,7 +77,9 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
   const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                          [](const Obstacle& o) { return !o.path.isStatic(); });
   if (obstaclesMove) {
-    for (const Obstacle& o : world.obstacles) record.obstacleOffsets.push_back(o.path.offset(world.time));
+    for (const Obstacle& o : world.obstacles) {
+      record.obstacleOffsets.push_back(o.path.offset(world.time));
+    }
   }
   for (const Body& body : world.bodies) {
     record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
@@ -141,14 +143,15 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
                           {"bending", e.bending},
                           {"gravitational", e.gravitational}});
     }
-    json frame = {{"frame", record.frame},
-                  {"time", record.time},
-                  {"steps", record.steps},
-                  {"wall_seconds", record.wallSeconds},
-                  {"kinetic_energy", kinetic},
-                  {"potential_energy", potential},
-                  {"bodies", energies},
-                  {"files", record.files}};
+    json frame;
+    frame["frame"] = record.frame;
+    frame["time"] = record.time;
+    frame["steps"] = record.steps;
+    frame["wall_seconds"] = record.wallSeconds;
+    frame["kinetic_energy"] = kinetic;
+    frame["potential_energy"] = potential;
+    frame["bodies"] = energies;
+    frame["files"] = record.files;
     if (!record.obstacleOffsets.empty()) {
       json offsets = json::array();
       for (const Vec3& o : record.obstacleOffsets) offsets.push_back({o.x(), o.y(), o.z()});

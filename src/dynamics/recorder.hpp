@@ -21,7 +21,7 @@ struct FrameRecord {
     double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J
   };
   std::vector<BodyEnergy> bodies;
-  std::vector<std::string> files;  // written for this frame, relative to the output folder
+  std::vector<std::string> files;     // written for this frame, relative to the output folder
   std::vector<Vec3> obstacleOffsets;  // scripted offset per obstacle; empty when none moves
 };
 

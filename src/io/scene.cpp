@@ -444,8 +444,7 @@ constexpr ObjectSpec kCameraSpec{"camera", "A pinhole camera for rendered previe
 // Document order: top-down, as a reader meets them in a file.
 constexpr const ObjectSpec* kAllSpecs[] = {
     &kSceneSpec, &kBodySpec,     &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec, &kFiberSpec,
-    &kPinSpec,   &kObstacleSpec, &kKeyframeSpec,  &kTimeSpec,      &kOutputSpec,
-    &kCameraSpec};
+    &kPinSpec,   &kObstacleSpec, &kKeyframeSpec,  &kTimeSpec,      &kOutputSpec,   &kCameraSpec};
 
 // The scene of `shellsim run` without a scene file; scenes/default.json holds the same.
 constexpr std::string_view kDefaultSceneJson = R"({
@@ -882,7 +881,8 @@ OutputDef readOutput(ObjectReader& r, Problems& problems) {
       camera.target = *target;
       const Vec3d d{(*target)[0] - (*eye)[0], (*target)[1] - (*eye)[1], (*target)[2] - (*eye)[2]};
       const Vec3d& u = camera.up;
-      const Vec3d c{d[1] * u[2] - d[2] * u[1], d[2] * u[0] - d[0] * u[2], d[0] * u[1] - d[1] * u[0]};
+      const Vec3d c{d[1] * u[2] - d[2] * u[1], d[2] * u[0] - d[0] * u[2],
+                    d[0] * u[1] - d[1] * u[0]};
       const double dn = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
       const double un = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
       const double cn = std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);

@@ -109,7 +109,8 @@ void writePng(const std::filesystem::path& path, const Image& image) {
   PngBuffer buffer{&bytes};
   if (!encodePng(image, &buffer)) throw IoError(path.string() + ": PNG encoding failed");
   writeFileAtomically(path, [&](std::ostream& out) {
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
   });
 }
 

@@ -29,7 +29,9 @@ void drawLine(Image& image, double x0, double y0, double x1, double y1, int32_t 
 int32_t drawText(Image& image, int32_t x, int32_t y, const std::string& text, int32_t scale,
                  Rgb color);
 [[nodiscard]] int32_t textWidth(const std::string& text, int32_t scale);
-[[nodiscard]] constexpr int32_t textHeight(int32_t scale) { return 8 * scale; }
+[[nodiscard]] constexpr int32_t textHeight(int32_t scale) {
+  return 8 * scale;
+}
 // Box-filtered downscale by an integer factor (the last partial block is dropped).
 [[nodiscard]] Image downscale(const Image& image, int32_t factor);
 // Copies `source` into `target` with its top-left corner at (x, y), clipped.
@@ -42,7 +44,7 @@ struct RunBody {
 };
 struct RunFrame {
   int32_t frame = 0;
-  double time = 0;  // s
+  double time = 0;                                                     // s
   double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J, all bodies
   bool haveGravitational = false;
   std::vector<std::filesystem::path> files;  // per body: the frame file to render, absolute

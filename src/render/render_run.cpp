@@ -59,7 +59,9 @@ std::string timeLabel(int32_t frame, double time) {
   return text;
 }
 
-int32_t thumbnailFactor(int32_t width) { return std::max(1, width / kThumbnailWidth); }
+int32_t thumbnailFactor(int32_t width) {
+  return std::max(1, width / kThumbnailWidth);
+}
 
 void note(const RenderOptions& options, RenderReport& report, const std::string& message) {
   report.messages.push_back(message);
@@ -150,7 +152,8 @@ void plotEnergy(const fs::path& summaryPath, const fs::path& pngPath, int32_t wi
   // Grid and tick labels.
   for (double y = lo; y <= hi + 0.5 * yStep; y += yStep) {
     const double yy = py(y);
-    detail::drawLine(image, left, yy, right, yy, 1, std::abs(y) < 1e-12 * yStep ? Rgb{120, 120, 120} : Rgb{225, 225, 225});
+    detail::drawLine(image, left, yy, right, yy, 1,
+                     std::abs(y) < 1e-12 * yStep ? Rgb{120, 120, 120} : Rgb{225, 225, 225});
     const std::string label = formatTick(std::abs(y) < 1e-9 * yStep ? 0 : y);
     detail::drawText(image, left - 10 - detail::textWidth(label, kScale),
                      static_cast<int32_t>(yy) - 7, label, kScale, {60, 60, 60});
@@ -169,10 +172,11 @@ void plotEnergy(const fs::path& summaryPath, const fs::path& pngPath, int32_t wi
                    xLabel, kScale, {40, 40, 40});
   detail::drawText(image, 10, 20, "energy (J)", kScale, {40, 40, 40});
   const std::string title =
-      gravity ? "dissipated = initial total - total; total = kinetic + elastic + gravitational"
-              : "dissipated = initial total - total; total = kinetic + elastic (no gravity in summary)";
-  detail::drawText(image, std::max<int32_t>(left, right - detail::textWidth(title, 1) - 4), 22, title, 1,
-                   {100, 100, 100});
+      gravity
+          ? "dissipated = initial total - total; total = kinetic + elastic + gravitational"
+          : "dissipated = initial total - total; total = kinetic + elastic (no gravity in summary)";
+  detail::drawText(image, std::max<int32_t>(left, right - detail::textWidth(title, 1) - 4), 22,
+                   title, 1, {100, 100, 100});
   // Curves, then the legend over them.
   for (const Series& s : series) {
     for (size_t i = 1; i < n; ++i) {
@@ -195,10 +199,10 @@ RenderReport renderRun(const fs::path& runFolder, const RenderOptions& options) 
   const detail::RunInfo run = detail::readRunInfo(runFolder);
   const Bounds bounds = detail::runBounds({&run});
   const RenderSettings& s = options.settings;
-  const Camera camera =
-      options.camera ? *options.camera
-      : run.camera   ? *run.camera
-                     : fitCamera(bounds, run.up, static_cast<double>(s.width) / s.height);
+  const Camera camera = options.camera ? *options.camera
+                        : run.camera
+                            ? *run.camera
+                            : fitCamera(bounds, run.up, static_cast<double>(s.width) / s.height);
   Renderer renderer(s);
   RenderReport report;
   report.framesFolder = runFolder / "render";
@@ -333,7 +337,7 @@ void PreviewRecorder::addFrame(int32_t frame, int32_t frameCount) {
     }
     p.camera = p.options.camera ? *p.options.camera
                : run.camera     ? *run.camera
-                                : fitCamera(p.bounds, run.up, static_cast<double>(s.width) / s.height);
+                            : fitCamera(p.bounds, run.up, static_cast<double>(s.width) / s.height);
   }
   const Stage stage = detail::makeStage(run, &*it, p.bounds);
   const Image image = p.renderer->render(detail::loadFrame(run, *it, 0), stage, *p.camera);

@@ -31,7 +31,9 @@ namespace shellsim {
 namespace {
 
 using V3 = Eigen::Vector3d;
-V3 v3(const Vec3d& a) { return {a[0], a[1], a[2]}; }
+V3 v3(const Vec3d& a) {
+  return {a[0], a[1], a[2]};
+}
 
 // Neighbours per point for surfel radii and normals: 6 is the ring of a regular
 // triangulation and enough for a stable plane fit.
@@ -148,7 +150,6 @@ Camera fitCamera(const Bounds& bounds, const Vec3d& up, double aspect) {
   const V3 lo = v3({bounds.min[0], bounds.min[1], bounds.min[2]});
   const V3 hi = v3({bounds.max[0], bounds.max[1], bounds.max[2]});
   const V3 centre = 0.5 * (lo + hi);
-  const double radius = std::max(0.5 * (hi - lo).norm(), 1e-3);
   V3 u = v3(up).normalized();
   // A view from the front-right and 25 degrees above, like a photographer's three-quarter
   // view: depth reads from perspective and the shadow falls into view.
@@ -175,10 +176,9 @@ Camera fitCamera(const Bounds& bounds, const Vec3d& up, double aspect) {
     for (int c = 0; c < 3; ++c) p[c] = ((corner >> c) & 1) != 0 ? hi[c] : lo[c];
     const V3 rel = p - centre;
     const double z = rel.dot(dir);
-    distance = std::max({distance, z + std::abs(rel.dot(camRight)) / tanH,
-                         z + std::abs(rel.dot(camUp)) / tanV});
+    distance = std::max(
+        {distance, z + std::abs(rel.dot(camRight)) / tanH, z + std::abs(rel.dot(camUp)) / tanV});
   }
-  (void)radius;
   const V3 eye = centre + distance * dir;
   camera.eye = {eye.x(), eye.y(), eye.z()};
   camera.target = {centre.x(), centre.y(), centre.z()};
@@ -225,7 +225,9 @@ Renderer::Renderer(RenderSettings settings) : impl_(std::make_unique<Impl>()) {
 
 Renderer::~Renderer() = default;
 
-const RenderSettings& Renderer::settings() const { return impl_->settings; }
+const RenderSettings& Renderer::settings() const {
+  return impl_->settings;
+}
 
 namespace {
 
@@ -243,7 +245,9 @@ struct Vec3f {
   float x, y, z;
 };
 
-float dot(const Vec3f& a, const Vec3f& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+float dot(const Vec3f& a, const Vec3f& b) {
+  return a.x * b.x + a.y * b.y + a.z * b.z;
+}
 Vec3f normalize(Vec3f a) {
   const float l = std::sqrt(dot(a, a));
   return l > 0 ? Vec3f{a.x / l, a.y / l, a.z / l} : Vec3f{0, 0, 1};
@@ -386,7 +390,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
                               g.positions[3 * a + 1] - g.positions[3 * b2 + 1],
                               g.positions[3 * a + 2] - g.positions[3 * b2 + 2]);
       }
-      if (nt > 0) longestMeanEdge = std::max(longestMeanEdge, edgeSum / static_cast<double>(3 * nt));
+      if (nt > 0)
+        longestMeanEdge = std::max(longestMeanEdge, edgeSum / static_cast<double>(3 * nt));
       attach(geom, info);
     } else {
       Impl::CloudCache& cache = impl_->clouds[b];
@@ -416,7 +421,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             Eigen::Matrix3d cov = Eigen::Matrix3d::Zero();
             for (int j = 0; j < kSurfelNeighbours; ++j) {
               const size_t o = cache.nbrs[i * kSurfelNeighbours + j];
-              const V3 d = v3({g.positions[3 * o], g.positions[3 * o + 1], g.positions[3 * o + 2]}) - p;
+              const V3 d =
+                  v3({g.positions[3 * o], g.positions[3 * o + 1], g.positions[3 * o + 2]}) - p;
               cov += d * d.transpose();
             }
             Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig;
@@ -435,7 +441,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
     if (s.showPins) {
       for (const int32_t p : bodies[b].pinned) {
         if (p < 0 || static_cast<size_t>(p) >= n) continue;
-        for (int c = 0; c < 3; ++c) pinSpheres.push_back(static_cast<float>(g.positions[3 * p + c]));
+        for (int c = 0; c < 3; ++c)
+          pinSpheres.push_back(static_cast<float>(g.positions[3 * p + c]));
         pinSpheres.push_back(static_cast<float>(0.01 * extent));
       }
     }
@@ -568,13 +575,27 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   };
   Impl::Background& bg = impl_->background;
   {
-    std::vector<double> key = {camera.eye[0],       camera.eye[1],       camera.eye[2],
-                               camera.target[0],    camera.target[1],    camera.target[2],
-                               camera.up[0],        camera.up[1],        camera.up[2],
-                               camera.fovDegrees,   stage.up[0],         stage.up[1],
-                               stage.up[2],         stage.groundPoint[0], stage.groundPoint[1],
-                               stage.groundPoint[2], stage.groundNormal[0], stage.groundNormal[1],
-                               stage.groundNormal[2], extent,            static_cast<double>(s.width),
+    std::vector<double> key = {camera.eye[0],
+                               camera.eye[1],
+                               camera.eye[2],
+                               camera.target[0],
+                               camera.target[1],
+                               camera.target[2],
+                               camera.up[0],
+                               camera.up[1],
+                               camera.up[2],
+                               camera.fovDegrees,
+                               stage.up[0],
+                               stage.up[1],
+                               stage.up[2],
+                               stage.groundPoint[0],
+                               stage.groundPoint[1],
+                               stage.groundPoint[2],
+                               stage.groundNormal[0],
+                               stage.groundNormal[1],
+                               stage.groundNormal[2],
+                               extent,
+                               static_cast<double>(s.width),
                                static_cast<double>(s.height)};
     if (key != bg.key) {
       const size_t pixels = static_cast<size_t>(s.width) * s.height;
@@ -656,10 +677,14 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
     }
     if (!behind) {
       // A pixel whose centre ray can enter the box lies within a pixel of the projection.
-      rectX0 = static_cast<int32_t>(std::clamp(std::floor(minX) - 1, 0.0, static_cast<double>(s.width)));
-      rectX1 = static_cast<int32_t>(std::clamp(std::ceil(maxX) + 1, 0.0, static_cast<double>(s.width)));
-      rectY0 = static_cast<int32_t>(std::clamp(std::floor(minY) - 1, 0.0, static_cast<double>(s.height)));
-      rectY1 = static_cast<int32_t>(std::clamp(std::ceil(maxY) + 1, 0.0, static_cast<double>(s.height)));
+      rectX0 =
+          static_cast<int32_t>(std::clamp(std::floor(minX) - 1, 0.0, static_cast<double>(s.width)));
+      rectX1 =
+          static_cast<int32_t>(std::clamp(std::ceil(maxX) + 1, 0.0, static_cast<double>(s.width)));
+      rectY0 = static_cast<int32_t>(
+          std::clamp(std::floor(minY) - 1, 0.0, static_cast<double>(s.height)));
+      rectY1 =
+          static_cast<int32_t>(std::clamp(std::ceil(maxY) + 1, 0.0, static_cast<double>(s.height)));
     }
   }
   tbb::parallel_for(tbb::blocked_range<int32_t>(0, tilesY), [&](const auto& tileRows) {
@@ -718,7 +743,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             const GeometryInfo& info = infos[rh.hit.geomID[k]];
             Vec3f n = normalize({rh.hit.Ng_x[k], rh.hit.Ng_y[k], rh.hit.Ng_z[k]});
             if (info.kind == GeometryInfo::kMesh) {
-              const int32_t* tri = &info.geometry->triangles[3 * static_cast<size_t>(rh.hit.primID[k])];
+              const int32_t* tri =
+                  &info.geometry->triangles[3 * static_cast<size_t>(rh.hit.primID[k])];
               const float w[3] = {1 - rh.hit.u[k] - rh.hit.v[k], rh.hit.u[k], rh.hit.v[k]};
               Vec3f sn{0, 0, 0};
               for (int c = 0; c < 3; ++c) {
@@ -738,15 +764,17 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             const float t = rh.ray.tfar[k];
             // Overlapping neighbour discs would shadow a surfel (dark speckles): its shadow
             // ray starts half a disc radius off the surface.
-            const float lift = info.discs != nullptr
-                                   ? std::max(eps, 0.5f * info.discs[4 * size_t{rh.hit.primID[k]} + 3])
-                                   : eps;
+            const float lift =
+                info.discs != nullptr
+                    ? std::max(eps, 0.5f * info.discs[4 * size_t{rh.hit.primID[k]} + 3])
+                    : eps;
             origin = {eyeF.x + t * dir.x + lift * n.x, eyeF.y + t * dir.y + lift * n.y,
                       eyeF.z + t * dir.z + lift * n.z};
             needShadow = dot(n, light) > 0;
           } else if (std::isfinite(tGround[k])) {
             const float t = tGround[k], lift = static_cast<float>(1e-4 * extent);
-            origin = {eyeF.x + t * dir.x + lift * groundNF.x, eyeF.y + t * dir.y + lift * groundNF.y,
+            origin = {eyeF.x + t * dir.x + lift * groundNF.x,
+                      eyeF.y + t * dir.y + lift * groundNF.y,
                       eyeF.z + t * dir.z + lift * groundNF.z};
             needShadow = groundLight > 0;
           }
@@ -787,7 +815,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
               const int32_t* tri = &info.geometry->triangles[3 * static_cast<size_t>(prim)];
               const float w[3] = {1 - rh.hit.u[k] - rh.hit.v[k], rh.hit.u[k], rh.hit.v[k]};
               for (int ch = 0; ch < 3; ++ch) {
-                color[ch] = w[0] * info.colors[3 * tri[0] + ch] + w[1] * info.colors[3 * tri[1] + ch] +
+                color[ch] = w[0] * info.colors[3 * tri[0] + ch] +
+                            w[1] * info.colors[3 * tri[1] + ch] +
                             w[2] * info.colors[3 * tri[2] + ch];
               }
             } else if (info.kind == GeometryInfo::kSurfels && info.colors != nullptr) {

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 // PolyData is written for ParaView and has no reader here).
 int formatRank(const fs::path& p) {
   std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (ext == ".ply") return 0;
   if (ext == ".obj") return 1;
   if (ext == ".off" || ext == ".stl" || ext == ".xyz") return 2;
@@ -86,7 +87,8 @@ RunInfo readRunInfo(const fs::path& folder) {
       run.bodies.push_back(std::move(body));
     }
     if (const auto view = summary.find("view"); view != summary.end()) {
-      if (const auto up = view->find("up"); up != view->end()) run.up = readVec3(*up, name + ": view.up");
+      if (const auto up = view->find("up"); up != view->end())
+        run.up = readVec3(*up, name + ": view.up");
       if (const auto cam = view->find("camera"); cam != view->end()) {
         Camera c;
         c.eye = readVec3(cam->at("eye"), name + ": view.camera.eye");
@@ -177,7 +179,8 @@ std::vector<RenderBody> loadFrame(const RunInfo& run, const RunFrame& frame,
     // Pieces after fracture get their own colours; a point cloud keeps the colours of its
     // file, if any (its pieces are not known without connectivity).
     if (!body.geometry.isPointCloud() && body.geometry.colors.empty()) {
-      body.geometry.colors = componentColors(body.geometry, paletteOffset + static_cast<int32_t>(b));
+      body.geometry.colors =
+          componentColors(body.geometry, paletteOffset + static_cast<int32_t>(b));
     }
     body.pinned = run.bodies[b].pinned;
     bodies.push_back(std::move(body));
@@ -188,10 +191,8 @@ std::vector<RenderBody> loadFrame(const RunInfo& run, const RunFrame& frame,
 Bounds runBounds(const std::vector<const RunInfo*>& runs) {
   Bounds bounds;
   bool any = false;
-  Vec3d up{0, 0, 1};
   std::optional<Vec3d> groundPoint, groundNormal;
   for (const RunInfo* run : runs) {
-    up = run->up;
     if (run->groundPoint) {
       groundPoint = run->groundPoint;
       groundNormal = run->groundNormal;
@@ -210,15 +211,18 @@ Bounds runBounds(const std::vector<const RunInfo*>& runs) {
   // far ones (a huge box used as a wall) would shrink the bodies to dots, so only those
   // no bigger than the bodies' own bounds count.
   Bounds bodiesOnly = bounds;
-  const double size = std::hypot(bodiesOnly.max[0] - bodiesOnly.min[0],
-                                 bodiesOnly.max[1] - bodiesOnly.min[1],
-                                 bodiesOnly.max[2] - bodiesOnly.min[2]);
+  const double size =
+      std::hypot(bodiesOnly.max[0] - bodiesOnly.min[0], bodiesOnly.max[1] - bodiesOnly.min[1],
+                 bodiesOnly.max[2] - bodiesOnly.min[2]);
   for (const RunInfo* run : runs) {
     for (const StageObstacle& o : run->obstacles) {
       Vec3d half{0, 0, 0};
-      if (o.type == ObstacleType::kSphere) half = {o.radius, o.radius, o.radius};
-      else if (o.type == ObstacleType::kBox) half = o.halfExtents;
-      else continue;
+      if (o.type == ObstacleType::kSphere)
+        half = {o.radius, o.radius, o.radius};
+      else if (o.type == ObstacleType::kBox)
+        half = o.halfExtents;
+      else
+        continue;
       if (2 * std::hypot(half[0], half[1], half[2]) > 2 * size) continue;
       extend(bounds, {o.center[0] - half[0], o.center[1] - half[1], o.center[2] - half[2]},
              {o.center[0] + half[0], o.center[1] + half[1], o.center[2] + half[2]}, any);
@@ -236,7 +240,6 @@ Bounds runBounds(const std::vector<const RunInfo*>& runs) {
       extend(bounds, q, q, any);
     }
   }
-  (void)up;
   return bounds;
 }
 
@@ -287,9 +290,10 @@ std::vector<int32_t> evenlySpaced(int32_t n, int32_t count) {
     return out;
   }
   for (int32_t i = 0; i < count; ++i) {
-    const int32_t index = count == 1 ? 0
-                                     : static_cast<int32_t>(std::lround(
-                                           static_cast<double>(i) * (n - 1) / (count - 1)));
+    const int32_t index =
+        count == 1
+            ? 0
+            : static_cast<int32_t>(std::lround(static_cast<double>(i) * (n - 1) / (count - 1)));
     if (out.empty() || out.back() != index) out.push_back(index);
   }
   return out;

@@ -51,8 +51,9 @@ std::optional<std::filesystem::path> encodeVideo(const std::filesystem::path& fo
   const int spawnError = posix_spawnp(&pid, "ffmpeg", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawnError == ENOENT) {
-    why = "no video: ffmpeg is not installed (not found on PATH); the PNG frames and the "
-          "contact sheet are written (install it with scripts/install-deps.sh)";
+    why =
+        "no video: ffmpeg is not installed (not found on PATH); the PNG frames and the "
+        "contact sheet are written (install it with scripts/install-deps.sh)";
     std::error_code ignored;
     fs::remove(log, ignored);
     return std::nullopt;
@@ -67,13 +68,13 @@ std::optional<std::filesystem::path> encodeVideo(const std::filesystem::path& fo
   std::error_code ec;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fs::remove(temp, ec);
-    const std::string how = WIFEXITED(status)
-                                ? "exit code " + std::to_string(WEXITSTATUS(status))
-                                : "signal " + std::to_string(WTERMSIG(status));
+    const std::string how = WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                              : "signal " + std::to_string(WTERMSIG(status));
     // posix_spawnp reports a missing program as exit 127 on some C libraries.
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-      why = "no video: ffmpeg could not be run (exit 127: not found); the PNG frames and the "
-            "contact sheet are written";
+      why =
+          "no video: ffmpeg could not be run (exit 127: not found); the PNG frames and the "
+          "contact sheet are written";
       return std::nullopt;
     }
     throw IoError(video.string() + ": ffmpeg failed (" + how + "); its messages are in " +

@@ -172,8 +172,8 @@ TEST(RenderSilhouette, SurfelSphereIsClosedAndCoversTheAnalyticDisc) {
   settings.width = 640;
   settings.height = 480;
   Renderer renderer(settings);
-  const Image image = renderer.render(redBody(pointSphere(SilhouetteSetup::kRadius, {0, 0, 0}, 20000)),
-                                      setup.stage, setup.camera);
+  const Image image = renderer.render(
+      redBody(pointSphere(SilhouetteSetup::kRadius, {0, 0, 0}, 20000)), setup.stage, setup.camera);
   const double expected = expectedPixels(SilhouetteSetup::kRadius, SilhouetteSetup::kDistance,
                                          setup.camera.fovDegrees, settings.height);
   const Coverage c = coverage(image);
@@ -260,7 +260,8 @@ TEST(RenderDeterminism, SameImageWithOneAndTwoThreads) {
   }
   ASSERT_EQ(one.rgb.size(), two.rgb.size());
   EXPECT_TRUE(one.rgb == two.rgb);
-  if (const char* dump = std::getenv("SHELLSIM_TEST_IMAGES")) writePng(fs::path(dump) / "mixed.png", one);
+  if (const char* dump = std::getenv("SHELLSIM_TEST_IMAGES"))
+    writePng(fs::path(dump) / "mixed.png", one);
   // And the picture is not empty: both bodies are in it.
   EXPECT_GT(coverage(one).pixels, 0);
 }
@@ -311,7 +312,9 @@ class NoFfmpeg {
   std::string old_;
 };
 
-bool ffmpegInstalled() { return std::system("ffmpeg -version > /dev/null 2>&1") == 0; }
+bool ffmpegInstalled() {
+  return std::system("ffmpeg -version > /dev/null 2>&1") == 0;
+}
 
 TEST(RenderRun, WritesFramesContactSheetPlotAndVideo) {
   const TempFolder folder;
