@@ -77,7 +77,12 @@ void finishOutputs(const RenderOptions& options, RenderReport& report, const fs:
   if (!options.video) return;
   std::string why;
   report.video = detail::encodeVideo(frames, kFramePattern, frameRate, video, why);
-  if (!report.video) note(options, report, why);
+  if (!report.video) {
+    // A video from an earlier render would no longer match the frames.
+    std::error_code ignored;
+    fs::remove(video, ignored);
+    note(options, report, why);
+  }
 }
 
 // "1.5e+03"-style labels are hard to read on an axis; three significant digits.
@@ -259,13 +264,14 @@ RenderReport compareRuns(const fs::path& runA, const fs::path& runB, const fs::p
     Image image(options.settings.width, options.settings.height);
     double time = 0;
     int32_t x = 0;
-    for (const auto& [run, renderer, label] :
-         {std::tuple{&a, &renderA, name(runA)}, std::tuple{&b, &renderB, name(runB)}}) {
+    // The second run's bodies take the next palette colour, so the two read apart.
+    for (const auto& [run, renderer, label, palette] :
+         {std::tuple{&a, &renderA, name(runA), 0}, std::tuple{&b, &renderB, name(runB), 1}}) {
       const size_t k = std::min(static_cast<size_t>(i), run->frames.size() - 1);
       const detail::RunFrame& frame = run->frames[k];
       time = std::max(time, frame.time);
       const Stage stage = detail::makeStage(*run, &frame, bounds);
-      Image part = renderer->render(detail::loadFrame(*run, frame, 0), stage, camera);
+      Image part = renderer->render(detail::loadFrame(*run, frame, palette), stage, camera);
       detail::drawText(part, 12, 12, label, 2, {20, 20, 20});
       detail::blit(image, part, x, 0);
       x += half.width;
