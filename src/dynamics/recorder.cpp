@@ -28,7 +28,8 @@ nlohmann::json viewJson(const World& world, const std::optional<CameraDef>& came
   using nlohmann::json;
   json view;
   const double g = world.gravity.norm();
-  const Vec3 up = g > 0 ? Vec3(-world.gravity / g) : Vec3(0, 0, 1);
+  // "+ 0.0" turns the -0 of negated zero components into 0 in the file.
+  const Vec3 up = (g > 0 ? Vec3(-world.gravity / g) : Vec3(0, 0, 1)) + Vec3::Zero();
   view["up"] = {up.x(), up.y(), up.z()};
   if (camera) {
     view["camera"] = {{"eye", camera->eye},
