@@ -207,7 +207,30 @@ struct Renderer::Impl {
     std::vector<uint8_t> shadowed;  // (height, width, 3), sRGB
   } background;
 
+  // The Embree scene of the last frame. Frames of a run share their structure (bodies,
+  // topology, pins, obstacles), so the next frame only rewrites vertex buffers and refits
+  // the BVH instead of building it again, which took as long as tracing the rays. The BVH
+  // is built afresh every kRebuildEvery frames, before refits loosen it too much.
+  struct SceneCache {
+    RTCScene scene = nullptr;
+    std::vector<RTCGeometry> geometries;          // in attach order; the IDs are the indices
+    std::vector<int64_t> signature;               // kinds and counts of the geometries
+    std::vector<std::vector<int32_t>> triangles;  // per body, the topology the BVH has
+    int32_t refits = 0;                           // since the last full build
+    void reset() {
+      for (RTCGeometry g : geometries) rtcReleaseGeometry(g);
+      geometries.clear();
+      if (scene != nullptr) rtcReleaseScene(scene);
+      scene = nullptr;
+      signature.clear();
+      triangles.clear();
+      refits = 0;
+    }
+  } sceneCache;
+  static constexpr int32_t kRebuildEvery = 16;
+
   ~Impl() {
+    sceneCache.reset();
     if (device != nullptr) rtcReleaseDevice(device);
   }
 };
@@ -326,15 +349,51 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
                        const Camera& camera) {
   const RenderSettings& s = impl_->settings;
   RTCDevice device = impl_->device;
-  RTCScene scene = rtcNewScene(device);
-  struct SceneGuard {
-    RTCScene scene;
-    ~SceneGuard() { rtcReleaseScene(scene); }
-  } guard{scene};
-  rtcSetSceneFlags(scene, RTC_SCENE_FLAG_NONE);
-  // Every frame is a new scene traced once: a fast build (Morton codes) costs less in all
-  // than a better tree that takes longer to build than to trace.
-  rtcSetSceneBuildQuality(scene, RTC_BUILD_QUALITY_LOW);
+  // What this frame holds, to decide whether last frame's scene can be refitted.
+  std::vector<int64_t> signature;
+  for (const RenderBody& body : bodies) {
+    const Geometry& g = body.geometry;
+    signature.insert(signature.end(),
+                     {g.isPointCloud() ? 1 : 0, g.vertexCount(), g.triangleCount()});
+    int64_t pins = 0;
+    for (const int32_t p : body.pinned) pins += s.showPins && p >= 0 && p < g.vertexCount();
+    signature.push_back(pins);
+  }
+  for (const StageObstacle& o : stage.obstacles) signature.push_back(static_cast<int64_t>(o.type));
+  Impl::SceneCache& sceneCache = impl_->sceneCache;
+  bool reuse =
+      sceneCache.scene != nullptr && signature == sceneCache.signature && sceneCache.refits < Impl::kRebuildEvery;
+  for (size_t b = 0; reuse && b < bodies.size(); ++b) {
+    reuse = bodies[b].geometry.triangles == sceneCache.triangles[b];
+  }
+  if (reuse) {
+    ++sceneCache.refits;
+  } else {
+    sceneCache.reset();
+    sceneCache.scene = rtcNewScene(device);
+    sceneCache.signature = signature;
+    for (const RenderBody& body : bodies) sceneCache.triangles.push_back(body.geometry.triangles);
+    rtcSetSceneFlags(sceneCache.scene, RTC_SCENE_FLAG_DYNAMIC);
+    // A fast build (Morton codes): the tree is refitted for the next frames and rebuilt
+    // often, so build time counts more than the last bit of tree quality.
+    rtcSetSceneBuildQuality(sceneCache.scene, RTC_BUILD_QUALITY_LOW);
+  }
+  RTCScene scene = sceneCache.scene;
+  size_t slot = 0;  // next geometry, in the same order every frame
+  const auto acquire = [&](RTCGeometryType type) {
+    if (reuse) return sceneCache.geometries[slot++];
+    RTCGeometry g = rtcNewGeometry(device, type);
+    rtcSetGeometryBuildQuality(g, RTC_BUILD_QUALITY_REFIT);
+    sceneCache.geometries.push_back(g);
+    ++slot;
+    return g;
+  };
+  // A buffer to fill: last frame's (same size) or a new one.
+  const auto buffer = [&](RTCGeometry g, RTCBufferType type, RTCFormat format, size_t stride,
+                          size_t count) {
+    if (reuse) return rtcGetGeometryBufferData(g, type, 0);
+    return rtcSetNewGeometryBuffer(g, type, 0, format, stride, count);
+  };
 
   const double extent = std::max(stage.extent, 1e-6);
   std::vector<GeometryInfo> infos;
@@ -342,10 +401,19 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   ownedFloats.reserve(4 * bodies.size() + 4);
   if (impl_->clouds.size() < bodies.size()) impl_->clouds.resize(bodies.size());
 
+  // Index buffers are rewritten with the same content on a refit and need no update.
   const auto attach = [&](RTCGeometry geometry, GeometryInfo info) {
-    rtcCommitGeometry(geometry);
-    const unsigned id = rtcAttachGeometry(scene, geometry);
-    rtcReleaseGeometry(geometry);
+    const auto id = static_cast<unsigned>(slot - 1);
+    if (reuse) {
+      rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_VERTEX, 0);
+      if (info.kind == GeometryInfo::kSurfels) {
+        rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_NORMAL, 0);
+      }
+      rtcCommitGeometry(geometry);
+    } else {
+      rtcCommitGeometry(geometry);
+      rtcAttachGeometryByID(scene, geometry, id);
+    }
     if (infos.size() <= id) infos.resize(id + 1);
     infos[id] = info;
   };
@@ -361,13 +429,13 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
     info.color = bodies[b].color;
     info.colors = g.colors.size() == 3 * n ? g.colors.data() : nullptr;
     if (!g.isPointCloud()) {
-      RTCGeometry geom = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_TRIANGLE);
-      auto* v = static_cast<float*>(rtcSetNewGeometryBuffer(
-          geom, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
+      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_TRIANGLE);
+      auto* v = static_cast<float*>(
+          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
       for (size_t i = 0; i < 3 * n; ++i) v[i] = static_cast<float>(g.positions[i]);
       const size_t nt = static_cast<size_t>(g.triangleCount());
-      auto* t = static_cast<uint32_t*>(rtcSetNewGeometryBuffer(
-          geom, RTC_BUFFER_TYPE_INDEX, 0, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
+      auto* t = static_cast<uint32_t*>(
+          buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
       for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
       // Smooth shading needs vertex normals; frames from shellsim carry them.
       std::vector<float>& normals = ownedFloats.emplace_back(3 * n);
@@ -401,11 +469,11 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       }
       std::vector<float> radii;
       detail::radiiFromNeighbours(g.positions, cache.nbrs, kSurfelNeighbours, radii);
-      RTCGeometry geom = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT);
-      auto* v = static_cast<float*>(rtcSetNewGeometryBuffer(
-          geom, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT4, 4 * sizeof(float), n));
-      auto* nv = static_cast<float*>(rtcSetNewGeometryBuffer(
-          geom, RTC_BUFFER_TYPE_NORMAL, 0, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
+      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT);
+      auto* v = static_cast<float*>(
+          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT4, 4 * sizeof(float), n));
+      auto* nv = static_cast<float*>(
+          buffer(geom, RTC_BUFFER_TYPE_NORMAL, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
       const bool haveNormals = g.normals.size() == 3 * n;
       tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
         for (size_t i = range.begin(); i < range.end(); ++i) {
@@ -449,9 +517,9 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   }
   const auto addSpheres = [&](const std::vector<float>& spheres, std::array<float, 3> color) {
     if (spheres.empty()) return;
-    RTCGeometry geom = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_SPHERE_POINT);
-    auto* v = static_cast<float*>(rtcSetNewGeometryBuffer(
-        geom, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT4, 4 * sizeof(float), spheres.size() / 4));
+    RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_SPHERE_POINT);
+    auto* v = static_cast<float*>(buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT4,
+                                         4 * sizeof(float), spheres.size() / 4));
     std::copy(spheres.begin(), spheres.end(), v);
     GeometryInfo info;
     info.kind = GeometryInfo::kSpheres;
@@ -473,9 +541,9 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
         for (int c = 0; c < 3; ++c) spheres.push_back(static_cast<float>(o.center[c]));
         spheres.push_back(static_cast<float>(o.radius - inset));
       } else if (o.type == ObstacleType::kBox) {
-        RTCGeometry geom = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_QUAD);
-        auto* v = static_cast<float*>(rtcSetNewGeometryBuffer(
-            geom, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 8));
+        RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_QUAD);
+        auto* v = static_cast<float*>(
+            buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 8));
         for (int i = 0; i < 8; ++i) {
           for (int c = 0; c < 3; ++c) {
             const double sign = ((i >> c) & 1) != 0 ? 1.0 : -1.0;
@@ -484,8 +552,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
         }
         constexpr uint32_t kFaces[6][4] = {{0, 2, 3, 1}, {4, 5, 7, 6}, {0, 1, 5, 4},
                                            {2, 6, 7, 3}, {0, 4, 6, 2}, {1, 3, 7, 5}};
-        auto* q = static_cast<uint32_t*>(rtcSetNewGeometryBuffer(
-            geom, RTC_BUFFER_TYPE_INDEX, 0, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), 6));
+        auto* q = static_cast<uint32_t*>(
+            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), 6));
         for (int f = 0; f < 6; ++f) std::copy(kFaces[f], kFaces[f] + 4, q + 4 * f);
         GeometryInfo info;
         info.kind = GeometryInfo::kBox;

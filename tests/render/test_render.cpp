@@ -224,28 +224,40 @@ TEST(RenderColors, PiecesAfterFractureGetDistinctColours) {
 }
 
 // A scene with every kind of thing the renderer draws: mesh, surfels, pins, a sphere and
-// a box obstacle, the ground with its grid and shadows.
-Image renderMixedScene() {
-  std::vector<RenderBody> bodies(2);
-  bodies[0].geometry = meshSphere(0.3, {-0.4, 0, 0.5}, 24);
-  bodies[0].color = {0.9f, 0.55f, 0.2f};
-  bodies[0].pinned = {0, 5, 100};
-  bodies[1].geometry = pointSphere(0.3, {0.4, 0, 0.5}, 5000);
-  bodies[1].geometry.normals.clear();  // normals from the neighbours
-  bodies[1].color = {0.25f, 0.55f, 0.85f};
+// a box obstacle, the ground with its grid and shadows. `lift` raises the bodies (m).
+struct MixedScene {
+  std::vector<RenderBody> bodies;
   Stage stage;
-  stage.extent = 2;
-  stage.obstacles.push_back({ObstacleType::kSphere, {0, 0.6, 0.2}, 0.2, {0, 0, 0}});
-  stage.obstacles.push_back({ObstacleType::kBox, {0, -0.6, 0.1}, 0, {0.1, 0.1, 0.1}});
-  Bounds b;
-  b.min[0] = -0.8, b.min[1] = -0.8, b.min[2] = 0;
-  b.max[0] = 0.8, b.max[1] = 0.8, b.max[2] = 0.8;
+  Camera camera;
   RenderSettings settings;
-  settings.width = 322;  // not a multiple of the 4x4 ray packets
-  settings.height = 183;
-  settings.showPins = true;
-  Renderer renderer(settings);
-  return renderer.render(bodies, stage, fitCamera(b, {0, 0, 1}, 322.0 / 183.0));
+
+  explicit MixedScene(double lift = 0) : bodies(2) {
+    bodies[0].geometry = meshSphere(0.3, {-0.4, 0, 0.5 + lift}, 24);
+    bodies[0].color = {0.9f, 0.55f, 0.2f};
+    bodies[0].pinned = {0, 5, 100};
+    bodies[1].geometry = pointSphere(0.3, {0.4, 0, 0.5 + lift}, 5000);
+    bodies[1].geometry.normals.clear();  // normals from the neighbours
+    bodies[1].color = {0.25f, 0.55f, 0.85f};
+    stage.extent = 2;
+    stage.obstacles.push_back({ObstacleType::kSphere, {0, 0.6, 0.2}, 0.2, {0, 0, 0}});
+    stage.obstacles.push_back({ObstacleType::kBox, {0, -0.6, 0.1}, 0, {0.1, 0.1, 0.1}});
+    Bounds b;
+    b.min[0] = -0.8, b.min[1] = -0.8, b.min[2] = 0;
+    b.max[0] = 0.8, b.max[1] = 0.8, b.max[2] = 0.8;
+    settings.width = 322;  // not a multiple of the 4x4 ray packets
+    settings.height = 183;
+    settings.showPins = true;
+    camera = fitCamera(b, {0, 0, 1}, 322.0 / 183.0);
+  }
+  [[nodiscard]] Image render(Renderer& renderer) const {
+    return renderer.render(bodies, stage, camera);
+  }
+};
+
+Image renderMixedScene() {
+  const MixedScene scene;
+  Renderer renderer(scene.settings);
+  return scene.render(renderer);
 }
 
 TEST(RenderDeterminism, SameImageWithOneAndTwoThreads) {
@@ -264,6 +276,19 @@ TEST(RenderDeterminism, SameImageWithOneAndTwoThreads) {
     writePng(fs::path(dump) / "mixed.png", one);
   // And the picture is not empty: both bodies are in it.
   EXPECT_GT(coverage(one).pixels, 0);
+}
+
+// A renderer refits last frame's BVH when the next frame has the same structure: the
+// picture must be the one a fresh renderer makes.
+TEST(RenderDeterminism, RefittedFrameEqualsFreshRender) {
+  const MixedScene first(0), second(0.1);
+  Renderer reused(first.settings);
+  (void)first.render(reused);
+  const Image refitted = second.render(reused);
+  Renderer fresh(second.settings);
+  const Image expected = second.render(fresh);
+  EXPECT_TRUE(refitted.rgb == expected.rgb);
+  EXPECT_FALSE(refitted.rgb == first.render(fresh).rgb);  // the bodies did move
 }
 
 TEST(RenderImage, PngIsWrittenAtomicallyWithItsSignature) {
