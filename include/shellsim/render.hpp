@@ -74,9 +74,10 @@ struct RenderSettings {
 
 // Renders bodies on the stage. Deterministic: the image does not depend on the number of
 // threads. Point clouds are drawn as oriented discs (surfels) whose radii follow the local
-// point spacing; the per-point radii may be given (`surfelRadii[b]`, (nVertices)) or are
-// computed from the k nearest neighbours. Holds the Embree device and caches per-body
-// neighbour lists between frames, so keep one Renderer for a run.
+// point spacing (see surfelRadii), with the file's normals or, without them, normals from a
+// plane fit to the same neighbours. Holds the Embree device and caches between
+// frames the neighbour lists of point clouds, the shaded sky and ground of the camera and
+// the BVH (refitted while the bodies keep their topology), so keep one Renderer for a run.
 class Renderer {
  public:
   explicit Renderer(RenderSettings settings);

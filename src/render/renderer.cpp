@@ -361,8 +361,8 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   }
   for (const StageObstacle& o : stage.obstacles) signature.push_back(static_cast<int64_t>(o.type));
   Impl::SceneCache& sceneCache = impl_->sceneCache;
-  bool reuse =
-      sceneCache.scene != nullptr && signature == sceneCache.signature && sceneCache.refits < Impl::kRebuildEvery;
+  bool reuse = sceneCache.scene != nullptr && signature == sceneCache.signature &&
+               sceneCache.refits < Impl::kRebuildEvery;
   for (size_t b = 0; reuse && b < bodies.size(); ++b) {
     reuse = bodies[b].geometry.triangles == sceneCache.triangles[b];
   }
