@@ -9,7 +9,7 @@ packages=(
   libeigen3-dev libnanoflann-dev libtbb-dev
   libcli11-dev nlohmann-json3-dev libtinyobjloader-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libpng-dev ffmpeg
+  libpng-dev ffmpeg libembree-dev   # previews: PNG, H.264 video, CPU ray casting
 )
 
 missing=()

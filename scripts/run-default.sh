@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what shellsim needs, builds it (Release) and runs the built-in default scene.
-# Frames and summary.json land in out/default/ (or the folder given as the first argument).
+# Frames and summary.json land in out/default/ (or the folder given as the first argument),
+# then the run is rendered there: render/frame_*.png, video.mp4, contact_sheet.png and
+# energy.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-out/default}"
@@ -9,4 +11,6 @@ out="${1:-out/default}"
 cmake --preset release
 cmake --build --preset release --parallel "$(nproc)"
 ./build/release/apps/shellsim/shellsim run --out "$out"
+./build/release/apps/shellsim/shellsim render "$out"
 echo "frames: $out/frames   summary: $out/summary.json"
+echo "video: $out/video.mp4   contact sheet: $out/contact_sheet.png   energy: $out/energy.png"

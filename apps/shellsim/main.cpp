@@ -7,6 +7,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "shellsim/geometry.hpp"
 #include "shellsim/io.hpp"
 #include "shellsim/parallel.hpp"
+#include "shellsim/render.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
 
@@ -80,8 +82,53 @@ class ProgressPrinter {
   bool terminal_;
 };
 
+struct PreviewOptions {
+  std::string size = "1280x720";
+  bool pins = false;
+  bool noVideo = false;
+};
+
+void addPreviewOptions(CLI::App* command, PreviewOptions& preview) {
+  command->add_option("--size", preview.size, "Image size WIDTHxHEIGHT")->capture_default_str();
+  command->add_flag("--pins", preview.pins, "Mark pinned nodes with red dots");
+  command->add_flag("--no-video", preview.noVideo, "PNG frames and contact sheet only");
+}
+
+shellsim::RenderOptions renderOptions(const PreviewOptions& preview, const CommonOptions& common) {
+  shellsim::RenderOptions options;
+  int width = 0, height = 0;
+  char extra = 0;
+  if (std::sscanf(preview.size.c_str(), "%dx%d%c", &width, &height, &extra) != 2) {
+    throw shellsim::InputError("--size " + preview.size + ": expected WIDTHxHEIGHT, e.g. 1280x720");
+  }
+  options.settings.width = width;
+  options.settings.height = height;
+  options.settings.showPins = preview.pins;
+  options.video = !preview.noVideo;
+  options.onMessage = [](const std::string& m) { std::cerr << "shellsim: " << m << '\n'; };
+  if (!common.quiet) {
+    options.onFrame = [](int32_t frame, int32_t count) {
+      if (frame + 1 == count || (frame + 1) % 30 == 0) {
+        std::cerr << "rendered frame " << frame + 1 << "/" << count << '\n';
+      }
+    };
+  }
+  return options;
+}
+
+void printRenderReport(const shellsim::RenderReport& report, const CommonOptions& common) {
+  if (common.quiet) return;
+  std::cout << "rendered " << report.framesRendered << " frames to " << report.framesFolder.string()
+            << '\n';
+  if (report.video) std::cout << "video: " << report.video->string() << '\n';
+  std::cout << "contact sheet: " << report.contactSheet.string() << '\n';
+  if (!report.energyPlot.empty())
+    std::cout << "energy plot: " << report.energyPlot.string() << '\n';
+}
+
 int runCommand(const std::optional<std::string>& scenePath, const std::optional<std::string>& out,
-               std::optional<int> frames, const CommonOptions& common) {
+               std::optional<int> frames, const CommonOptions& common,
+               const std::optional<PreviewOptions>& preview) {
   shellsim::ThreadLimit threadLimit(common.threads);
   const shellsim::SceneDef scene =
       scenePath ? shellsim::loadScene(*scenePath) : shellsim::defaultScene();
@@ -90,6 +137,18 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
   if (out) options.outputFolder = *out;
   if (frames) options.maxFrames = *frames;
   options.onProgress = ProgressPrinter(common.quiet);
+  std::unique_ptr<shellsim::PreviewRecorder> recorder;
+  if (preview) {
+    shellsim::RenderOptions renderOpts = renderOptions(*preview, common);
+    renderOpts.onFrame = nullptr;  // the run's progress line already counts frames
+    recorder = std::make_unique<shellsim::PreviewRecorder>(
+        options.outputFolder.value_or(scene.output.folder), std::move(renderOpts));
+    options.onProgress = [printer = ProgressPrinter(common.quiet),
+                          &recorder](const shellsim::RunProgress& p) mutable {
+      recorder->addFrame(p.frame, p.frameCount);
+      printer(p);
+    };
+  }
   options.onWarning = [&](const std::string& w) {
     if (!common.quiet) std::cerr << "warning: " << w << '\n';
   };
@@ -97,12 +156,43 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
     std::cerr << "shellsim: running " << (scenePath ? *scenePath : "the built-in default scene")
               << " with " << shellsim::ThreadLimit::current() << " threads\n";
   }
-  const shellsim::RunReport report = shellsim::runScene(scene, options);
+  shellsim::RunReport report;
+  try {
+    report = shellsim::runScene(scene, options);
+  } catch (const shellsim::NumericalError&) {
+    // The frames before the failure are valid: their preview is worth having.
+    if (recorder) recorder->finish();
+    throw;
+  }
   if (!common.quiet) {
     std::cout << "wrote " << report.framesWritten << " frames (" << report.steps << " steps of "
               << report.timeStep << " s) to " << report.outputFolder.string() << "\n"
               << "summary: " << report.summaryPath.string() << '\n';
   }
+  if (recorder) printRenderReport(recorder->finish(), common);
+  return 0;
+}
+
+int renderCommand(const std::string& folder, const PreviewOptions& preview,
+                  const CommonOptions& common) {
+  shellsim::ThreadLimit threadLimit(common.threads);
+  const auto start = std::chrono::steady_clock::now();
+  const shellsim::RenderReport report = shellsim::renderRun(folder, renderOptions(preview, common));
+  printRenderReport(report, common);
+  if (!common.quiet) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "took " << formatSeconds(seconds) << '\n';
+  }
+  return 0;
+}
+
+int compareCommand(const std::string& a, const std::string& b, const std::string& out,
+                   const PreviewOptions& preview, const CommonOptions& common) {
+  shellsim::ThreadLimit threadLimit(common.threads);
+  const shellsim::RenderReport report =
+      shellsim::compareRuns(a, b, out, renderOptions(preview, common));
+  printRenderReport(report, common);
   return 0;
 }
 
@@ -156,7 +246,29 @@ int main(int argc, char** argv) {
   run->add_option("-o,--out", out, "Output folder (overrides output.folder of the scene)");
   run->add_option("--frames", frames, "Write at most this many frames, frame 0 included")
       ->check(CLI::PositiveNumber);
+  bool previewFlag = false;
+  PreviewOptions preview;
+  run->add_flag("--preview", previewFlag,
+                "Render each frame as it is written, then a video, contact sheet and energy plot");
+  addPreviewOptions(run, preview);
   addCommonOptions(run, common);
+
+  std::string renderFolder;
+  CLI::App* render = app.add_subcommand(
+      "render", "Render a finished run: PNG frames, video.mp4, contact_sheet.png, energy.png");
+  render->add_option("outdir", renderFolder, "Output folder of a run (holds summary.json)")
+      ->required();
+  addPreviewOptions(render, preview);
+  addCommonOptions(render, common);
+
+  std::string runA, runB, compareOut = "out/compare";
+  CLI::App* compare = app.add_subcommand("compare", "Render two runs side by side in one video");
+  compare->add_option("run_a", runA, "Output folder of the first run")->required();
+  compare->add_option("run_b", runB, "Output folder of the second run")->required();
+  compare->add_option("-o,--out", compareOut, "Where the frames and compare.mp4 go")
+      ->capture_default_str();
+  addPreviewOptions(compare, preview);
+  addCommonOptions(compare, common);
 
   std::string filePath;
   CLI::App* info = app.add_subcommand("info", "Describe a mesh or point-cloud file");
@@ -180,7 +292,12 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (run->parsed()) return runCommand(scenePath, out, frames, common);
+    if (run->parsed()) {
+      return runCommand(scenePath, out, frames, common,
+                        previewFlag ? std::optional<PreviewOptions>(preview) : std::nullopt);
+    }
+    if (render->parsed()) return renderCommand(renderFolder, preview, common);
+    if (compare->parsed()) return compareCommand(runA, runB, compareOut, preview, common);
     if (info->parsed()) return infoCommand(filePath, common);
     if (validate->parsed()) return validateCommand(validatePath, common);
     if (reference->parsed()) {

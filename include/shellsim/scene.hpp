@@ -135,9 +135,21 @@ struct TimeDef {
   bool operator==(const TimeDef&) const = default;
 };
 
+// The camera of rendered previews (output.camera); without one, the renderer fits a camera
+// to the bounds of the whole run.
+struct CameraDef {
+  Vec3d eye{0, 0, 0};      // m
+  Vec3d target{0, 0, 0};   // m, differs from eye
+  Vec3d up{0, 0, 1};       // not parallel to target - eye
+  double fovDegrees = 40;  // vertical field of view, (0, 180)
+
+  bool operator==(const CameraDef&) const = default;
+};
+
 struct OutputDef {
   std::filesystem::path folder = "out";  // relative paths resolve against the working directory
   std::vector<OutputFormat> formats{OutputFormat::kPly};
+  std::optional<CameraDef> camera;
 
   bool operator==(const OutputDef&) const = default;
 };

@@ -1,5 +1,6 @@
 #include "dynamics/recorder.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -21,10 +22,46 @@ const char* extension(OutputFormat format) {
   return "ply";
 }
 
+// What the renderer needs besides the frames: which way is up, the camera of the scene
+// (if any) and the obstacles at time 0 (moving ones get per-frame offsets).
+nlohmann::json viewJson(const World& world, const std::optional<CameraDef>& camera) {
+  using nlohmann::json;
+  json view;
+  const double g = world.gravity.norm();
+  // "+ 0.0" turns the -0 of negated zero components into 0 in the file.
+  const Vec3 up = (g > 0 ? Vec3(-world.gravity / g) : Vec3(0, 0, 1)) + Vec3::Zero();
+  view["up"] = {up.x(), up.y(), up.z()};
+  if (camera) {
+    view["camera"] = {{"eye", camera->eye},
+                      {"target", camera->target},
+                      {"up", camera->up},
+                      {"fov", camera->fovDegrees}};
+  }
+  json obstacles = json::array();
+  for (const Obstacle& o : world.obstacles) {
+    const ObstacleDef& d = o.def;
+    switch (d.type) {
+      case ObstacleType::kPlane:
+        obstacles.push_back({{"type", "plane"}, {"point", d.point}, {"normal", d.normal}});
+        break;
+      case ObstacleType::kSphere:
+        obstacles.push_back({{"type", "sphere"}, {"center", d.center}, {"radius", d.radius}});
+        break;
+      case ObstacleType::kBox:
+        obstacles.push_back(
+            {{"type", "box"}, {"center", d.center}, {"half_extents", d.halfExtents}});
+        break;
+    }
+  }
+  view["obstacles"] = obstacles;
+  return view;
+}
+
 }  // namespace
 
-Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> formats)
-    : folder_(std::move(folder)), formats_(std::move(formats)) {
+Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> formats,
+                   std::optional<CameraDef> camera)
+    : folder_(std::move(folder)), formats_(std::move(formats)), camera_(std::move(camera)) {
   std::error_code error;
   std::filesystem::create_directories(folder_ / "frames", error);
   if (error) {
@@ -38,6 +75,13 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
   record.time = world.time;
   record.steps = steps;
   record.wallSeconds = wallSeconds;
+  const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
+                                         [](const Obstacle& o) { return !o.path.isStatic(); });
+  if (obstaclesMove) {
+    for (const Obstacle& o : world.obstacles) {
+      record.obstacleOffsets.push_back(o.path.offset(world.time));
+    }
+  }
   for (const Body& body : world.bodies) {
     record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
                              gravitationalEnergy(body, world.gravity)});
@@ -72,12 +116,20 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   summary["stable_time_step"] = stableTimeStep;
   json bodies = json::array();
   for (const Body& body : world.bodies) {
+    // Pinned nodes are frame vertices (every model writes its nodes as the frame's
+    // vertices), so the renderer can mark them.
+    std::vector<int32_t> pinned;
+    for (size_t i = 0; i < body.pinned.size(); ++i) {
+      if (body.pinned[i] != 0) pinned.push_back(static_cast<int32_t>(i));
+    }
     bodies.push_back({{"name", body.name},
                       {"model", body.model->name()},
                       {"nodes", body.model->nodeCount()},
-                      {"elements", body.model->elementCount()}});
+                      {"elements", body.model->elementCount()},
+                      {"pinned_nodes", pinned}});
   }
   summary["bodies"] = bodies;
+  summary["view"] = viewJson(world, camera_);
   json frames = json::array();
   for (const FrameRecord& record : frames_) {
     json energies = json::array();
@@ -92,14 +144,21 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
                           {"bending", e.bending},
                           {"gravitational", e.gravitational}});
     }
-    frames.push_back({{"frame", record.frame},
-                      {"time", record.time},
-                      {"steps", record.steps},
-                      {"wall_seconds", record.wallSeconds},
-                      {"kinetic_energy", kinetic},
-                      {"potential_energy", potential},
-                      {"bodies", energies},
-                      {"files", record.files}});
+    json frame;
+    frame["frame"] = record.frame;
+    frame["time"] = record.time;
+    frame["steps"] = record.steps;
+    frame["wall_seconds"] = record.wallSeconds;
+    frame["kinetic_energy"] = kinetic;
+    frame["potential_energy"] = potential;
+    frame["bodies"] = energies;
+    frame["files"] = record.files;
+    if (!record.obstacleOffsets.empty()) {
+      json offsets = json::array();
+      for (const Vec3& o : record.obstacleOffsets) offsets.push_back({o.x(), o.y(), o.z()});
+      frame["obstacle_offsets"] = offsets;
+    }
+    frames.push_back(std::move(frame));
   }
   summary["frames"] = frames;
   summary["steps"] = frames_.empty() ? 0 : frames_.back().steps;

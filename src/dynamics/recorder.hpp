@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,16 @@ struct FrameRecord {
     double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J
   };
   std::vector<BodyEnergy> bodies;
-  std::vector<std::string> files;  // written for this frame, relative to the output folder
+  std::vector<std::string> files;     // written for this frame, relative to the output folder
+  std::vector<Vec3> obstacleOffsets;  // scripted offset per obstacle; empty when none moves
 };
 
 class Recorder {
  public:
-  // Creates the output folder (and frames/ inside it). Throws IoError naming it.
-  Recorder(std::filesystem::path folder, std::vector<OutputFormat> formats);
+  // Creates the output folder (and frames/ inside it). Throws IoError naming it. `camera`
+  // is recorded in the summary for the renderer.
+  Recorder(std::filesystem::path folder, std::vector<OutputFormat> formats,
+           std::optional<CameraDef> camera = std::nullopt);
 
   // Writes every body's surface in every format and appends the frame's energies.
   void writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds);
@@ -45,6 +49,7 @@ class Recorder {
  private:
   std::filesystem::path folder_;
   std::vector<OutputFormat> formats_;
+  std::optional<CameraDef> camera_;
   std::vector<FrameRecord> frames_;
 };
 

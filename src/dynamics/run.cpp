@@ -122,7 +122,8 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
       static_cast<int32_t>(std::floor(scene.time.duration / frameInterval + 1e-9)) + 1;
   if (options.maxFrames) frameCount = std::min(frameCount, std::max(*options.maxFrames, 1));
 
-  Recorder recorder(options.outputFolder.value_or(scene.output.folder), scene.output.formats);
+  Recorder recorder(options.outputFolder.value_or(scene.output.folder), scene.output.formats,
+                    scene.output.camera);
   report.outputFolder = recorder.folder();
   report.summaryPath = recorder.summaryPath();
   for (const auto& warning : report.warnings) {

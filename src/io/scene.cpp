@@ -387,6 +387,36 @@ constexpr FieldSpec kOutputFields[] = {
      .text = "[\"ply\"]",
      .choices = kFormats,
      .meaning = "Frame file formats."},
+    {.key = "camera",
+     .kind = FieldKind::kObject,
+     .object = "camera",
+     .optional = true,
+     .meaning = "Camera of rendered previews (`shellsim render`, `run --preview`); absent: "
+                "fitted to the bounds of the whole run."},
+};
+
+constexpr FieldSpec kCameraFields[] = {
+    {.key = "eye",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .required = true,
+     .meaning = "Where the camera is."},
+    {.key = "target",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .required = true,
+     .rule = "differs from `eye`",
+     .meaning = "The point at the centre of the picture."},
+    {.key = "up",
+     .kind = FieldKind::kVec3,
+     .vec = {0, 0, 1},
+     .rule = "not parallel to `target - eye`",
+     .meaning = "Direction that points up in the picture."},
+    {.key = "fov",
+     .unit = "deg",
+     .number = 40.0,
+     .range = Range::closed(1, 179),
+     .meaning = "Vertical field of view."},
 };
 
 constexpr FieldSpec kSceneFields[] = {
@@ -439,12 +469,14 @@ constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripte
 constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
                                kTimeFields};
 constexpr ObjectSpec kOutputSpec{"output", "Frame files.", kOutputFields};
+constexpr ObjectSpec kCameraSpec{"camera", "A pinhole camera for rendered previews.",
+                                 kCameraFields};
 #pragma GCC diagnostic pop
 
 // Document order: top-down, as a reader meets them in a file.
 constexpr const ObjectSpec* kAllSpecs[] = {
     &kSceneSpec, &kBodySpec,     &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec, &kFiberSpec,
-    &kPinSpec,   &kObstacleSpec, &kKeyframeSpec,  &kTimeSpec,      &kOutputSpec};
+    &kPinSpec,   &kObstacleSpec, &kKeyframeSpec,  &kTimeSpec,      &kOutputSpec,   &kCameraSpec};
 
 // The scene of `shellsim run` without a scene file; scenes/default.json holds the same.
 constexpr std::string_view kDefaultSceneJson = R"({
@@ -876,6 +908,33 @@ OutputDef readOutput(ObjectReader& r, Problems& problems) {
       formats.push_back(toEnum(f, kFormats, OutputFormat::kPly));
     }
     if (!formats.empty()) o.formats = std::move(formats);
+  }
+  if (r.has("camera")) {
+    ObjectReader cr = r.object("camera", kCameraSpec);
+    CameraDef camera;
+    const std::optional<Vec3d> eye = cr.tryVec3("eye");
+    const std::optional<Vec3d> target = cr.tryVec3("target");
+    camera.up = cr.vec3("up");
+    camera.fovDegrees = cr.number("fov");
+    if (eye && target) {
+      camera.eye = *eye;
+      camera.target = *target;
+      const Vec3d d{(*target)[0] - (*eye)[0], (*target)[1] - (*eye)[1], (*target)[2] - (*eye)[2]};
+      const Vec3d& u = camera.up;
+      const Vec3d c{d[1] * u[2] - d[2] * u[1], d[2] * u[0] - d[0] * u[2],
+                    d[0] * u[1] - d[1] * u[0]};
+      const double dn = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+      const double un = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+      const double cn = std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+      if (!(dn > 0)) {
+        problems.add(cr.pathOf("target"), *cr.find("target"), "must differ from camera.eye");
+      } else if (!(cn > 1e-6 * dn * un)) {
+        problems.add(cr.pathOf("up"), cr.has("up") ? *cr.find("up") : Json::array({0, 0, 1}),
+                     "must not be parallel to target - eye");
+      }
+    }
+    cr.finish();
+    o.camera = camera;
   }
   r.finish();
   return o;

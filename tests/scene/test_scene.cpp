@@ -680,4 +680,43 @@ TEST(SceneFiber, ValuesAreReadAndCountAndSpacingExcludeEachOther) {
 }
 
 }  // namespace
+// ---------------------------------------------------------------------------------------
+// The camera of rendered previews (output.camera)
+
+TEST(SceneCamera, AbsentMeansFitted) {
+  const SceneDef s = parseScene(minimalScene().dump(), "scene.json", ".");
+  EXPECT_FALSE(s.output.camera.has_value());
+}
+
+TEST(SceneCamera, ValuesAndDefaultsAreRead) {
+  json scene = minimalScene();
+  scene["output"]["camera"] = {{"eye", {1, -2, 1.5}}, {"target", {0, 0, 0.3}}};
+  SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  ASSERT_TRUE(s.output.camera.has_value());
+  EXPECT_EQ(s.output.camera->eye, (Vec3d{1, -2, 1.5}));
+  EXPECT_EQ(s.output.camera->target, (Vec3d{0, 0, 0.3}));
+  EXPECT_EQ(s.output.camera->up, (Vec3d{0, 0, 1}));
+  EXPECT_EQ(s.output.camera->fovDegrees, 40);
+  scene["output"]["camera"]["up"] = {0, 1, 0};
+  scene["output"]["camera"]["fov"] = 60;
+  s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.output.camera->up, (Vec3d{0, 1, 0}));
+  EXPECT_EQ(s.output.camera->fovDegrees, 60);
+}
+
+TEST(SceneCamera, BadCamerasAreRejectedWithTheirPaths) {
+  json scene = minimalScene();
+  scene["output"]["camera"] = {{"target", {0, 0, 0}}};
+  EXPECT_NE(errorOfJson(scene).find("output.camera.eye: is required"), std::string::npos);
+  scene["output"]["camera"] = {{"eye", {1, 1, 1}}, {"target", {1, 1, 1}}};
+  EXPECT_NE(errorOfJson(scene).find("output.camera.target = [1,1,1]: must differ from camera.eye"),
+            std::string::npos);
+  scene["output"]["camera"] = {{"eye", {0, 0, 5}}, {"target", {0, 0, 0}}};
+  EXPECT_NE(errorOfJson(scene).find("output.camera.up = [0,0,1]: must not be parallel"),
+            std::string::npos);
+  scene["output"]["camera"] = {{"eye", {0, -5, 0}}, {"target", {0, 0, 0}}, {"fov", 180}};
+  EXPECT_NE(errorOfJson(scene).find("output.camera.fov = 180: must be in [1, 179]"),
+            std::string::npos);
+}
+
 }  // namespace shellsim

@@ -1,0 +1,918 @@
+// CPU ray casting of frames with Embree.
+//
+// Why Embree: it is the well-kept CPU ray tracing kernel (Intel, Apache-2.0, packaged by
+// Debian as libembree-dev), it needs no display or GPU, it builds a BVH over a few hundred
+// thousand primitives in milliseconds with TBB (the tasking system shellsim already uses)
+// and it has the two primitives we need natively: triangles (smooth-shaded by interpolating
+// vertex normals with the hit's barycentrics) and oriented discs
+// (RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT), which make a point cloud read as a closed
+// surface (surfel splatting by ray casting; Zwicker et al. 2001 for the idea of surfels).
+// A rasterizer would need OpenGL and a display or an EGL/OSMesa context, which headless CI
+// machines lack. Embree types stay in this file: the public header shows none.
+//
+// Every pixel is a pure function of the scene and the camera (one primary ray, one shadow
+// ray, no random sampling), so an image is the same bit for bit with any thread count.
+#include <embree3/rtcore.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "core/spatial.hpp"
+#include "render/render_internal.hpp"
+#include "shellsim/errors.hpp"
+#include "shellsim/render.hpp"
+
+namespace shellsim {
+
+namespace {
+
+using V3 = Eigen::Vector3d;
+V3 v3(const Vec3d& a) {
+  return {a[0], a[1], a[2]};
+}
+
+// Neighbours per point for surfel radii and normals: 6 is the ring of a regular
+// triangulation and enough for a stable plane fit.
+constexpr int kSurfelNeighbours = 6;
+// Radius = factor x mean distance to those neighbours. On a square grid of spacing h the
+// mean is ~1.14 h, so discs get ~0.9 h: they overlap and cover the holes between points.
+constexpr double kSurfelRadiusFactor = 0.8;
+
+// Palette for bodies and pieces: light, saturated and far apart in hue, so that
+// neighbouring fragments read as separate under shading (Okabe-Ito inspired).
+constexpr float kPalette[][3] = {
+    {0.90f, 0.55f, 0.20f}, {0.25f, 0.55f, 0.85f}, {0.35f, 0.70f, 0.40f}, {0.85f, 0.35f, 0.45f},
+    {0.60f, 0.45f, 0.80f}, {0.90f, 0.80f, 0.30f}, {0.30f, 0.75f, 0.75f}, {0.75f, 0.55f, 0.45f},
+};
+constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
+
+void checkDevice(RTCDevice device, const char* what) {
+  const RTCError error = rtcGetDeviceError(device);
+  if (error != RTC_ERROR_NONE) {
+    throw std::runtime_error(std::string("Embree error ") + std::to_string(error) + " in " + what);
+  }
+}
+
+// The k nearest neighbours of every point (excluding itself), (nPoints, k).
+std::vector<uint32_t> nearestNeighbours(const std::vector<double>& positions, int k) {
+  const size_t n = positions.size() / 3;
+  std::vector<uint32_t> result(n * static_cast<size_t>(k), 0);
+  if (n < 2) return result;
+  const PointKdTree tree(positions);
+  const size_t want = std::min<size_t>(static_cast<size_t>(k) + 1, n);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 1024), [&](const auto& range) {
+    std::vector<uint32_t> idx(want);
+    std::vector<double> d2(want);
+    for (size_t i = range.begin(); i < range.end(); ++i) {
+      const size_t found = tree.nearest(&positions[3 * i], want, idx.data(), d2.data());
+      size_t out = 0;
+      for (size_t j = 0; j < found && out < static_cast<size_t>(k); ++j) {
+        if (idx[j] != i) result[i * k + out++] = idx[j];
+      }
+      // Fewer points than k+1: repeat the last neighbour found.
+      for (; out < static_cast<size_t>(k); ++out) result[i * k + out] = result[i * k + out - 1];
+    }
+  });
+  return result;
+}
+
+}  // namespace
+
+std::vector<float> surfelRadii(const Geometry& cloud) {
+  const std::vector<uint32_t> nbrs = nearestNeighbours(cloud.positions, kSurfelNeighbours);
+  std::vector<float> radii(static_cast<size_t>(cloud.vertexCount()), 0.0f);
+  detail::radiiFromNeighbours(cloud.positions, nbrs, kSurfelNeighbours, radii);
+  return radii;
+}
+
+void detail::radiiFromNeighbours(const std::vector<double>& positions,
+                                 const std::vector<uint32_t>& nbrs, int k,
+                                 std::vector<float>& radii) {
+  const size_t n = positions.size() / 3;
+  radii.assign(n, 0.0f);
+  if (n < 2) {
+    if (n == 1) radii[0] = 0.01f;
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
+    for (size_t i = range.begin(); i < range.end(); ++i) {
+      double sum = 0;
+      for (int j = 0; j < k; ++j) {
+        const size_t o = nbrs[i * k + j];
+        const double dx = positions[3 * o] - positions[3 * i];
+        const double dy = positions[3 * o + 1] - positions[3 * i + 1];
+        const double dz = positions[3 * o + 2] - positions[3 * i + 2];
+        sum += std::sqrt(dx * dx + dy * dy + dz * dz);
+      }
+      radii[i] = static_cast<float>(kSurfelRadiusFactor * sum / k);
+    }
+  });
+}
+
+std::vector<float> componentColors(const Geometry& mesh, int32_t offset) {
+  const size_t n = static_cast<size_t>(mesh.vertexCount());
+  // Union-find over triangle edges; the root of a set is its lowest vertex index.
+  std::vector<int32_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = static_cast<int32_t>(i);
+  const auto find = [&](int32_t a) {
+    while (parent[a] != a) a = parent[a] = parent[parent[a]];
+    return a;
+  };
+  for (size_t t = 0; t + 2 < mesh.triangles.size(); t += 3) {
+    for (int e = 0; e < 2; ++e) {
+      const int32_t a = find(mesh.triangles[t + e]), b = find(mesh.triangles[t + e + 1]);
+      if (a < b) parent[b] = a;
+      if (b < a) parent[a] = b;
+    }
+  }
+  std::vector<int32_t> componentOf(n, -1);
+  int32_t count = 0;
+  std::vector<float> colors(3 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t root = find(static_cast<int32_t>(i));
+    if (componentOf[root] < 0) componentOf[root] = count++;
+    const float* c = kPalette[(componentOf[root] + offset) % kPaletteSize];
+    std::copy(c, c + 3, &colors[3 * i]);
+  }
+  return colors;
+}
+
+std::array<float, 3> detail::paletteColor(int32_t index) {
+  const float* c = kPalette[index % kPaletteSize];
+  return {c[0], c[1], c[2]};
+}
+
+Camera fitCamera(const Bounds& bounds, const Vec3d& up, double aspect) {
+  const V3 lo = v3({bounds.min[0], bounds.min[1], bounds.min[2]});
+  const V3 hi = v3({bounds.max[0], bounds.max[1], bounds.max[2]});
+  const V3 centre = 0.5 * (lo + hi);
+  V3 u = v3(up).normalized();
+  // A view from the front-right and 25 degrees above, like a photographer's three-quarter
+  // view: depth reads from perspective and the shadow falls into view.
+  V3 side = u.unitOrthogonal();
+  if (std::abs(u.z()) > 0.5) side = V3(0, -1, 0);  // z up: look along +y, as in most tools
+  side = (side - side.dot(u) * u).normalized();
+  const V3 right = u.cross(side).normalized();
+  const double elevation = 25.0 * std::numbers::pi / 180, azimuth = 30.0 * std::numbers::pi / 180;
+  const V3 horizontal = std::cos(azimuth) * side + std::sin(azimuth) * right;
+  const V3 dir = (std::cos(elevation) * horizontal + std::sin(elevation) * u).normalized();
+  Camera camera;
+  camera.fovDegrees = 35;
+  // The nearest distance at which every corner of the box is inside the picture, with a
+  // 10% margin: a corner at (x, y) across and z towards the camera from the centre needs
+  // |x| <= (distance - z) tan(half horizontal fov), the same for y.
+  const double tanV = 0.9 * std::tan(0.5 * camera.fovDegrees * std::numbers::pi / 180);
+  const double tanH = tanV * aspect;
+  const V3 forward = -dir;
+  const V3 camRight = forward.cross(u).normalized();
+  const V3 camUp = camRight.cross(forward);
+  double distance = 1e-3;
+  for (int corner = 0; corner < 8; ++corner) {
+    V3 p;
+    for (int c = 0; c < 3; ++c) p[c] = ((corner >> c) & 1) != 0 ? hi[c] : lo[c];
+    const V3 rel = p - centre;
+    const double z = rel.dot(dir);
+    distance = std::max(
+        {distance, z + std::abs(rel.dot(camRight)) / tanH, z + std::abs(rel.dot(camUp)) / tanV});
+  }
+  const V3 eye = centre + distance * dir;
+  camera.eye = {eye.x(), eye.y(), eye.z()};
+  camera.target = {centre.x(), centre.y(), centre.z()};
+  camera.up = {u.x(), u.y(), u.z()};
+  return camera;
+}
+
+struct Renderer::Impl {
+  RenderSettings settings;
+  RTCDevice device = nullptr;
+  // Neighbour lists of point-cloud bodies from the first frame they appeared in, reused
+  // while the point count stays the same: radii and normals then follow the deformation
+  // at O(n) per frame instead of a kNN search (which costs more than the ray casting).
+  struct CloudCache {
+    size_t points = 0;
+    std::vector<uint32_t> nbrs;  // (nPoints, kSurfelNeighbours)
+  };
+  std::vector<CloudCache> clouds;  // per body index
+  // Sky and ground depend only on the camera and the stage, which a run keeps for all its
+  // frames: they are shaded once, lit and in shadow, and each frame only picks one of the
+  // two per pixel after its shadow ray. (Shading the ground was half of a frame's time.)
+  struct Background {
+    std::vector<double> key;        // camera, stage and size it was made for
+    std::vector<float> tGround;     // (height, width), distance to the ground or +inf
+    std::vector<uint8_t> lit;       // (height, width, 3), sRGB
+    std::vector<uint8_t> shadowed;  // (height, width, 3), sRGB
+  } background;
+
+  // The Embree scene of the last frame. Frames of a run share their structure (bodies,
+  // topology, pins, obstacles), so the next frame only rewrites vertex buffers and refits
+  // the BVH instead of building it again, which took as long as tracing the rays. The BVH
+  // is built afresh every kRebuildEvery frames, before refits loosen it too much.
+  struct SceneCache {
+    RTCScene scene = nullptr;
+    std::vector<RTCGeometry> geometries;          // in attach order; the IDs are the indices
+    std::vector<int64_t> signature;               // kinds and counts of the geometries
+    std::vector<std::vector<int32_t>> triangles;  // per body, the topology the BVH has
+    int32_t refits = 0;                           // since the last full build
+    void reset() {
+      for (RTCGeometry g : geometries) rtcReleaseGeometry(g);
+      geometries.clear();
+      if (scene != nullptr) rtcReleaseScene(scene);
+      scene = nullptr;
+      signature.clear();
+      triangles.clear();
+      refits = 0;
+    }
+  } sceneCache;
+  static constexpr int32_t kRebuildEvery = 16;
+
+  ~Impl() {
+    sceneCache.reset();
+    if (device != nullptr) rtcReleaseDevice(device);
+  }
+};
+
+Renderer::Renderer(RenderSettings settings) : impl_(std::make_unique<Impl>()) {
+  if (settings.width < 16 || settings.height < 16 || settings.width > 16384 ||
+      settings.height > 16384) {
+    throw InputError("image size " + std::to_string(settings.width) + "x" +
+                     std::to_string(settings.height) + ": each side must be in [16, 16384]");
+  }
+  impl_->settings = settings;
+  impl_->device = rtcNewDevice(nullptr);
+  if (impl_->device == nullptr) throw std::runtime_error("Embree: cannot create a device");
+}
+
+Renderer::~Renderer() = default;
+
+const RenderSettings& Renderer::settings() const {
+  return impl_->settings;
+}
+
+namespace {
+
+// What a hit on each Embree geometry means.
+struct GeometryInfo {
+  enum Kind { kMesh, kSurfels, kSpheres, kBox } kind = kMesh;
+  const Geometry* geometry = nullptr;  // kMesh: smooth normals; kMesh/kSurfels: colours
+  const float* normals = nullptr;      // kMesh: (nVertices, 3) vertex normals
+  const float* colors = nullptr;       // (nVertices, 3) or nullptr
+  const float* discs = nullptr;        // kSurfels: (nVertices, 4) centre and radius
+  std::array<float, 3> color{};
+};
+
+struct Vec3f {
+  float x, y, z;
+};
+
+float dot(const Vec3f& a, const Vec3f& b) {
+  return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+Vec3f normalize(Vec3f a) {
+  const float l = std::sqrt(dot(a, a));
+  return l > 0 ? Vec3f{a.x / l, a.y / l, a.z / l} : Vec3f{0, 0, 1};
+}
+Vec3f toF(const V3& a) {
+  return {static_cast<float>(a.x()), static_cast<float>(a.y()), static_cast<float>(a.z())};
+}
+
+// Linear to 8-bit with gamma 2.2 (close enough to sRGB for previews), through a table:
+// powf per channel was a tenth of the frame time. 4096 steps are finer than 8-bit output
+// needs in the darks (the steepest part of the curve).
+class GammaTable {
+ public:
+  GammaTable() {
+    for (int i = 0; i < kSize; ++i) {
+      const double c = static_cast<double>(i) / (kSize - 1);
+      table_[i] = static_cast<uint8_t>(std::lround(255.0 * std::pow(c, 1.0 / 2.2)));
+    }
+  }
+  [[nodiscard]] uint8_t operator()(float linear) const {
+    const float c = std::clamp(linear, 0.0f, 1.0f);
+    return table_[static_cast<int>(c * (kSize - 1) + 0.5f)];
+  }
+
+ private:
+  static constexpr int kSize = 4096;
+  uint8_t table_[kSize];
+};
+
+// Slab test of rays that share a direction (the shadow rays) against a box.
+struct SlabTest {
+  float inv[3];
+  bool zero[3];
+  explicit SlabTest(const float dir[3]) {
+    for (int c = 0; c < 3; ++c) {
+      zero[c] = dir[c] == 0;
+      inv[c] = zero[c] ? 0.0f : 1.0f / dir[c];
+    }
+  }
+  [[nodiscard]] bool hits(const float org[3], const RTCBounds& b) const {
+    const float lo[3] = {b.lower_x, b.lower_y, b.lower_z};
+    const float hi[3] = {b.upper_x, b.upper_y, b.upper_z};
+    float t0 = 0, t1 = std::numeric_limits<float>::infinity();
+    for (int c = 0; c < 3; ++c) {
+      if (zero[c]) {
+        if (org[c] < lo[c] || org[c] > hi[c]) return false;
+        continue;
+      }
+      float a = (lo[c] - org[c]) * inv[c], bb = (hi[c] - org[c]) * inv[c];
+      if (a > bb) std::swap(a, bb);
+      t0 = std::max(t0, a);
+      t1 = std::min(t1, bb);
+    }
+    return t0 <= t1;
+  }
+};
+
+// A "nice" grid spacing (1, 2 or 5 times a power of ten) near extent / 10.
+double gridSpacing(double extent) {
+  const double raw = std::max(extent, 1e-6) / 10;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  const double m = raw / p;
+  return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
+}
+
+// Coverage in [0, 1] of a grid line of half width `halfWidth` at distance `d` from the
+// line, for a pixel whose footprint on the ground is `footprint` wide (box filter).
+float lineCoverage(float d, float halfWidth, float footprint) {
+  const float w = std::max(footprint, 1e-12f);
+  return std::clamp((halfWidth + 0.5f * w - d) / w, 0.0f, 1.0f) * std::min(1.0f, 2 * halfWidth / w);
+}
+
+}  // namespace
+
+Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage,
+                       const Camera& camera) {
+  const RenderSettings& s = impl_->settings;
+  RTCDevice device = impl_->device;
+  // What this frame holds, to decide whether last frame's scene can be refitted.
+  std::vector<int64_t> signature;
+  for (const RenderBody& body : bodies) {
+    const Geometry& g = body.geometry;
+    signature.insert(signature.end(),
+                     {g.isPointCloud() ? 1 : 0, g.vertexCount(), g.triangleCount()});
+    int64_t pins = 0;
+    for (const int32_t p : body.pinned) pins += s.showPins && p >= 0 && p < g.vertexCount();
+    signature.push_back(pins);
+  }
+  for (const StageObstacle& o : stage.obstacles) signature.push_back(static_cast<int64_t>(o.type));
+  Impl::SceneCache& sceneCache = impl_->sceneCache;
+  bool reuse = sceneCache.scene != nullptr && signature == sceneCache.signature &&
+               sceneCache.refits < Impl::kRebuildEvery;
+  for (size_t b = 0; reuse && b < bodies.size(); ++b) {
+    reuse = bodies[b].geometry.triangles == sceneCache.triangles[b];
+  }
+  if (reuse) {
+    ++sceneCache.refits;
+  } else {
+    sceneCache.reset();
+    sceneCache.scene = rtcNewScene(device);
+    sceneCache.signature = signature;
+    for (const RenderBody& body : bodies) sceneCache.triangles.push_back(body.geometry.triangles);
+    rtcSetSceneFlags(sceneCache.scene, RTC_SCENE_FLAG_DYNAMIC);
+    // A fast build (Morton codes): the tree is refitted for the next frames and rebuilt
+    // often, so build time counts more than the last bit of tree quality.
+    rtcSetSceneBuildQuality(sceneCache.scene, RTC_BUILD_QUALITY_LOW);
+  }
+  RTCScene scene = sceneCache.scene;
+  size_t slot = 0;  // next geometry, in the same order every frame
+  const auto acquire = [&](RTCGeometryType type) {
+    if (reuse) return sceneCache.geometries[slot++];
+    RTCGeometry g = rtcNewGeometry(device, type);
+    rtcSetGeometryBuildQuality(g, RTC_BUILD_QUALITY_REFIT);
+    sceneCache.geometries.push_back(g);
+    ++slot;
+    return g;
+  };
+  // A buffer to fill: last frame's (same size) or a new one.
+  const auto buffer = [&](RTCGeometry g, RTCBufferType type, RTCFormat format, size_t stride,
+                          size_t count) {
+    if (reuse) return rtcGetGeometryBufferData(g, type, 0);
+    return rtcSetNewGeometryBuffer(g, type, 0, format, stride, count);
+  };
+
+  const double extent = std::max(stage.extent, 1e-6);
+  std::vector<GeometryInfo> infos;
+  std::vector<std::vector<float>> ownedFloats;  // per-frame arrays the infos point into
+  ownedFloats.reserve(4 * bodies.size() + 4);
+  if (impl_->clouds.size() < bodies.size()) impl_->clouds.resize(bodies.size());
+
+  // Index buffers are rewritten with the same content on a refit and need no update.
+  const auto attach = [&](RTCGeometry geometry, GeometryInfo info) {
+    const auto id = static_cast<unsigned>(slot - 1);
+    if (reuse) {
+      rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_VERTEX, 0);
+      if (info.kind == GeometryInfo::kSurfels) {
+        rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_NORMAL, 0);
+      }
+      rtcCommitGeometry(geometry);
+    } else {
+      rtcCommitGeometry(geometry);
+      rtcAttachGeometryByID(scene, geometry, id);
+    }
+    if (infos.size() <= id) infos.resize(id + 1);
+    infos[id] = info;
+  };
+
+  std::vector<float> pinSpheres;  // (nPins, 4): x, y, z, radius
+  double longestMeanEdge = 0;     // over mesh bodies, m
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    const Geometry& g = bodies[b].geometry;
+    const size_t n = static_cast<size_t>(g.vertexCount());
+    if (n == 0) continue;
+    GeometryInfo info;
+    info.geometry = &g;
+    info.color = bodies[b].color;
+    info.colors = g.colors.size() == 3 * n ? g.colors.data() : nullptr;
+    if (!g.isPointCloud()) {
+      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_TRIANGLE);
+      auto* v = static_cast<float*>(
+          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
+      for (size_t i = 0; i < 3 * n; ++i) v[i] = static_cast<float>(g.positions[i]);
+      const size_t nt = static_cast<size_t>(g.triangleCount());
+      auto* t = static_cast<uint32_t*>(
+          buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
+      for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
+      // Smooth shading needs vertex normals; frames from shellsim carry them.
+      std::vector<float>& normals = ownedFloats.emplace_back(3 * n);
+      if (g.normals.size() == 3 * n) {
+        for (size_t i = 0; i < 3 * n; ++i) normals[i] = static_cast<float>(g.normals[i]);
+      } else {
+        Geometry copy;
+        copy.positions = g.positions;
+        copy.triangles = g.triangles;
+        computeVertexNormals(copy);
+        for (size_t i = 0; i < 3 * n; ++i) normals[i] = static_cast<float>(copy.normals[i]);
+      }
+      info.normals = normals.data();
+      info.kind = GeometryInfo::kMesh;
+      double edgeSum = 0;
+      for (size_t i = 0; i < 3 * nt; ++i) {
+        const size_t a = static_cast<size_t>(g.triangles[i]);
+        const size_t b2 = static_cast<size_t>(g.triangles[i % 3 == 2 ? i - 2 : i + 1]);
+        edgeSum += std::hypot(g.positions[3 * a] - g.positions[3 * b2],
+                              g.positions[3 * a + 1] - g.positions[3 * b2 + 1],
+                              g.positions[3 * a + 2] - g.positions[3 * b2 + 2]);
+      }
+      if (nt > 0)
+        longestMeanEdge = std::max(longestMeanEdge, edgeSum / static_cast<double>(3 * nt));
+      attach(geom, info);
+    } else {
+      Impl::CloudCache& cache = impl_->clouds[b];
+      if (cache.points != n) {
+        cache.nbrs = nearestNeighbours(g.positions, kSurfelNeighbours);
+        cache.points = n;
+      }
+      std::vector<float> radii;
+      detail::radiiFromNeighbours(g.positions, cache.nbrs, kSurfelNeighbours, radii);
+      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT);
+      auto* v = static_cast<float*>(
+          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT4, 4 * sizeof(float), n));
+      auto* nv = static_cast<float*>(
+          buffer(geom, RTC_BUFFER_TYPE_NORMAL, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
+      const bool haveNormals = g.normals.size() == 3 * n;
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
+        for (size_t i = range.begin(); i < range.end(); ++i) {
+          for (int c = 0; c < 3; ++c) v[4 * i + c] = static_cast<float>(g.positions[3 * i + c]);
+          v[4 * i + 3] = radii[i];
+          V3 normal;
+          if (haveNormals) {
+            normal = v3({g.normals[3 * i], g.normals[3 * i + 1], g.normals[3 * i + 2]});
+          } else {
+            // Plane fit to the point and its neighbours; the sign does not matter because
+            // shading is two-sided.
+            const V3 p = v3({g.positions[3 * i], g.positions[3 * i + 1], g.positions[3 * i + 2]});
+            Eigen::Matrix3d cov = Eigen::Matrix3d::Zero();
+            for (int j = 0; j < kSurfelNeighbours; ++j) {
+              const size_t o = cache.nbrs[i * kSurfelNeighbours + j];
+              const V3 d =
+                  v3({g.positions[3 * o], g.positions[3 * o + 1], g.positions[3 * o + 2]}) - p;
+              cov += d * d.transpose();
+            }
+            Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig;
+            eig.computeDirect(cov);
+            normal = eig.eigenvectors().col(0);
+          }
+          if (!(normal.squaredNorm() > 0)) normal = V3(0, 0, 1);
+          normal.normalize();
+          for (int c = 0; c < 3; ++c) nv[3 * i + c] = static_cast<float>(normal[c]);
+        }
+      });
+      info.kind = GeometryInfo::kSurfels;
+      info.discs = v;
+      attach(geom, info);
+    }
+    if (s.showPins) {
+      for (const int32_t p : bodies[b].pinned) {
+        if (p < 0 || static_cast<size_t>(p) >= n) continue;
+        for (int c = 0; c < 3; ++c)
+          pinSpheres.push_back(static_cast<float>(g.positions[3 * p + c]));
+        pinSpheres.push_back(static_cast<float>(0.01 * extent));
+      }
+    }
+  }
+  const auto addSpheres = [&](const std::vector<float>& spheres, std::array<float, 3> color) {
+    if (spheres.empty()) return;
+    RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_SPHERE_POINT);
+    auto* v = static_cast<float*>(buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT4,
+                                         4 * sizeof(float), spheres.size() / 4));
+    std::copy(spheres.begin(), spheres.end(), v);
+    GeometryInfo info;
+    info.kind = GeometryInfo::kSpheres;
+    info.color = color;
+    attach(geom, info);
+  };
+  addSpheres(pinSpheres, {0.85f, 0.1f, 0.1f});
+  {
+    // Obstacles are drawn in neutral grey, so the bodies stand out.
+    std::vector<float> spheres;
+    for (const StageObstacle& o : stage.obstacles) {
+      if (o.type == ObstacleType::kSphere) {
+        // A mesh resting on a sphere has its nodes on the surface and its flat triangles a
+        // chord below it, by the sagitta L^2 / (8 R) for edges of length L: drawn exactly,
+        // the sphere pokes through the middle of every triangle in contact. It is drawn
+        // inset by twice the sagitta of the meshes' mean edge (at most 5% of its radius).
+        const double sagitta = longestMeanEdge * longestMeanEdge / (8 * o.radius);
+        const double inset = std::min(2 * sagitta, 0.05 * o.radius);
+        for (int c = 0; c < 3; ++c) spheres.push_back(static_cast<float>(o.center[c]));
+        spheres.push_back(static_cast<float>(o.radius - inset));
+      } else if (o.type == ObstacleType::kBox) {
+        RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_QUAD);
+        auto* v = static_cast<float*>(
+            buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 8));
+        for (int i = 0; i < 8; ++i) {
+          for (int c = 0; c < 3; ++c) {
+            const double sign = ((i >> c) & 1) != 0 ? 1.0 : -1.0;
+            v[3 * i + c] = static_cast<float>(o.center[c] + sign * o.halfExtents[c]);
+          }
+        }
+        constexpr uint32_t kFaces[6][4] = {{0, 2, 3, 1}, {4, 5, 7, 6}, {0, 1, 5, 4},
+                                           {2, 6, 7, 3}, {0, 4, 6, 2}, {1, 3, 7, 5}};
+        auto* q = static_cast<uint32_t*>(
+            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), 6));
+        for (int f = 0; f < 6; ++f) std::copy(kFaces[f], kFaces[f] + 4, q + 4 * f);
+        GeometryInfo info;
+        info.kind = GeometryInfo::kBox;
+        info.color = {0.55f, 0.55f, 0.58f};
+        attach(geom, info);
+      }
+    }
+    addSpheres(spheres, {0.55f, 0.55f, 0.58f});
+  }
+  rtcCommitScene(scene);
+  checkDevice(device, "building the scene");
+  const bool sceneEmpty = infos.empty();
+  RTCBounds sceneBounds;
+  rtcGetSceneBounds(scene, &sceneBounds);
+  {
+    // Grown a little: the slab test must never reject a ray that Embree would hit.
+    const float pad = static_cast<float>(1e-3 * extent);
+    sceneBounds.lower_x -= pad;
+    sceneBounds.lower_y -= pad;
+    sceneBounds.lower_z -= pad;
+    sceneBounds.upper_x += pad;
+    sceneBounds.upper_y += pad;
+    sceneBounds.upper_z += pad;
+  }
+  static const GammaTable encode;
+
+  // Camera frame.
+  const V3 eye = v3(camera.eye);
+  V3 forward = v3(camera.target) - eye;
+  if (!(forward.norm() > 0)) throw InputError("camera: eye and target coincide");
+  forward.normalize();
+  V3 right = forward.cross(v3(camera.up));
+  if (!(right.norm() > 1e-9)) right = forward.unitOrthogonal();
+  right.normalize();
+  const V3 camUp = right.cross(forward);
+  const double tanHalf = std::tan(0.5 * camera.fovDegrees * std::numbers::pi / 180);
+  const double aspect = static_cast<double>(s.width) / s.height;
+  const double pixelAngle = 2 * tanHalf / s.height;
+
+  // Key light from above, behind the camera's left shoulder: shadows fall back and to the
+  // right of the bodies, onto ground the camera sees.
+  const V3 up = v3(stage.up).normalized();
+  V3 horizontalForward = forward - forward.dot(up) * up;
+  if (horizontalForward.norm() < 1e-6) horizontalForward = up.unitOrthogonal();
+  horizontalForward.normalize();
+  const V3 lightD = (2.2 * up - 0.7 * right.normalized() - 0.5 * horizontalForward).normalized();
+  const Vec3f light = toF(lightD);
+  const Vec3f upF = toF(up);
+  const V3 halfway = (lightD - forward).normalized();
+  const Vec3f halfF = toF(halfway);
+
+  const V3 groundN = v3(stage.groundNormal).normalized();
+  const V3 groundP = v3(stage.groundPoint);
+  V3 e1 = V3::UnitX() - V3::UnitX().dot(groundN) * groundN;
+  if (e1.norm() < 0.3) e1 = V3::UnitY() - V3::UnitY().dot(groundN) * groundN;
+  e1.normalize();
+  const V3 e2 = groundN.cross(e1);
+  const double spacing = gridSpacing(extent);
+  const float lineHalfWidth = static_cast<float>(0.012 * spacing);
+  const float eps = static_cast<float>(2e-4 * extent);
+
+  Image image(s.width, s.height);
+  // Rays go to Embree in packets of 16 (4x4 pixel tiles), which share BVH traversal work
+  // between coherent rays: several times faster than one ray at a time. Each pixel is
+  // still computed alone from the same inputs, whatever tile or thread it lands in.
+  constexpr int32_t kTile = 4, kLanes = kTile * kTile;
+  const int32_t tilesX = (s.width + kTile - 1) / kTile, tilesY = (s.height + kTile - 1) / kTile;
+  const Vec3f eyeF = toF(eye), forwardF = toF(forward), rightF = toF(right), camUpF = toF(camUp);
+  const float tanHalfF = static_cast<float>(tanHalf), aspectF = static_cast<float>(aspect);
+  const float widthF = static_cast<float>(s.width), heightF = static_cast<float>(s.height);
+  const float l[3] = {light.x, light.y, light.z};
+  const SlabTest shadowSlab(l);
+  // Ground quantities in float: shading precision, not geometry.
+  const Vec3f groundNF = toF(groundN), e1F = toF(e1), e2F = toF(e2), eyeRelF = toF(eye - groundP);
+  const float groundHeightF = static_cast<float>((groundP - eye).dot(groundN));
+  const float groundLight = std::max(static_cast<float>(groundN.dot(lightD)), 0.0f);
+  const float pixelAngleF = static_cast<float>(pixelAngle);
+  const float spacingF = static_cast<float>(spacing), invSpacing = 1.0f / spacingF;
+  const float groundTie = static_cast<float>(1e-4 * extent);
+  const float invHazeDistance = static_cast<float>(1.0 / (6 * extent));
+  const auto rayDir = [&](int32_t x, int32_t y) {
+    const float sx = (2 * (static_cast<float>(x) + 0.5f) / widthF - 1) * tanHalfF * aspectF;
+    const float sy = (1 - 2 * (static_cast<float>(y) + 0.5f) / heightF) * tanHalfF;
+    return normalize({forwardF.x + sx * rightF.x + sy * camUpF.x,
+                      forwardF.y + sx * rightF.y + sy * camUpF.y,
+                      forwardF.z + sx * rightF.z + sy * camUpF.z});
+  };
+  Impl::Background& bg = impl_->background;
+  {
+    std::vector<double> key = {camera.eye[0],
+                               camera.eye[1],
+                               camera.eye[2],
+                               camera.target[0],
+                               camera.target[1],
+                               camera.target[2],
+                               camera.up[0],
+                               camera.up[1],
+                               camera.up[2],
+                               camera.fovDegrees,
+                               stage.up[0],
+                               stage.up[1],
+                               stage.up[2],
+                               stage.groundPoint[0],
+                               stage.groundPoint[1],
+                               stage.groundPoint[2],
+                               stage.groundNormal[0],
+                               stage.groundNormal[1],
+                               stage.groundNormal[2],
+                               extent,
+                               static_cast<double>(s.width),
+                               static_cast<double>(s.height)};
+    if (key != bg.key) {
+      const size_t pixels = static_cast<size_t>(s.width) * s.height;
+      bg.tGround.assign(pixels, 0);
+      bg.lit.assign(3 * pixels, 0);
+      bg.shadowed.assign(3 * pixels, 0);
+      tbb::parallel_for(tbb::blocked_range<int32_t>(0, s.height), [&](const auto& rows) {
+        for (int32_t y = rows.begin(); y < rows.end(); ++y) {
+          for (int32_t x = 0; x < s.width; ++x) {
+            const Vec3f dir = rayDir(x, y);
+            const size_t i = static_cast<size_t>(y) * s.width + x;
+            // Sky: a soft vertical gradient.
+            const float h = std::clamp(dot(dir, upF), -1.0f, 1.0f);
+            const float skyTop[3] = {0.42f, 0.55f, 0.72f}, skyHorizon[3] = {0.82f, 0.85f, 0.88f};
+            const float m = std::sqrt(std::max(h, 0.0f));
+            float lit[3], dark[3];
+            for (int ch = 0; ch < 3; ++ch) {
+              lit[ch] = dark[ch] = skyHorizon[ch] + m * (skyTop[ch] - skyHorizon[ch]);
+            }
+            const float denom = dot(dir, groundNF);
+            float tg = std::numeric_limits<float>::infinity();
+            if (denom < -1e-9f) tg = groundHeightF / denom;
+            bg.tGround[i] = tg;
+            if (std::isfinite(tg)) {
+              const Vec3f q{eyeRelF.x + tg * dir.x, eyeRelF.y + tg * dir.y, eyeRelF.z + tg * dir.z};
+              const float a = dot(q, e1F), c = dot(q, e2F);
+              const float footprint = tg * pixelAngleF / std::max(std::abs(denom), 0.02f);
+              const auto distToLine = [&](float coord) {
+                const float f = coord * invSpacing - std::floor(coord * invSpacing);
+                return std::min(f, 1 - f) * spacingF;
+              };
+              const float line = std::max(lineCoverage(distToLine(a), lineHalfWidth, footprint),
+                                          lineCoverage(distToLine(c), lineHalfWidth, footprint));
+              // Past a few hundred lines the grid would alias into moiré; it fades out.
+              const float fade = 1.0f / (1.0f + 4.0f * footprint * invSpacing);
+              const float albedo = 0.78f - 0.38f * line * fade;
+              // Far ground melts into the horizon haze, hiding the plane's edge.
+              const float haze = std::exp(-tg * invHazeDistance);
+              const float tint[3] = {0.98f, 0.97f, 0.94f};
+              for (int ch = 0; ch < 3; ++ch) {
+                const float litShade = albedo * (0.32f + 0.68f * groundLight) * tint[ch];
+                const float darkShade = albedo * 0.32f * tint[ch];
+                lit[ch] = haze * litShade + (1 - haze) * lit[ch];
+                dark[ch] = haze * darkShade + (1 - haze) * dark[ch];
+              }
+            }
+            for (int ch = 0; ch < 3; ++ch) {
+              bg.lit[3 * i + ch] = encode(lit[ch]);
+              bg.shadowed[3 * i + ch] = encode(dark[ch]);
+            }
+          }
+        }
+      });
+      bg.key = std::move(key);
+    }
+  }
+  // The pixel rectangle that the bounds of the scene cover (all of the picture when a
+  // corner is behind the camera): primary rays outside it cannot hit anything.
+  int32_t rectX0 = 0, rectY0 = 0, rectX1 = s.width, rectY1 = s.height;
+  if (!sceneEmpty) {
+    double minX = std::numeric_limits<double>::infinity(), minY = minX, maxX = -minX, maxY = -minX;
+    bool behind = false;
+    for (int corner = 0; corner < 8; ++corner) {
+      const V3 p((corner & 1) != 0 ? sceneBounds.upper_x : sceneBounds.lower_x,
+                 (corner & 2) != 0 ? sceneBounds.upper_y : sceneBounds.lower_y,
+                 (corner & 4) != 0 ? sceneBounds.upper_z : sceneBounds.lower_z);
+      const V3 rel = p - eye;
+      const double z = rel.dot(forward);
+      if (z <= 1e-9) {
+        behind = true;
+        break;
+      }
+      const double px = (rel.dot(right) / (z * tanHalf * aspect) + 1) * 0.5 * s.width;
+      const double py = (1 - rel.dot(camUp) / (z * tanHalf)) * 0.5 * s.height;
+      minX = std::min(minX, px);
+      maxX = std::max(maxX, px);
+      minY = std::min(minY, py);
+      maxY = std::max(maxY, py);
+    }
+    if (!behind) {
+      // A pixel whose centre ray can enter the box lies within a pixel of the projection.
+      rectX0 =
+          static_cast<int32_t>(std::clamp(std::floor(minX) - 1, 0.0, static_cast<double>(s.width)));
+      rectX1 =
+          static_cast<int32_t>(std::clamp(std::ceil(maxX) + 1, 0.0, static_cast<double>(s.width)));
+      rectY0 = static_cast<int32_t>(
+          std::clamp(std::floor(minY) - 1, 0.0, static_cast<double>(s.height)));
+      rectY1 =
+          static_cast<int32_t>(std::clamp(std::ceil(maxY) + 1, 0.0, static_cast<double>(s.height)));
+    }
+  }
+  tbb::parallel_for(tbb::blocked_range<int32_t>(0, tilesY), [&](const auto& tileRows) {
+    alignas(64) RTCRayHit16 rh;
+    alignas(64) RTCRay16 shadow;
+    alignas(64) int valid[kLanes];
+    alignas(64) int shadowValid[kLanes];
+    Vec3f dirs[kLanes], normals[kLanes];
+    float tGround[kLanes];
+    bool objectFirst[kLanes];
+    for (int32_t ty = tileRows.begin(); ty < tileRows.end(); ++ty) {
+      for (int32_t tx = 0; tx < tilesX; ++tx) {
+        bool anyPrimary = false;
+        for (int k = 0; k < kLanes; ++k) {
+          const int32_t x = tx * kTile + k % kTile, y = ty * kTile + k / kTile;
+          const bool inside = x < s.width && y < s.height;
+          const Vec3f dir = rayDir(x, y);
+          dirs[k] = dir;
+          const bool inRect = x >= rectX0 && x < rectX1 && y >= rectY0 && y < rectY1;
+          valid[k] = inside && !sceneEmpty && inRect ? -1 : 0;
+          anyPrimary = anyPrimary || valid[k] != 0;
+          rh.ray.org_x[k] = eyeF.x;
+          rh.ray.org_y[k] = eyeF.y;
+          rh.ray.org_z[k] = eyeF.z;
+          rh.ray.dir_x[k] = dir.x;
+          rh.ray.dir_y[k] = dir.y;
+          rh.ray.dir_z[k] = dir.z;
+          rh.ray.tnear[k] = 0;
+          rh.ray.tfar[k] = std::numeric_limits<float>::infinity();
+          rh.ray.mask[k] = 0xFFFFFFFF;
+          rh.ray.time[k] = 0;
+          rh.ray.flags[k] = 0;
+          rh.hit.geomID[k] = RTC_INVALID_GEOMETRY_ID;
+          rh.hit.instID[0][k] = RTC_INVALID_GEOMETRY_ID;
+        }
+        if (anyPrimary) {
+          RTCIntersectContext context;
+          rtcInitIntersectContext(&context);
+          context.flags = RTC_INTERSECT_CONTEXT_FLAG_COHERENT;
+          rtcIntersect16(valid, scene, &context, &rh);
+        }
+        // Shading inputs, and the shadow ray of each lane that needs one.
+        bool anyShadow = false;
+        for (int k = 0; k < kLanes; ++k) {
+          const Vec3f& dir = dirs[k];
+          const int32_t x = tx * kTile + k % kTile, y = ty * kTile + k / kTile;
+          const bool inside = x < s.width && y < s.height;
+          tGround[k] = inside ? bg.tGround[static_cast<size_t>(y) * s.width + x]
+                              : std::numeric_limits<float>::infinity();
+          const bool hitObject = valid[k] != 0 && rh.hit.geomID[k] != RTC_INVALID_GEOMETRY_ID;
+          // A body lying on the ground wins the tie with it.
+          objectFirst[k] = hitObject && rh.ray.tfar[k] < tGround[k] + groundTie;
+          Vec3f origin{0, 0, 0};
+          bool needShadow = false;
+          if (objectFirst[k]) {
+            const GeometryInfo& info = infos[rh.hit.geomID[k]];
+            Vec3f n = normalize({rh.hit.Ng_x[k], rh.hit.Ng_y[k], rh.hit.Ng_z[k]});
+            if (info.kind == GeometryInfo::kMesh) {
+              const int32_t* tri =
+                  &info.geometry->triangles[3 * static_cast<size_t>(rh.hit.primID[k])];
+              const float w[3] = {1 - rh.hit.u[k] - rh.hit.v[k], rh.hit.u[k], rh.hit.v[k]};
+              Vec3f sn{0, 0, 0};
+              for (int c = 0; c < 3; ++c) {
+                const float* vn = info.normals + 3 * static_cast<size_t>(tri[c]);
+                sn = {sn.x + w[c] * vn[0], sn.y + w[c] * vn[1], sn.z + w[c] * vn[2]};
+              }
+              if (dot(sn, sn) > 0) {
+                // Keep the geometric side: interpolated normals may point away on thin folds.
+                sn = normalize(sn);
+                if (dot(sn, n) < 0) sn = {-sn.x, -sn.y, -sn.z};
+                n = sn;
+              }
+            }
+            // Thin shells are seen from both sides: light the side facing the camera.
+            if (dot(n, dir) > 0) n = {-n.x, -n.y, -n.z};
+            normals[k] = n;
+            const float t = rh.ray.tfar[k];
+            // Overlapping neighbour discs would shadow a surfel (dark speckles): its shadow
+            // ray starts half a disc radius off the surface.
+            const float lift =
+                info.discs != nullptr
+                    ? std::max(eps, 0.5f * info.discs[4 * size_t{rh.hit.primID[k]} + 3])
+                    : eps;
+            origin = {eyeF.x + t * dir.x + lift * n.x, eyeF.y + t * dir.y + lift * n.y,
+                      eyeF.z + t * dir.z + lift * n.z};
+            needShadow = dot(n, light) > 0;
+          } else if (std::isfinite(tGround[k])) {
+            const float t = tGround[k], lift = static_cast<float>(1e-4 * extent);
+            origin = {eyeF.x + t * dir.x + lift * groundNF.x,
+                      eyeF.y + t * dir.y + lift * groundNF.y,
+                      eyeF.z + t * dir.z + lift * groundNF.z};
+            needShadow = groundLight > 0;
+          }
+          const float o[3] = {origin.x, origin.y, origin.z};
+          needShadow = needShadow && !sceneEmpty && shadowSlab.hits(o, sceneBounds);
+          shadowValid[k] = needShadow ? -1 : 0;
+          anyShadow = anyShadow || needShadow;
+          shadow.org_x[k] = origin.x;
+          shadow.org_y[k] = origin.y;
+          shadow.org_z[k] = origin.z;
+          shadow.dir_x[k] = light.x;
+          shadow.dir_y[k] = light.y;
+          shadow.dir_z[k] = light.z;
+          shadow.tnear[k] = 0;
+          shadow.tfar[k] = std::numeric_limits<float>::infinity();
+          shadow.mask[k] = 0xFFFFFFFF;
+          shadow.time[k] = 0;
+          shadow.flags[k] = 0;
+        }
+        if (anyShadow) {
+          RTCIntersectContext context;
+          rtcInitIntersectContext(&context);
+          rtcOccluded16(shadowValid, scene, &context, &shadow);
+        }
+        for (int k = 0; k < kLanes; ++k) {
+          const int32_t x = tx * kTile + k % kTile, y = ty * kTile + k / kTile;
+          if (x >= s.width || y >= s.height) continue;
+          // Lit when facing the light and the shadow ray (if cast) was not blocked; Embree
+          // sets tfar to -inf on a hit.
+          const bool blocked = shadowValid[k] != 0 && shadow.tfar[k] < 0;
+          if (objectFirst[k]) {
+            const GeometryInfo& info = infos[rh.hit.geomID[k]];
+            const Vec3f& n = normals[k];
+            float rgb[3];
+            float color[3] = {info.color[0], info.color[1], info.color[2]};
+            const uint32_t prim = rh.hit.primID[k];
+            if (info.kind == GeometryInfo::kMesh && info.colors != nullptr) {
+              const int32_t* tri = &info.geometry->triangles[3 * static_cast<size_t>(prim)];
+              const float w[3] = {1 - rh.hit.u[k] - rh.hit.v[k], rh.hit.u[k], rh.hit.v[k]};
+              for (int ch = 0; ch < 3; ++ch) {
+                color[ch] = w[0] * info.colors[3 * tri[0] + ch] +
+                            w[1] * info.colors[3 * tri[1] + ch] +
+                            w[2] * info.colors[3 * tri[2] + ch];
+              }
+            } else if (info.kind == GeometryInfo::kSurfels && info.colors != nullptr) {
+              std::copy(info.colors + 3 * static_cast<size_t>(prim),
+                        info.colors + 3 * static_cast<size_t>(prim) + 3, color);
+            }
+            const float ndl = dot(n, light);
+            const float lit = ndl > 0 && !blocked ? 1.0f : 0.0f;
+            const float sky = 0.5f + 0.5f * dot(n, upF);
+            const float diffuse = 0.12f + 0.16f * sky + 0.78f * lit * std::max(ndl, 0.0f);
+            const float nh = std::max(dot(n, halfF), 0.0f);
+            // nh^48 by repeated squaring (powf per pixel was measurable).
+            const float nh2 = nh * nh, nh4 = nh2 * nh2, nh8 = nh4 * nh4, nh16 = nh8 * nh8;
+            const float specular = lit * 0.18f * nh16 * nh16 * nh16;
+            for (int ch = 0; ch < 3; ++ch) rgb[ch] = color[ch] * diffuse + specular;
+            uint8_t* px = image.at(x, y);
+            for (int ch = 0; ch < 3; ++ch) px[ch] = encode(rgb[ch]);
+          } else {
+            const size_t i = 3 * (static_cast<size_t>(y) * s.width + x);
+            const uint8_t* from = blocked ? &bg.shadowed[i] : &bg.lit[i];
+            std::copy(from, from + 3, image.at(x, y));
+          }
+        }
+      }
+    }
+  });
+  checkDevice(device, "ray casting");
+  return image;
+}
+
+}  // namespace shellsim
