@@ -82,9 +82,9 @@ TEST_P(FiberEnergyDrift, UndampedVibrationHasNoEnergyDrift) {
 
 INSTANTIATE_TEST_SUITE_P(Steps, FiberEnergyDrift,
                          ::testing::Values(DriftCase{0.1, 5e-3, 5e-4}, DriftCase{0.5, 0.1, 2e-3}),
-                         [](const ::testing::TestParamInfo<DriftCase>& info) {
-                           return info.param.stepFraction < 0.2 ? "TenthOfTheStableStep"
-                                                                : "HalfOfTheStableStep";
+                         [](const ::testing::TestParamInfo<DriftCase>& param) {
+                           return param.param.stepFraction < 0.2 ? "TenthOfTheStableStep"
+                                                                 : "HalfOfTheStableStep";
                          });
 
 TEST(FiberDynamics, DroppedSphereBouncesAndComesToRestOnTheFloor) {
