@@ -105,6 +105,8 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   const double flexural = e * h * h * h / (12.0 * (1.0 - nu * nu));  // D, N m
   const std::optional<double> rawStretch =
       params.stretchStiffness ? params.stretchStiffness : material.stiffness;
+  meanAngleWeight_ = std::clamp((3.0 * nu - 1.0) / 2.0, 0.0, 1.0);
+  fiberBendWeight_.assign(static_cast<size_t>(network_.fiberCount()), 0.0);
   for (size_t j = 0; j < n; ++j) {
     const double area = nodes.areas[j];
     mass_[j] = material.density * h * area;
@@ -114,6 +116,7 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
     int count = 0;
     double sumArea = 0, sumArea2 = 0, sumAngle = 0;
     double qxx = 0, qxy = 0, qyy = 0;  // sum_k Q_k, the bending sensitivity (see header)
+    std::array<double, 3 * kMaxFibersPerNode> fiberQ{};  // Q_k of the active fibers
     const Vec3 centre = row(restPositions_, j);
     for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
       const auto fi = static_cast<size_t>(f);
@@ -131,13 +134,20 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
       const Vec3 ends[2] = {end1 - centre, end2 - centre};
       const double slopes[2] = {fiber::fiberSlotGradient(0, ge, gq).dot(normal),
                                 fiber::fiberSlotGradient(2, ge, gq).dot(normal)};
+      double fxx = 0, fxy = 0, fyy = 0;  // Q_k
       for (int s = 0; s < 2; ++s) {
         const double dx = ends[s].dot(tangent1);
         const double dy = ends[s].dot(tangent2);
-        qxx -= 0.5 * slopes[s] * dx * dx;
-        qxy -= 0.5 * slopes[s] * dx * dy;
-        qyy -= 0.5 * slopes[s] * dy * dy;
+        fxx -= 0.5 * slopes[s] * dx * dx;
+        fxy -= 0.5 * slopes[s] * dx * dy;
+        fyy -= 0.5 * slopes[s] * dy * dy;
       }
+      qxx += fxx;
+      qxy += fxy;
+      qyy += fyy;
+      fiberQ[3 * static_cast<size_t>(count - 1)] = fxx;
+      fiberQ[3 * static_cast<size_t>(count - 1) + 1] = fxy;
+      fiberQ[3 * static_cast<size_t>(count - 1) + 2] = fyy;
     }
     if (count == 0) {
       stretchK_[j] = bendK_[j] = restArea_[j] = restMeanAngle_[j] = 0;
@@ -154,7 +164,29 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
     qyy *= invCount;
     const double trace = qxx + qyy;
     const double det = qxx * qyy - qxy * qxy;
-    const double directional = trace * trace / 4.0 + (trace * trace - 4.0 * det) / 8.0;
+    // Per-fiber weights w_k = tr Qbar / tr Q_k and sum_k w_k^2 mean_psi (e_psi^T Q_k e_psi)^2.
+    double sumFiberDirectional = 0;
+    {
+      int k = 0;
+      for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+        const auto fi = static_cast<size_t>(f);
+        if ((network_.flags[fi] & kFiberActive) == 0) continue;
+        const double fxx = fiberQ[3 * static_cast<size_t>(k)];
+        const double fxy = fiberQ[3 * static_cast<size_t>(k) + 1];
+        const double fyy = fiberQ[3 * static_cast<size_t>(k) + 2];
+        ++k;
+        const double fiberTrace = fxx + fyy;
+        const double weight =
+            std::abs(fiberTrace) > 1e-12 * std::abs(trace) ? trace / fiberTrace : 0.0;
+        fiberBendWeight_[fi] = weight * weight;
+        sumFiberDirectional +=
+            weight * weight *
+            (fiberTrace * fiberTrace / 4.0 + ((fxx - fyy) * (fxx - fyy) + 4.0 * fxy * fxy) / 8.0);
+      }
+    }
+    const double directional =
+        meanAngleWeight_ * (trace * trace / 4.0 + (trace * trace - 4.0 * det) / 8.0) +
+        (1.0 - meanAngleWeight_) * sumFiberDirectional * invCount;
     bendK_[j] = params.bendStiffness
                     ? *params.bendStiffness
                     : (directional > 0 ? flexural * area / (directional * restArea_[j]) : 0.0);
@@ -339,7 +371,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
           const PatchFrame frame = patchFrame(x, j);
           const Vec3& normal = frame.normal;
           int count = 0;
-          double sumArea = 0, sumAreaChange2 = 0, sumAngle = 0;
+          double sumArea = 0, sumAreaChange2 = 0, sumAngle = 0, sumAngleChange2 = 0;
           for (size_t f = begin; f < end; ++f) {
             const size_t local = f - begin;
             if ((network_.flags[f] & kFiberActive) == 0) continue;
@@ -361,6 +393,8 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
             sumArea += kPi / 4 * length[local] * length[local];
             sumAreaChange2 += areaChange * areaChange;
             sumAngle += angle[local];
+            const double angleChange = angle[local] - network_.restAngle[f];
+            sumAngleChange2 += fiberBendWeight_[f] * angleChange * angleChange;
           }
           if (count == 0) {
             nodeStretch_[j] = nodeBend_[j] = 0;
@@ -373,10 +407,13 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
           const double angleError = sumAngle * invCount - restMeanAngle_[j];  // H_j - H_j0
           nodeStretch_[j] =
               0.5 * stretchK_[j] * (areaError * areaError + sumAreaChange2 * invCount);
-          nodeBend_[j] = 0.5 * bendK_[j] * angleError * angleError * restArea_[j];
+          const double alpha = meanAngleWeight_;
+          nodeBend_[j] =
+              0.5 * bendK_[j] * restArea_[j] *
+              (alpha * angleError * angleError + (1.0 - alpha) * sumAngleChange2 * invCount);
           if (meanAngleOut != nullptr) meanAngleOut[j] = sumAngle * invCount;
           if (!wantGradient) continue;
-          const double dEdAngle = bendK_[j] * restArea_[j] * angleError * invCount;
+          const double bendScale = bendK_[j] * restArea_[j] * invCount;
           Vec3 dEdNormal = Vec3::Zero();
           for (size_t f = begin; f < end; ++f) {
             const size_t local = f - begin;
@@ -390,6 +427,10 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
                 kPi / 4 * (length[local] * length[local] - restLength * restLength);
             const double dEdLength =
                 stretchK_[j] * invCount * (areaError + areaChange) * (kPi / 2) * length[local];
+            // dE_b/dtheta_k = K_b A_j0 / n [alpha (H_j - H_j0) + (1 - alpha)(theta_k - theta_k0)]
+            const double dEdAngle =
+                bendScale * (alpha * angleError + (1.0 - alpha) * fiberBendWeight_[f] *
+                                                      (angle[local] - network_.restAngle[f]));
             const Vec3 ge = dEdLength * lengthE[local] + dEdAngle * angleE[local];
             const Vec3 gq = dEdLength * lengthQ[local] + dEdAngle * angleQ[local];
             dEdNormal += dEdAngle * angleN[local];
@@ -481,7 +522,8 @@ bool FiberModel::addHessian(std::span<const double> x,
   // to L, sigma_k = dE/dA_k = K_s/n [(A_j - A_j0) + (A_k - A_k0)], a_k = sigma_k pi/2 l_k =
   // dE/dl_k and b = dE/dtheta_k = K_b A_j0 (H_j - H_j0)/n:
   //   H_j = K_s (pi/2)^2 / n^2 U U^T + sum_k [K_s (pi/2)^2 l_k^2 / n + sigma_k pi/2] u_k u_k^T
-  //       + K_b A_j0 / n^2 W W^T + sum_k (a_k H(l_k) + b H(theta_k)),
+  //       + (1 - alpha) K_b A_j0 / n sum_k w_k^2 v_k v_k^T  (v_k: theta_k's gradient)
+  //       + alpha K_b A_j0 / n^2 W W^T + sum_k (a_k H(l_k) + b_k H(theta_k)),
   //   U = sum_k l_k u_k, W = sum_k w_k,
   // H(theta_k) = J^T T_zz J + J^T T_zN D + D^T T_Nz J + D^T T_NN D + sum_c T_N,c H(N_c)
   // with T the kernel's 9x9 Hessian over (e, q, N), J = dz/dx, D = dN/dx = N_f C (C the
@@ -518,7 +560,7 @@ bool FiberModel::addHessian(std::span<const double> x,
       }
     }
     struct FiberTerms {
-      double length, angle, restLength;
+      double length, angle, restLength, restAngle, bendWeight;
       Vec3 lengthGrad[3], angleGrad[3], angleNormal;
       fiber::Mat9 lengthHess, angleHess;  // angleHess over (e, q, N)
       fiber::Reduced z;
@@ -536,6 +578,8 @@ bool FiberModel::addHessian(std::span<const double> x,
         t.slots[s] = localIndex(node);
       }
       t.restLength = network_.restLength[f];
+      t.restAngle = network_.restAngle[f];
+      t.bendWeight = fiberBendWeight_[f];
       t.length = fiber::fiberArcLength(xs, samples_, t.lengthGrad, &t.lengthHess);
       t.z = fiber::reduce(xs[0], xs[1], xs[2]);
       Vec3 ge, gq;
@@ -551,7 +595,7 @@ bool FiberModel::addHessian(std::span<const double> x,
     const double angleError = sumAngle / count - restMeanAngle_[j];
     const double ks = stretchK_[j];
     const double kb = bendK_[j] * restArea_[j];
-    const double dEdAngle = kb * angleError / count;
+    const double alpha = meanAngleWeight_;
     Eigen::MatrixXd h = Eigen::MatrixXd::Zero(dim, dim);
     Eigen::VectorXd sumU = Eigen::VectorXd::Zero(dim), sumW = Eigen::VectorXd::Zero(dim);
     Eigen::MatrixXd mixed = Eigen::MatrixXd::Zero(dim, 3);  // sum_k b J^T T_zN
@@ -561,6 +605,9 @@ bool FiberModel::addHessian(std::span<const double> x,
     const double eSlot[3] = {-0.5, 0.0, 0.5};
     const double qSlot[3] = {1.0, -2.0, 1.0};
     for (const FiberTerms& t : terms) {
+      const double dEdAngle =
+          kb / count *
+          (alpha * angleError + (1.0 - alpha) * t.bendWeight * (t.angle - t.restAngle));
       const double areaChange = kPi / 4 * (t.length * t.length - t.restLength * t.restLength);
       const double sigma = ks / count * (areaError + areaChange);
       const double dEdLength = sigma * kPi / 2 * t.length;
@@ -572,6 +619,7 @@ bool FiberModel::addHessian(std::span<const double> x,
       if (normalMoves) w += normalJacobian.transpose() * t.angleNormal;
       sumU += t.length * u;
       sumW += w;
+      h += (1.0 - alpha) * kb / count * t.bendWeight * w * w.transpose();
       h += (ks * (kPi / 2) * (kPi / 2) * t.length * t.length / count + sigma * kPi / 2) * u *
            u.transpose();
       const fiber::Mat9 own =
@@ -593,7 +641,7 @@ bool FiberModel::addHessian(std::span<const double> x,
       }
     }
     h += ks * (kPi / 2) * (kPi / 2) / (count * count) * sumU * sumU.transpose();
-    h += kb / (count * count) * sumW * sumW.transpose();
+    h += alpha * kb / (count * count) * sumW * sumW.transpose();
     if (normalMoves) {
       const Eigen::MatrixXd cross = mixed * normalJacobian;
       h += cross + cross.transpose();
@@ -728,7 +776,7 @@ size_t FiberModel::memoryBytes() const {
          bytes(bendK_) + bytes(restArea_) + bytes(restMeanAngle_) + bytes(restPositions_) +
          bytes(restNormals_) + bytes(patchOffsets_) + bytes(patchNodes_) + bytes(patchWeights_) +
          bytes(memberOffsets_) + bytes(memberPatch_) + bytes(memberEntry_) + bytes(fiberGradient_) +
-         bytes(frameGradient_) + bytes(nodeStretch_) + bytes(nodeBend_);
+         bytes(frameGradient_) + bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_);
 }
 
 }  // namespace shellsim

@@ -6,7 +6,18 @@
 //   A_k = pi/4 l_k^2,  A_j = (1/n_j) sum_k A_k                                    eq. (4)
 //   E_s(j) = K_s,j / 2 [ (A_j - A_j0)^2 + (1/n_j) sum_k (A_k - A_k0)^2 ]           eq. (5)
 //   H_j = (1/n_j) sum_k theta_k                                                   eq. (7)
-//   E_b(j) = K_b,j / 2 (H_j - H_j0)^2 A_j0                                        eq. (6), (8)
+//   E_b(j) = K_b,j / 2 A_j0 [ alpha (H_j - H_j0)^2                              eq. (6), (8)
+//                             + (1 - alpha) (1/n_j) sum_k w_k^2 (theta_k - theta_k0)^2 ]
+// The paper's bending energy is the alpha = 1 term alone: a function of the mean angle, i.e.
+// of the mean curvature kappa1 + kappa2, which is a plate with Poisson ratio 1 in bending
+// (W = D/2 (kappa1 + kappa2)^2): anticlastic bending is free, and a cantilever plate sagged
+// 19% (k = 8) to 30% (k = 12) below its stiffness. The per-fiber term, with each fiber's
+// angle normalised to the node's mean sensitivity (w_k = tr Qbar / tr Q_k, see (b) below),
+// measures the directional curvatures: averaged over isotropic fibers it stores
+// 3/8 (kappa1^2 + kappa2^2) + 1/4 kappa1 kappa2 per unit of the mean term's kappa1^2, a plate
+// with Poisson ratio 1/3. The blend alpha = (3 nu - 1) / 2, clamped to [0, 1], gives the
+// material's nu for nu in [1/3, 1] (nu < 1/3 bends as nu = 1/3). Both terms are calibrated
+// together on the cylinder (b), so the cylinder energy D kappa^2 / 2 holds for every alpha.
 // Eq. (8) integrates over the current area A_j, but the force of eq. (11) uses the rest
 // area A_j0; we take A_j0 in the energy, so the forces are its exact negative gradient and
 // bending does not couple to stretching. (Eq. (11) also mixes the indices i and j; the
@@ -15,8 +26,9 @@
 // Gradient, three passes, none sharing a write (DESIGN.md principle 5):
 //   1. per centre node j (parallel): l_k, theta_k and their gradients for k in F_j; A_j,
 //      H_j, E_s(j), E_b(j); the multipliers dE/dl_k = K_s/n_j [(A_j - A_j0) + (A_k - A_k0)]
-//      pi/2 l_k and dE/dtheta_k = K_b A_j0 (H_j - H_j0) / n_j; the fiber's gradient w.r.t.
-//      its reduced coordinates (e, q), 6 numbers, into fiberGradient[k].
+//      pi/2 l_k and dE/dtheta_k = K_b A_j0 / n_j [alpha (H_j - H_j0) + (1 - alpha) w_k^2 (theta_k -
+//      theta_k0)]; the fiber's gradient w.r.t. its reduced coordinates (e, q), 6 numbers, into
+//      fiberGradient[k].
 //   2. per node (parallel): sum over its incident (fiber, slot) in ascending order of
 //      the slot's share of fiberGradient (fiberSlotGradient).
 //   3. energies: deterministicSum over the per-node energies.
@@ -48,6 +60,8 @@
 //        H_j - H_j0 = kappa e_psi^T Qbar e_psi,
 //      and averaged over the cylinder's direction psi (eigenvalues q1, q2 of Qbar)
 //        c_j = mean_psi (e_psi^T Qbar e_psi)^2 = (tr Qbar)^2 / 4 + (q1 - q2)^2 / 8.
+//      With the per-fiber term, c_j = alpha c_j(Qbar) + (1 - alpha) (1/n_j) sum_k w_k^2 c(Q_k),
+//      c(Q) = (tr Q)^2 / 4 + (q1 - q2)^2 / 8 the same direction average for one fiber.
 //      E_b(j) = K_b,j / 2 kappa^2 c_j A_j0 must equal D kappa^2 / 2 a_j with
 //      D = E h^3 / (12 (1 - nu^2)):
 //        K_b,j = D a_j / (c_j A_j0)                                            [N/m]
@@ -172,15 +186,17 @@ class FiberModel : public Model {
                        double* meanAngleOut) const;
 
   int samples_ = 4;
+  double meanAngleWeight_ = 1;  // alpha of E_b, from the Poisson ratio (see the header)
   FiberNetwork network_;
-  std::vector<int32_t> triangles_;     // (nTriangles, 3), output only
-  std::vector<double> mass_;           // (nNodes), kg
-  std::vector<double> stretchK_;       // K_s,j, (nNodes), N/m^3
-  std::vector<double> bendK_;          // K_b,j, (nNodes), N/m
-  std::vector<double> restArea_;       // A_j0, (nNodes), m^2
-  std::vector<double> restMeanAngle_;  // H_j0, (nNodes), rad
-  std::vector<double> restPositions_;  // (nNodes, 3), m
-  std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals
+  std::vector<int32_t> triangles_;       // (nTriangles, 3), output only
+  std::vector<double> mass_;             // (nNodes), kg
+  std::vector<double> stretchK_;         // K_s,j, (nNodes), N/m^3
+  std::vector<double> bendK_;            // K_b,j, (nNodes), N/m
+  std::vector<double> restArea_;         // A_j0, (nNodes), m^2
+  std::vector<double> restMeanAngle_;    // H_j0, (nNodes), rad
+  std::vector<double> fiberBendWeight_;  // w_k^2 of E_b, (nFibers), 1
+  std::vector<double> restPositions_;    // (nNodes, 3), m
+  std::vector<double> restNormals_;      // N_j0, (nNodes, 3), unit: the input normals
   // Normal patches: node j's patch is patchNodes_[patchOffsets_[j] .. [j + 1]) (sorted),
   // with weights c_i = patchWeights_[2 e], [2 e + 1] for entry e; empty for a node whose
   // normal is never used (no fibers) and whose patch is degenerate.
