@@ -35,22 +35,6 @@ struct LinearSolverCache {
 
 namespace {
 
-class PhaseTimer {
- public:
-  explicit PhaseTimer(double& accumulator)
-      : accumulator_(accumulator), start_(std::chrono::steady_clock::now()) {}
-  PhaseTimer(const PhaseTimer&) = delete;
-  PhaseTimer& operator=(const PhaseTimer&) = delete;
-  ~PhaseTimer() {
-    accumulator_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  double& accumulator_;
-  std::chrono::steady_clock::time_point start_;
-};
-
 // Armijo sufficient-decrease constant and the shortest step of the backtracking.
 constexpr double kArmijo = 1e-4;
 constexpr int kMaxHalvings = 40;

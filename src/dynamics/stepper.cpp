@@ -16,22 +16,6 @@ namespace shellsim {
 
 namespace {
 
-class PhaseTimer {
- public:
-  explicit PhaseTimer(double& accumulator)
-      : accumulator_(accumulator), start_(std::chrono::steady_clock::now()) {}
-  PhaseTimer(const PhaseTimer&) = delete;
-  PhaseTimer& operator=(const PhaseTimer&) = delete;
-  ~PhaseTimer() {
-    accumulator_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  double& accumulator_;
-  std::chrono::steady_clock::time_point start_;
-};
-
 template <class Function>
 void forEachNode(const Body& body, const Function& function) {
   tbb::parallel_for(

@@ -1,6 +1,7 @@
 // One time step of the world, as a named pipeline.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "dynamics/world.hpp"
@@ -14,6 +15,23 @@ struct PhaseTimes {
   double contact = 0;
   double checks = 0;
   double output = 0;
+};
+
+// Adds the wall time of its scope to one of the PhaseTimes fields.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& accumulator)
+      : accumulator_(accumulator), start_(std::chrono::steady_clock::now()) {}
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+  ~PhaseTimer() {
+    accumulator_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double& accumulator_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // Bound on node speed beyond which the state counts as blown up, m/s. No shell in a
