@@ -42,7 +42,7 @@ double lowestZ(const Body& body) {
 // shadow energy, so the total energy oscillates by O(dt^2) around a constant and its
 // running mean must not drift. Measured (RelWithDebInfo):
 //   0.1 x stable step: oscillation 0.23% of E0, drift of the 2000-step mean 0.006%;
-//   0.5 x stable step (the automatic step): oscillation 5.4%, drift 0.03%.
+//   0.5 x stable step (the automatic step): oscillation 5.4%, drift 0.04%.
 // Bounds: oscillation 0.5% / 10%, drift 0.05% / 0.2%. (Before the reference normals
 // became functions of the positions, the mean drifted by 1.1% at 0.1 x.)
 struct DriftCase {
