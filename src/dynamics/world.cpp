@@ -106,10 +106,13 @@ std::vector<int32_t> identityMap(int32_t count) {
   return map;
 }
 
-Discretization discretizeMassSpring(const BodyDef& def, Geometry geometry,
-                                    std::vector<std::string>& warnings, const std::string& label) {
+// The triangle mesh that a mesh model (mass_spring, discrete_shell) takes: vertices in no
+// triangle are dropped (with a warning), so that every node belongs to a stencil.
+Discretization meshDiscretization(const std::string& model, Geometry& geometry,
+                                  std::vector<std::string>& warnings, const std::string& label) {
   if (geometry.isPointCloud()) {
-    throw InputError("model mass_spring needs a triangle mesh, but the geometry is a point cloud");
+    throw InputError("model " + model +
+                     " needs a triangle mesh, but the geometry is a point cloud");
   }
   Discretization d;
   const int32_t before = geometry.vertexCount();
@@ -120,6 +123,12 @@ Discretization discretizeMassSpring(const BodyDef& def, Geometry geometry,
         << " vertices that belong to no triangle";
     warnings.push_back(msg.str());
   }
+  return d;
+}
+
+Discretization discretizeMassSpring(const BodyDef& def, Geometry geometry,
+                                    std::vector<std::string>& warnings, const std::string& label) {
+  Discretization d = meshDiscretization("mass_spring", geometry, warnings, label);
   MassSpringSetup setup;
   d.model = std::make_unique<MassSpringModel>(geometry, def.material, &setup);
   for (const auto& w : setup.warnings) warnings.push_back(label + ": " + w);
@@ -131,19 +140,7 @@ Discretization discretizeMassSpring(const BodyDef& def, Geometry geometry,
 Discretization discretizeDiscreteShell(const BodyDef& def, Geometry geometry,
                                        std::vector<std::string>& warnings,
                                        const std::string& label) {
-  if (geometry.isPointCloud()) {
-    throw InputError(
-        "model discrete_shell needs a triangle mesh, but the geometry is a point cloud");
-  }
-  Discretization d;
-  const int32_t before = geometry.vertexCount();
-  d.nodeOfVertex = removeUnreferencedVertices(geometry);
-  if (geometry.vertexCount() != before) {
-    std::ostringstream msg;
-    msg << label << ": dropped " << before - geometry.vertexCount()
-        << " vertices that belong to no triangle";
-    warnings.push_back(msg.str());
-  }
+  Discretization d = meshDiscretization("discrete_shell", geometry, warnings, label);
   std::vector<std::string> modelWarnings;
   d.model = std::make_unique<DiscreteShellModel>(geometry, def.material, DiscreteShellParams{},
                                                  &modelWarnings);
