@@ -100,6 +100,15 @@ struct FiberDef {
   bool operator==(const FiberDef&) const = default;
 };
 
+// Options of a discrete-shell body (grinspun2003); the material map is the default.
+struct DiscreteShellDef {
+  std::optional<double> stretchStiffness;  // raw k_L of every edge, N
+  std::optional<double> areaStiffness;     // raw k_A of every triangle, N/m
+  std::optional<double> bendStiffness;     // raw k_B of every hinge, N m
+  bool projectHessian = false;             // clamp each stencil Hessian to PSD
+  bool operator==(const DiscreteShellDef&) const = default;
+};
+
 struct BodyDef {
   std::string name;                           // unique; default "body<i>"
   std::optional<std::filesystem::path> file;  // geometry file, resolved against the scene folder
@@ -107,7 +116,8 @@ struct BodyDef {
   TransformDef transform;
   std::string model = "mass_spring";  // the model that animates this body
   MaterialDef material;
-  FiberDef fiber;  // used when model == "fiber"
+  FiberDef fiber;                  // used when model == "fiber"
+  DiscreteShellDef discreteShell;  // used when model == "discrete_shell"
   std::vector<PinDef> pins;
   Vec3d initialVelocity{0, 0, 0};  // m/s
 

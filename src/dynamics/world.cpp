@@ -142,8 +142,12 @@ Discretization discretizeDiscreteShell(const BodyDef& def, Geometry geometry,
                                        const std::string& label) {
   Discretization d = meshDiscretization("discrete_shell", geometry, warnings, label);
   std::vector<std::string> modelWarnings;
-  d.model = std::make_unique<DiscreteShellModel>(geometry, def.material, DiscreteShellParams{},
-                                                 &modelWarnings);
+  DiscreteShellParams params;
+  params.stretchStiffness = def.discreteShell.stretchStiffness;
+  params.areaStiffness = def.discreteShell.areaStiffness;
+  params.bendStiffness = def.discreteShell.bendStiffness;
+  params.projectHessian = def.discreteShell.projectHessian;
+  d.model = std::make_unique<DiscreteShellModel>(geometry, def.material, params, &modelWarnings);
   for (const auto& w : modelWarnings) warnings.push_back(label + ": " + w);
   d.nodePositions = std::move(geometry.positions);
   return d;

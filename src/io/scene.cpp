@@ -45,6 +45,7 @@ constexpr std::string_view kPrimitiveTypes[] = {"sheet", "sphere", "hemisphere",
 constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
 constexpr std::string_view kFormats[] = {"ply", "obj", "vtp"};
 constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler"};
+constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The defaults here are the ones a scene gets; a test checks that they agree
@@ -316,6 +317,10 @@ constexpr FieldSpec kBodyFields[] = {
      .kind = FieldKind::kObject,
      .object = "fiber",
      .meaning = "Discretization of a body whose model is `fiber`."},
+    {.key = "discrete_shell",
+     .kind = FieldKind::kObject,
+     .object = "discrete_shell",
+     .meaning = "Options of a body whose model is `discrete_shell`."},
     {.key = "pins",
      .kind = FieldKind::kObjectList,
      .object = "pin",
@@ -325,6 +330,30 @@ constexpr FieldSpec kBodyFields[] = {
      .unit = "m/s",
      .vec = {0, 0, 0},
      .meaning = "Velocity of every node at the start."},
+};
+
+constexpr FieldSpec kDiscreteShellFields[] = {
+    {.key = "stretch_stiffness",
+     .unit = "N",
+     .range = Range::above(0),
+     .optional = true,
+     .meaning = "Raw k_L of the edge energy k_L (1 - l/L)^2 L; overrides the material map."},
+    {.key = "area_stiffness",
+     .unit = "N/m",
+     .range = Range::atLeast(0),
+     .optional = true,
+     .meaning = "Raw k_A of the triangle-area energy; overrides the material map."},
+    {.key = "bend_stiffness",
+     .unit = "N m",
+     .range = Range::atLeast(0),
+     .optional = true,
+     .meaning = "Raw k_B of the hinge energy; overrides D / 6 from the material."},
+    {.key = "hessian",
+     .kind = FieldKind::kChoice,
+     .text = "exact",
+     .choices = kHessianKinds,
+     .meaning = "`projected` clamps each stencil's Hessian to positive semi-definite for the "
+                "implicit integrators' Newton steps; `exact` keeps it."},
 };
 
 constexpr FieldSpec kTimeFields[] = {
@@ -464,6 +493,9 @@ constexpr ObjectSpec kFiberSpec{"fiber",
                                 "Simulation nodes and fibers of the point-sampled shell model "
                                 "(wicke2005 sections 3 and 5).",
                                 kFiberFields};
+constexpr ObjectSpec kDiscreteShellSpec{
+    "discrete_shell", "Options of the discrete shells model (grinspun2003) on a triangle mesh.",
+    kDiscreteShellFields};
 constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripted path.",
                               kPinFields, "shape"};
 constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
@@ -475,8 +507,9 @@ constexpr ObjectSpec kCameraSpec{"camera", "A pinhole camera for rendered previe
 
 // Document order: top-down, as a reader meets them in a file.
 constexpr const ObjectSpec* kAllSpecs[] = {
-    &kSceneSpec, &kBodySpec,     &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec, &kFiberSpec,
-    &kPinSpec,   &kObstacleSpec, &kKeyframeSpec,  &kTimeSpec,      &kOutputSpec,   &kCameraSpec};
+    &kSceneSpec, &kBodySpec,          &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec,
+    &kFiberSpec, &kDiscreteShellSpec, &kPinSpec,       &kObstacleSpec,  &kKeyframeSpec,
+    &kTimeSpec,  &kOutputSpec,        &kCameraSpec};
 
 // The scene of `shellsim run` without a scene file; scenes/default.json holds the same.
 constexpr std::string_view kDefaultSceneJson = R"({
@@ -860,6 +893,14 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
   {
     ObjectReader fr = r.object("fiber", kFiberSpec);
     body.fiber = readFiber(fr, problems);
+  }
+  {
+    ObjectReader dr = r.object("discrete_shell", kDiscreteShellSpec);
+    body.discreteShell.stretchStiffness = dr.tryNumber("stretch_stiffness");
+    body.discreteShell.areaStiffness = dr.tryNumber("area_stiffness");
+    body.discreteShell.bendStiffness = dr.tryNumber("bend_stiffness");
+    body.discreteShell.projectHessian = dr.choice("hessian") == "projected";
+    dr.finish();
   }
   for (const auto& pin : r.objectList("pins")) body.pins.push_back(readPin(pin, problems));
   body.initialVelocity = r.vec3("initial_velocity");

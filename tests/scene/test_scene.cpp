@@ -681,6 +681,33 @@ TEST(SceneFiber, ValuesAreReadAndCountAndSpacingExcludeEachOther) {
       << message;
 }
 
+TEST(SceneDiscreteShell, OptionsAreReadAndCheckedAndIntegratorsToo) {
+  json scene = minimalScene();
+  scene["bodies"][0]["model"] = "discrete_shell";
+  scene["bodies"][0]["discrete_shell"] = {{"bend_stiffness", 0.5}, {"hessian", "projected"}};
+  scene["time"]["integrator"] = "newmark";
+  scene["time"]["newmark_gamma"] = 0.6;
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.bodies[0].discreteShell.bendStiffness, 0.5);
+  EXPECT_TRUE(s.bodies[0].discreteShell.projectHessian);
+  EXPECT_FALSE(s.bodies[0].discreteShell.stretchStiffness.has_value());
+  EXPECT_EQ(s.time.integrator, Integrator::kNewmark);
+  EXPECT_EQ(s.time.newmarkGamma, 0.6);
+  EXPECT_EQ(s.time.newmarkBeta, 0.25);
+
+  scene["bodies"][0]["discrete_shell"] = {{"stretch_stiffness", -1}, {"hessian", "psd"}};
+  scene["time"]["integrator"] = "implicit";
+  scene["time"]["newmark_beta"] = 0.7;
+  const std::string message = errorOfJson(scene);
+  for (const char* expected :
+       {"bodies[0].discrete_shell.stretch_stiffness = -1: must be > 0",
+        "bodies[0].discrete_shell.hessian = \"psd\": must be one of 'exact', 'projected'",
+        "time.integrator = \"implicit\": must be one of 'verlet', 'newmark', 'backward_euler'",
+        "time.newmark_beta = 0.7: must be in [0, 0.5]"}) {
+    EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n" << message;
+  }
+}
+
 }  // namespace
 // ---------------------------------------------------------------------------------------
 // The camera of rendered previews (output.camera)
