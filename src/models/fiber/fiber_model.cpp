@@ -80,16 +80,14 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   buildNormalPatches();
   // Rest angles with the normals the energy uses, so that the rest state is force free.
   const std::vector<double> restFrameNormals = referenceNormals(restPositions_);
-  {
-    for (size_t j = 0; j < n; ++j) {
-      for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
-        const auto fi = static_cast<size_t>(f);
-        const fiber::Reduced z = fiber::reduce(
-            row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi])),
-            row(restPositions_, j),
-            row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + 2])));
-        network_.restAngle[fi] = fiber::tangentAngle(z, row(restFrameNormals, j));
-      }
+  for (size_t j = 0; j < n; ++j) {
+    for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+      const auto fi = static_cast<size_t>(f);
+      const fiber::Reduced z =
+          fiber::reduce(row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi])),
+                        row(restPositions_, j),
+                        row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + 2])));
+      network_.restAngle[fi] = fiber::tangentAngle(z, row(restFrameNormals, j));
     }
   }
 
