@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/implicit.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
@@ -16,18 +17,9 @@
 namespace shellsim {
 namespace {
 
-BodyDef sheetBody(int resolution = 8) {
-  BodyDef body;
-  body.name = "sheet";
-  PrimitiveDef sheet;
-  sheet.type = PrimitiveType::kSheet;
-  sheet.size = {0.5, 0.5, 0};
-  sheet.resolution = resolution;
-  body.primitive = sheet;
-  body.material.youngModulus = 1e5;
-  body.material.density = 500;
-  return body;
-}
+using testing::pinBoundary;
+using testing::sceneWith;
+using testing::sheetBody;
 
 // Aluminium, 1 mm thick: E = 70 GPa, rho = 2700 kg/m^3.
 BodyDef aluminiumSheet(int resolution) {
@@ -37,26 +29,6 @@ BodyDef aluminiumSheet(int resolution) {
   body.material.density = 2700;
   body.material.poisson = 0.33;
   return body;
-}
-
-SceneDef sceneWith(BodyDef body) {
-  SceneDef scene;
-  scene.bodies.push_back(std::move(body));
-  return scene;
-}
-
-// Pins every vertex on the boundary of the 0.5 m x 0.5 m sheet.
-void pinBoundary(BodyDef& body) {
-  World probe = buildWorld(sceneWith(body));
-  PinDef pin;
-  pin.shape = PinShape::kVertices;
-  const std::vector<double>& x = probe.bodies[0].positions;
-  for (size_t i = 0; i < x.size() / 3; ++i) {
-    if (std::abs(std::abs(x[3 * i]) - 0.25) < 1e-9 ||
-        std::abs(std::abs(x[3 * i + 1]) - 0.25) < 1e-9)
-      pin.vertices.push_back(static_cast<int32_t>(i));
-  }
-  body.pins.push_back(pin);
 }
 
 // Pins the edge x = -0.25 (a cantilever).
@@ -565,17 +537,7 @@ double fiberPlateCentreRatio(int resolution) {
   body.material.thickness = 1e-2;
   body.material.density = 2700;
   body.material.poisson = 1.0 / 3.0;
-  {
-    const World probe = buildWorld(sceneWith(body));
-    PinDef edges;
-    edges.shape = PinShape::kVertices;
-    const std::vector<double>& x = probe.bodies[0].positions;
-    for (size_t i = 0; i < x.size() / 3; ++i) {
-      if (std::abs(x[3 * i]) > 0.5 - 1e-9 || std::abs(x[3 * i + 1]) > 0.5 - 1e-9)
-        edges.vertices.push_back(static_cast<int32_t>(i));
-    }
-    body.pins.push_back(edges);
-  }
+  pinBoundary(body);
   World world = buildWorld(sceneWith(body));
   NewtonSettings settings;
   settings.tolerance = 1e-8;

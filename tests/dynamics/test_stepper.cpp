@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "dynamics/contact.hpp"
+#include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
 #include "shellsim/errors.hpp"
@@ -19,25 +20,15 @@
 namespace shellsim {
 namespace {
 
+using testing::sceneWith;
+using testing::sheetBody;
+
 namespace fs = std::filesystem;
 
 fs::path scratchFolder(const std::string& name) {
   const fs::path folder = fs::temp_directory_path() / ("shellsim_test_" + name);
   fs::remove_all(folder);
   return folder;
-}
-
-BodyDef sheetBody(int resolution = 8) {
-  BodyDef body;
-  body.name = "sheet";
-  PrimitiveDef sheet;
-  sheet.type = PrimitiveType::kSheet;
-  sheet.size = {0.5, 0.5, 0};
-  sheet.resolution = resolution;
-  body.primitive = sheet;
-  body.material.youngModulus = 1e5;
-  body.material.density = 500;
-  return body;
 }
 
 // A sheet with vertex 0 pinned, so that it swings and deforms under gravity.
@@ -48,12 +39,6 @@ BodyDef sheetPinnedAtVertexZero() {
   pin.vertices = {0};
   body.pins.push_back(pin);
   return body;
-}
-
-SceneDef sceneWith(BodyDef body) {
-  SceneDef scene;
-  scene.bodies.push_back(std::move(body));
-  return scene;
 }
 
 TEST(Stepper, FreeFallIsExactForConstantAcceleration) {
