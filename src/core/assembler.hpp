@@ -26,6 +26,13 @@ namespace shellsim {
 
 using Vec3 = Eigen::Vector3d;
 
+// [a]x, the matrix of b -> a x b.
+inline Eigen::Matrix3d crossMatrix(const Vec3& a) {
+  Eigen::Matrix3d m;
+  m << 0, -a.z(), a.y(), a.z(), 0, -a.x(), -a.y(), a.x(), 0;
+  return m;
+}
+
 // Node -> incident (element, slot) pairs in CSR form, sorted by element then slot.
 struct Incidence {
   std::vector<int32_t> offsets;  // (nNodes + 1): node n owns entries[offsets[n], offsets[n+1])

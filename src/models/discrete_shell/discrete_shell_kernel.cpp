@@ -6,13 +6,6 @@ namespace {
 
 using Mat3x12 = Eigen::Matrix<double, 3, 12>;
 
-// [a]x, the matrix of b -> a x b.
-Mat3 skew(const Vec3& a) {
-  Mat3 m;
-  m << 0, -a.z(), a.y(), a.z(), 0, -a.x(), -a.y(), a.x(), 0;
-  return m;
-}
-
 }  // namespace
 
 double edgeEnergyHessian(double stiffness, double restLength, const Vec3 (&x)[2], Vec3 (&g)[2],
@@ -50,11 +43,11 @@ double triangleEnergyHessian(double stiffness, double restArea, const Vec3 (&x)[
   Eigen::Matrix<double, 9, 1> areaGradient;
   for (int i = 0; i < 3; ++i) {
     const Vec3 opposite = x[(i + 2) % 3] - x[(i + 1) % 3];  // e_i
-    jacobian[i] = skew(opposite);
+    jacobian[i] = crossMatrix(opposite);
     areaGradient.segment<3>(3 * i) = 0.5 * nh.cross(opposite);
   }
   Mat9 areaHessian;
-  const Mat3 nhSkew = skew(nh);
+  const Mat3 nhSkew = crossMatrix(nh);
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
       Mat3 block = (0.5 / norm) * jacobian[i].transpose() * projector * jacobian[j];
@@ -90,8 +83,8 @@ double dihedralAngleHessian(const Vec3 (&x)[4], Vec3 (&g)[4], Mat12& hessian) {
   dfA.block<3, 3>(0, 6) = identity;
   dfB.block<3, 3>(0, 0) = -identity;
   dfB.block<3, 3>(0, 9) = identity;
-  const Mat3x12 dnA = -skew(fA) * de + skew(e) * dfA;
-  const Mat3x12 dnB = -skew(e) * dfB + skew(fB) * de;
+  const Mat3x12 dnA = -crossMatrix(fA) * de + crossMatrix(e) * dfA;
+  const Mat3x12 dnB = -crossMatrix(e) * dfB + crossMatrix(fB) * de;
   const Eigen::Matrix<double, 1, 12> dLen = (e / eLen).transpose() * de;  // d|e|
   const Vec3 vA = (eLen / nA2) * nA;
   const Vec3 vB = (eLen / nB2) * nB;

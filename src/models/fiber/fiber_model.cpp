@@ -503,16 +503,6 @@ void FiberModel::nodeValues(std::span<const double> x, std::span<double> stretch
   if (!bending.empty()) std::copy(nodeBend_.begin(), nodeBend_.end(), bending.begin());
 }
 
-namespace {
-
-Mat3 crossMatrix(const Vec3& v) {
-  Mat3 m;
-  m << 0, -v.z(), v.y(), v.z(), 0, -v.x(), -v.y(), v.x(), 0;
-  return m;
-}
-
-}  // namespace
-
 bool FiberModel::addHessian(std::span<const double> x,
                             std::vector<Eigen::Triplet<double>>& triplets) const {
   // Per centre node j, on the nodes L of its normal patch (which holds every node of its
