@@ -1,0 +1,41 @@
+// Crack planes of wicke2005 section 7.2 (Fig. 5): a small disc placed in the REST
+// configuration at the centre node of the fiber that broke, normal to that fiber's tangent
+// there, with the average node distance of the neighbourhood as radius. Two rest points
+// are separated when the segment between them passes through a disc; neighbourhoods of
+// simulation nodes (fibers) and of surface points (the high-resolution surface binding)
+// only join points that no disc separates.
+#pragma once
+
+#include <cmath>
+#include <span>
+
+#include "core/assembler.hpp"
+
+namespace shellsim {
+
+struct CrackDisc {
+  Vec3 centre = Vec3::Zero();   // rest position of the fiber's centre node, m
+  Vec3 normal = Vec3::UnitX();  // unit: the fiber's rest tangent at the centre
+  double radius = 0;            // m, > 0
+};
+
+// True when the segment [a, b] meets the disc (its closed interior). A segment lying in
+// the disc's plane is not separated by it (it runs along the crack, not through it).
+inline bool segmentCrossesDisc(const Vec3& a, const Vec3& b, const CrackDisc& disc) {
+  const double da = (a - disc.centre).dot(disc.normal);
+  const double db = (b - disc.centre).dot(disc.normal);
+  if ((da > 0 && db > 0) || (da < 0 && db < 0) || da == db) return false;
+  const double t = da / (da - db);  // in [0, 1]: where the segment meets the plane
+  const Vec3 hit = a + t * (b - a);
+  return (hit - disc.centre).squaredNorm() <= disc.radius * disc.radius;
+}
+
+// True when any disc separates a and b.
+inline bool separatedByCracks(const Vec3& a, const Vec3& b, std::span<const CrackDisc> discs) {
+  for (const CrackDisc& disc : discs) {
+    if (segmentCrossesDisc(a, b, disc)) return true;
+  }
+  return false;
+}
+
+}  // namespace shellsim
