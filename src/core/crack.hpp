@@ -19,12 +19,14 @@ struct CrackDisc {
   double radius = 0;            // m, > 0
 };
 
-// True when the segment [a, b] meets the disc (its closed interior). A segment lying in
-// the disc's plane is not separated by it (it runs along the crack, not through it).
+// True when a and b lie on different sides of the disc's plane and the segment [a, b]
+// meets the plane inside the disc (closed). A point on the plane counts on the side the
+// normal points to: the node a crack is placed at stays with that side, and a segment
+// lying in the plane (along the crack) is not separated.
 inline bool segmentCrossesDisc(const Vec3& a, const Vec3& b, const CrackDisc& disc) {
   const double da = (a - disc.centre).dot(disc.normal);
   const double db = (b - disc.centre).dot(disc.normal);
-  if ((da > 0 && db > 0) || (da < 0 && db < 0) || da == db) return false;
+  if ((da >= 0) == (db >= 0)) return false;
   const double t = da / (da - db);  // in [0, 1]: where the segment meets the plane
   const Vec3 hit = a + t * (b - a);
   return (hit - disc.centre).squaredNorm() <= disc.radius * disc.radius;

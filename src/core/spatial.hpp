@@ -2,6 +2,7 @@
 // needs nearest neighbours (normal estimation, clustering, fiber networks, surface binding).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <nanoflann.hpp>
@@ -37,6 +38,15 @@ class PointKdTree {
     indices.resize(found);
     squaredDistances.resize(found);
     return found;
+  }
+
+  // Indices of the points within `radius` of `query` (inclusive), ascending, into `indices`.
+  void withinRadius(const double* query, double radius, std::vector<uint32_t>& indices) const {
+    std::vector<std::pair<uint32_t, double>> matches;
+    tree_->radiusSearch(query, radius * radius, matches, nanoflann::SearchParams(32, 0, false));
+    indices.clear();
+    for (const auto& match : matches) indices.push_back(match.first);
+    std::sort(indices.begin(), indices.end());
   }
 
   // The same into caller-owned arrays of at least k entries.

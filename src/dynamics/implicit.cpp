@@ -589,7 +589,9 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
       for (size_t i = 0; i < n; ++i) {
         if (body.pinned[i]) continue;
         for (size_t k = 3 * i; k < 3 * i + 3; ++k) {
-          const double gk = g[static_cast<Eigen::Index>(k - 3 * i)];
+          // Loads as evaluated at the step's start (explicit in the load).
+          const double gk = g[static_cast<Eigen::Index>(k - 3 * i)] +
+                            (body.externalForces.empty() ? 0.0 : body.externalForces[k] / mass[i]);
           potential.target[k] = newmark ? predictor[k] + (gk - c * vt[k]) / potential.alpha
                                         : x0[k] + (dt * v0[k] + dt * dt * gk) / (1 + c * dt);
           const double f = potential.alpha * mass[i] * (x0[k] - potential.target[k]);
@@ -667,6 +669,7 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
     PhaseTimer timer(times.checks);
     checkState(world);
   }
+  updateInelastic(world, dt, times);
   return report;
 }
 

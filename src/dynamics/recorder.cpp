@@ -83,8 +83,12 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
     }
   }
   for (const Body& body : world.bodies) {
-    record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
-                             gravitationalEnergy(body, world.gravity)});
+    const std::vector<int32_t> pieces = body.model->nodePieces();
+    record.bodies.push_back(
+        {kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
+         gravitationalEnergy(body, world.gravity),
+         pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1,
+         body.brokenElements, body.cracks});
     const Geometry surface = body.model->surface(body.positions);
     for (OutputFormat format : formats_) {
       char name[64];
@@ -142,7 +146,10 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
                           {"kinetic", e.kinetic},
                           {"stretching", e.stretching},
                           {"bending", e.bending},
-                          {"gravitational", e.gravitational}});
+                          {"gravitational", e.gravitational},
+                          {"pieces", e.pieces},
+                          {"broken_elements", e.brokenElements},
+                          {"cracks", e.cracks}});
     }
     json frame;
     frame["frame"] = record.frame;
@@ -162,11 +169,9 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   }
   summary["frames"] = frames;
   summary["steps"] = frames_.empty() ? 0 : frames_.back().steps;
-  summary["phase_seconds"] = {{"forces", times.forces},
-                              {"integrate", times.integrate},
-                              {"contact", times.contact},
-                              {"checks", times.checks},
-                              {"output", times.output}};
+  summary["phase_seconds"] = {{"forces", times.forces},   {"integrate", times.integrate},
+                              {"contact", times.contact}, {"checks", times.checks},
+                              {"output", times.output},   {"inelastic", times.inelastic}};
   summary["warnings"] = warnings;
   const std::string text = summary.dump(2);
   writeFileAtomically(summaryPath(), [&](std::ostream& out) { out << text << '\n'; });

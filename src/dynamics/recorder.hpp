@@ -19,6 +19,9 @@ struct FrameRecord {
   double wallSeconds = 0;  // since the run started
   struct BodyEnergy {
     double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J
+    int32_t pieces = 1;          // connected pieces (Model::nodePieces)
+    int64_t brokenElements = 0;  // broken so far
+    int32_t cracks = 0;          // crack planes so far
   };
   std::vector<BodyEnergy> bodies;
   std::vector<std::string> files;     // written for this frame, relative to the output folder

@@ -32,6 +32,9 @@ constexpr int kMaxStepHalvings = 4;
 struct Checkpoint {
   double time = 0;
   std::vector<std::vector<double>> positions, velocities;  // per body
+  std::vector<std::unique_ptr<ModelState>> models;         // per body, null if elastic
+  std::vector<int64_t> brokenElements;                     // per body
+  std::vector<int32_t> cracks;                             // per body
 };
 
 Checkpoint save(const World& world) {
@@ -40,6 +43,9 @@ Checkpoint save(const World& world) {
   for (const Body& body : world.bodies) {
     c.positions.push_back(body.positions);
     c.velocities.push_back(body.velocities);
+    c.models.push_back(body.model->saveState());
+    c.brokenElements.push_back(body.brokenElements);
+    c.cracks.push_back(body.cracks);
   }
   return c;
 }
@@ -49,6 +55,9 @@ void restore(World& world, const Checkpoint& c) {
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     world.bodies[b].positions = c.positions[b];
     world.bodies[b].velocities = c.velocities[b];
+    if (c.models[b]) world.bodies[b].model->restoreState(c.models[b].get());
+    world.bodies[b].brokenElements = c.brokenElements[b];
+    world.bodies[b].cracks = c.cracks[b];
   }
   computeAccelerations(world);  // also re-prepares model state (e.g. reference normals)
 }
@@ -65,8 +74,8 @@ bool isImplicit(const TimeDef& time) {
 
 StepPlan planSteps(double requested, double stable, double frameInterval, bool implicit,
                    std::vector<std::string>& warnings) {
-  double target = requested > 0 ? requested
-                                : (implicit ? kImplicitStepFactor : kAutomaticStepSafety) * stable;
+  double target =
+      requested > 0 ? requested : (implicit ? kImplicitStepFactor : kAutomaticStepSafety) * stable;
   if (!implicit && requested > 0 && requested > stable) {
     std::ostringstream msg;
     msg << "time.time_step = " << requested << " s is above the stable explicit step estimate "

@@ -64,18 +64,85 @@ void applyScriptedMotion(World& world) {
   for (Body& body : world.bodies) moveScriptedNodes(body, world.time);
 }
 
+void updateExternalForces(World& world) {
+  for (Body& body : world.bodies) {
+    if (!body.hasLoads()) continue;
+    std::vector<double>& force = body.externalForces;
+    std::fill(force.begin(), force.end(), 0.0);
+    for (const LoadGroup& load : body.loads) {
+      const Vec3 total = load.ramp.value(world.time) * load.force;
+      for (size_t k = 0; k < load.nodes.size(); ++k) {
+        const auto node = static_cast<size_t>(load.nodes[k]);
+        for (int c = 0; c < 3; ++c) force[3 * node + c] += load.shares[k] * total[c];
+      }
+    }
+    if (!body.pressure) continue;
+    const double pressure = body.pressure->pressure * body.pressure->ramp.value(world.time);
+    if (pressure == 0) continue;
+    const size_t n = static_cast<size_t>(body.nodeCount());
+    std::vector<double> area(3 * n, 0.0);
+    if (!body.model->nodeAreaVectors(body.positions, area)) {
+      // A mesh over the nodes: a third of each triangle's area vector per corner.
+      const Geometry surface = body.model->surface(body.positions);
+      for (size_t t = 0; t + 2 < surface.triangles.size(); t += 3) {
+        const auto a = static_cast<size_t>(surface.triangles[t]);
+        const auto b = static_cast<size_t>(surface.triangles[t + 1]);
+        const auto c = static_cast<size_t>(surface.triangles[t + 2]);
+        const Eigen::Map<const Vec3> pa(&body.positions[3 * a]), pb(&body.positions[3 * b]),
+            pc(&body.positions[3 * c]);
+        const Vec3 third = (pb - pa).cross(pc - pa) / 6.0;
+        for (const size_t v : {a, b, c}) {
+          for (int k = 0; k < 3; ++k) area[3 * v + k] += third[k];
+        }
+      }
+    }
+    const auto mass = body.model->nodeMasses();
+    Vec3 net = Vec3::Zero();
+    double totalMass = 0;
+    for (size_t i = 0; i < n; ++i) {
+      net += pressure * Vec3(area[3 * i], area[3 * i + 1], area[3 * i + 2]);
+      totalMass += mass[i];
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (int c = 0; c < 3; ++c) {
+        force[3 * i + c] += pressure * area[3 * i + c] - net[c] * mass[i] / totalMass;
+      }
+    }
+  }
+}
+
 void computeAccelerations(World& world) {
+  updateExternalForces(world);
   for (Body& body : world.bodies) {
     std::fill(body.accelerations.begin(), body.accelerations.end(), 0.0);
     body.model->prepare(body.positions);
     body.elastic = body.model->addGradient(body.positions, body.accelerations);
     const auto mass = body.model->nodeMasses();
+    const bool loaded = !body.externalForces.empty();
     forEachNode(body, [&](size_t i) {
       for (int c = 0; c < 3; ++c) {
         double& a = body.accelerations[3 * i + c];
-        a = body.pinned[i] ? 0.0 : -a / mass[i] + world.gravity[c];
+        const double external = loaded ? body.externalForces[3 * i + c] : 0.0;
+        a = body.pinned[i] ? 0.0 : (external - a) / mass[i] + world.gravity[c];
       }
     });
+  }
+}
+
+void updateInelastic(World& world, double dt, PhaseTimes& times) {
+  bool changed = false;
+  {
+    PhaseTimer timer(times.inelastic);
+    for (Body& body : world.bodies) {
+      const InelasticReport report = body.model->updateInelastic(body.positions, dt);
+      body.brokenElements += report.brokenElements;
+      body.cracks += report.cracks;
+      changed |= report.brokenElements > 0 || report.cracks > 0;
+    }
+  }
+  if (changed) {
+    PhaseTimer timer(times.forces);
+    computeAccelerations(world);
   }
 }
 
@@ -109,6 +176,7 @@ void step(World& world, double dt, PhaseTimes& times) {
     PhaseTimer timer(times.checks);
     checkState(world);
   }
+  updateInelastic(world, dt, times);
 }
 
 double kineticEnergy(const Body& body) {
@@ -167,6 +235,7 @@ EnergyGuard::EnergyGuard(const World& world) {
   enabled_ = true;
   for (const Obstacle& obstacle : world.obstacles) enabled_ &= obstacle.path.isStatic();
   for (const Body& body : world.bodies) {
+    enabled_ &= !body.hasLoads();  // loads do work
     for (const PinGroup& pin : body.pins) enabled_ &= pin.path.isStatic();
     enabled_ &= body.damping >= 0;
   }

@@ -15,6 +15,7 @@ struct PhaseTimes {
   double contact = 0;
   double checks = 0;
   double output = 0;
+  double inelastic = 0;  // plasticity, fracture tests and crack rebuilds
 };
 
 // Adds the wall time of its scope to one of the PhaseTimes fields.
@@ -40,7 +41,8 @@ class PhaseTimer {
 inline constexpr double kMaxNodeSpeed = 1.0e3;
 
 // Computes every body's elastic energy and accelerations at the current positions,
-// a = (-dE/dx) / m + g; pinned nodes get zero acceleration. Must be called once
+// a = (-dE/dx + f_ext) / m + g (f_ext: updateExternalForces); pinned nodes get zero
+// acceleration. Must be called once
 // before the first step.
 void computeAccelerations(World& world);
 
@@ -51,6 +53,18 @@ void computeAccelerations(World& world);
 //   v += dt/2 a(x);  contact velocity response
 // then checks for NaN and blow-up. Throws NumericalError naming the body and node.
 void step(World& world, double dt, PhaseTimes& times);
+
+// Plasticity and fracture of every body after an accepted step of length dt
+// (Model::updateInelastic); recomputes the accelerations when an element broke or a crack
+// formed, so the next step starts from forces of the new topology.
+void updateInelastic(World& world, double dt, PhaseTimes& times);
+
+// Every body's external loads at its current positions and world.time into
+// body.externalForces: region forces, and pressure p a_j N_j along the nodes' area vectors.
+// Pressure inside a closed shell is internal to the shell and its gas and moves no centre
+// of mass: the discretization's residual net force (a sampled sum of a_j N_j is not exactly
+// zero, unlike the closed surface integral) is removed in proportion to the masses.
+void updateExternalForces(World& world);
 
 // Moves every scripted (pinned) node to its path's position and velocity at world.time.
 void applyScriptedMotion(World& world);

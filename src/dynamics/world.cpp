@@ -47,6 +47,18 @@ Vec3 KinematicPath::offset(double time) const {
   return (1.0 - s) * toVec3(a.offset) + s * toVec3(b.offset);
 }
 
+double Ramp::value(double time) const {
+  if (keys_.empty()) return 1.0;
+  if (time <= keys_.front().time) return keys_.front().value;
+  if (time >= keys_.back().time) return keys_.back().value;
+  const auto it = std::upper_bound(keys_.begin(), keys_.end(), time,
+                                   [](double t, const RampKey& k) { return t < k.time; });
+  const RampKey& b = *it;
+  const RampKey& a = *(it - 1);
+  const double s = (time - a.time) / (b.time - a.time);
+  return (1.0 - s) * a.value + s * b.value;
+}
+
 Vec3 KinematicPath::velocity(double time) const {
   const int k = activeSegment(keyframes_, time);
   if (k < 0) return Vec3::Zero();
@@ -187,6 +199,30 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
   params.samples = fiber.arcLengthSamples;
   params.stretchStiffness = fiber.stretchStiffness;
   params.bendStiffness = fiber.bendStiffness;
+  params.plasticity = fiber.plasticity;
+  params.fracture = fiber.fracture;
+  params.anisotropy = fiber.anisotropy;
+  if (!fiber.regions.empty()) {
+    const size_t n = nodes.areas.size();
+    params.nodeStiffnessScale.assign(n, 1.0);
+    params.nodeFractureScale.assign(n, 1.0);
+    for (const FiberRegionDef& region : fiber.regions) {
+      const Vec3 center(region.center[0], region.center[1], region.center[2]);
+      for (size_t i = 0; i < n; ++i) {
+        const Vec3 offset =
+            Vec3(nodes.positions[3 * i], nodes.positions[3 * i + 1], nodes.positions[3 * i + 2]) -
+            center;
+        const bool inside = region.shape == PinShape::kSphere
+                                ? offset.norm() <= region.radius
+                                : (std::abs(offset.x()) <= region.halfExtents[0] &&
+                                   std::abs(offset.y()) <= region.halfExtents[1] &&
+                                   std::abs(offset.z()) <= region.halfExtents[2]);
+        if (!inside) continue;
+        params.nodeStiffnessScale[i] = region.stiffnessScale;
+        params.nodeFractureScale[i] = region.fractureScale;
+      }
+    }
+  }
   std::vector<std::string> modelWarnings;
   d.model = std::make_unique<FiberModel>(nodes, def.material, params, std::move(outputTriangles),
                                          &modelWarnings);
@@ -299,6 +335,34 @@ World buildWorld(const SceneDef& scene) {
       }
       body.pins.push_back(std::move(group));
     }
+    const auto mass = body.model->nodeMasses();
+    for (size_t l = 0; l < def.loads.size(); ++l) {
+      std::ostringstream loadLabel;
+      loadLabel << label << ".loads[" << l << "]";
+      LoadGroup group;
+      group.nodes = selectPinnedNodes(def.loads[l].select, body.positions,
+                                      discretization.nodeOfVertex, loadLabel.str());
+      double total = 0;
+      for (const int32_t node : group.nodes) total += mass[static_cast<size_t>(node)];
+      for (const int32_t node : group.nodes) {
+        group.shares.push_back(mass[static_cast<size_t>(node)] / total);
+      }
+      group.force = toVec3(def.loads[l].force);
+      group.ramp = Ramp(def.loads[l].ramp);
+      body.loads.push_back(std::move(group));
+    }
+    if (def.pressure) {
+      std::vector<double> probe(3 * n);
+      if (!body.model->nodeAreaVectors(body.positions, probe)) {
+        const Geometry surface = body.model->surface(body.positions);
+        if (surface.isPointCloud() || surface.vertexCount() != body.model->nodeCount()) {
+          throw InputError(label + ".pressure: the model '" + body.model->name() +
+                           "' has no surface normals to push along");
+        }
+      }
+      body.pressure = PressureLoad{def.pressure->pressure, Ramp(def.pressure->ramp)};
+    }
+    if (body.hasLoads()) body.externalForces.assign(3 * n, 0.0);
     world.bodies.push_back(std::move(body));
   }
   return world;

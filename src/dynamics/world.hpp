@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,31 @@ class KinematicPath {
   std::vector<ObstacleDef::Keyframe> keyframes_;
 };
 
+// Piecewise-linear scalar factor over time; constant outside the keys; 1 without keys.
+class Ramp {
+ public:
+  Ramp() = default;
+  explicit Ramp(std::vector<RampKey> keys) : keys_(std::move(keys)) {}
+  [[nodiscard]] double value(double time) const;
+
+ private:
+  std::vector<RampKey> keys_;
+};
+
+// A force on a set of nodes, spread in proportion to their masses.
+struct LoadGroup {
+  std::vector<int32_t> nodes;  // (nLoaded), node indices
+  std::vector<double> shares;  // (nLoaded), m_i / sum of the group's masses
+  Vec3 force = Vec3::Zero();   // total, N, times the ramp
+  Ramp ramp;
+};
+
+// Gas over-pressure inside a closed shell (wicke2005 Fig. 9, the balloon).
+struct PressureLoad {
+  double pressure = 0;  // Pa, times the ramp
+  Ramp ramp;
+};
+
 // Nodes moved by the script instead of by forces.
 struct PinGroup {
   std::vector<int32_t> nodes;         // (nPinned), node indices
@@ -44,6 +70,15 @@ struct Body {
   std::vector<double> contactNormal;     // (nNodes, 3), its outward normal where touched
   double damping = 0;                    // mass-proportional damping, 1/s
   EnergyParts elastic;                   // at the current positions, J
+  std::vector<LoadGroup> loads;
+  std::optional<PressureLoad> pressure;
+  std::vector<double> externalForces;  // (nNodes, 3), N, at the current positions and time;
+                                       // empty when the body has no loads
+  // Inelastic events so far (Model::updateInelastic).
+  int64_t brokenElements = 0;
+  int32_t cracks = 0;
+
+  [[nodiscard]] bool hasLoads() const { return !loads.empty() || pressure.has_value(); }
 
   [[nodiscard]] int32_t nodeCount() const { return model->nodeCount(); }
 };

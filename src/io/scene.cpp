@@ -46,6 +46,8 @@ constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
 constexpr std::string_view kFormats[] = {"ply", "obj", "vtp"};
 constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler"};
 constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
+constexpr std::string_view kRegionShapes[] = {"box", "sphere"};
+constexpr std::string_view kOnOff[] = {"on", "off"};
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The defaults here are the ones a scene gets; a test checks that they agree
@@ -242,6 +244,204 @@ constexpr FieldSpec kFiberFields[] = {
      .range = Range::above(0),
      .optional = true,
      .meaning = "Raw bending stiffness K_b of every node; overrides the material map."},
+    {.key = "plasticity",
+     .kind = FieldKind::kObject,
+     .object = "plasticity",
+     .optional = true,
+     .meaning = "Plastic flow of the fibers' rest lengths and angles; absent: elastic."},
+    {.key = "fracture",
+     .kind = FieldKind::kObject,
+     .object = "fracture",
+     .optional = true,
+     .meaning = "Fibers break and crack planes form; absent: the shell never tears."},
+    {.key = "regions",
+     .kind = FieldKind::kObjectList,
+     .object = "region",
+     .meaning = "Regions with their own stiffness or fracture thresholds (weak points)."},
+    {.key = "anisotropy",
+     .kind = FieldKind::kObject,
+     .object = "anisotropy",
+     .optional = true,
+     .meaning = "Fibers along an axis stiffer (or softer) than across it."},
+    {.key = "high_resolution_surface",
+     .kind = FieldKind::kChoice,
+     .text = "on",
+     .choices = kOnOff,
+     .meaning = "With clustered nodes, frames show the dense input surface moved by the nodes "
+                "(wicke2005 section 6); `off`: the nodes as a point cloud."},
+};
+
+constexpr FieldSpec kPlasticityFields[] = {
+    {.key = "yield_strain",
+     .number = 0.02,
+     .range = Range::above(0),
+     .meaning = "beta_l of wicke2005 eq. (23) as a strain: a fiber's rest length creeps while "
+                "|l - l0| / l0 exceeds it."},
+    {.key = "yield_angle",
+     .unit = "rad",
+     .number = 0.05,
+     .range = Range::above(0),
+     .meaning = "beta_theta of eq. (24): the rest angle creeps while |theta - theta0| exceeds "
+                "it."},
+    {.key = "stretch_creep",
+     .unit = "1/s",
+     .number = 20,
+     .range = Range::atLeast(0),
+     .meaning = "eta_l of eq. (25): l0 moves by eta_l (l - l0) dt per step while yielding."},
+    {.key = "bend_creep",
+     .unit = "1/s",
+     .number = 20,
+     .range = Range::atLeast(0),
+     .meaning = "eta_theta of eq. (26): theta0 moves by eta_theta (theta - theta0) dt per step "
+                "while yielding."},
+    {.key = "weakening",
+     .unit = "1/rad",
+     .number = 0,
+     .range = Range::atLeast(0),
+     .meaning = "alpha of eq. (29): each plastic bend lowers the bending fracture threshold by "
+                "alpha gamma_theta |dtheta_plastic|."},
+};
+
+constexpr FieldSpec kFractureFields[] = {
+    {.key = "stretch_limit",
+     .number = 1.5,
+     .range = Range::above(1),
+     .meaning = "gamma_l of wicke2005 eq. (27): a fiber breaks when l / l0 exceeds it."},
+    {.key = "bend_limit",
+     .unit = "rad",
+     .number = 1.0,
+     .range = Range::above(0),
+     .meaning = "gamma_theta of eq. (27): a fiber breaks when |theta - theta0| exceeds it."},
+    {.key = "broken_ratio",
+     .number = 0.25,
+     .range = Range::openClosed(0, 1),
+     .meaning = "A crack plane forms at a node once this share of its fibers is broken "
+                "(microcracks below it, section 7.2)."},
+    {.key = "cooldown_steps",
+     .kind = FieldKind::kInteger,
+     .number = 20,
+     .range = Range::closed(0, 1000000),
+     .meaning = "Steps after a crack before the next one may form (one crack per step at most)."},
+};
+
+constexpr FieldSpec kRegionFields[] = {
+    {.key = "shape",
+     .kind = FieldKind::kChoice,
+     .choices = kRegionShapes,
+     .required = true,
+     .meaning = "Box or sphere, in world space after the body's transform; it holds the fibers "
+                "whose centre node lies inside."},
+    {.key = "center",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .meaning = "Centre of the shape."},
+    {.key = "half_extents",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0.05, 0.05, 0.05},
+     .range = Range::above(0),
+     .variants = "box",
+     .meaning = "Half side lengths of the box."},
+    {.key = "radius",
+     .unit = "m",
+     .number = 0.05,
+     .range = Range::above(0),
+     .variants = "sphere",
+     .meaning = "Radius of the sphere."},
+    {.key = "stiffness_scale",
+     .number = 1,
+     .range = Range::above(0),
+     .meaning = "Multiplies the stretching and bending stiffness of the fibers inside."},
+    {.key = "fracture_scale",
+     .number = 1,
+     .range = Range::above(0),
+     .meaning = "Multiplies the fracture thresholds inside (gamma_l - 1 and gamma_theta): "
+                "below 1, a weak point where tears start."},
+};
+
+constexpr FieldSpec kAnisotropyFields[] = {
+    {.key = "axis",
+     .kind = FieldKind::kVec3,
+     .vec = {1, 0, 0},
+     .rule = "non-zero",
+     .meaning = "Direction, in world space, whose fibers get `ratio` times the stiffness of "
+                "fibers across it."},
+    {.key = "ratio",
+     .number = 1,
+     .range = Range::above(0),
+     .meaning = "Stiffness along the axis over stiffness across it; a fiber at angle phi to the "
+                "axis gets 1 + (ratio - 1) cos^2 phi of the across value."},
+};
+
+constexpr FieldSpec kRampFields[] = {
+    {.key = "time",
+     .unit = "s",
+     .range = Range::atLeast(0),
+     .required = true,
+     .rule = "greater than the previous key's",
+     .meaning = "When the factor is reached."},
+    {.key = "value",
+     .range = Range::any(),
+     .required = true,
+     .meaning = "Factor on the load at `time`; linear in between, constant outside."},
+};
+
+constexpr FieldSpec kLoadFields[] = {
+    {.key = "shape",
+     .kind = FieldKind::kChoice,
+     .choices = kPinShapes,
+     .required = true,
+     .meaning = "Which nodes carry the load, chosen like a pin's."},
+    {.key = "center",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .variants = "box sphere",
+     .meaning = "Centre of the selecting shape."},
+    {.key = "half_extents",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0.05, 0.05, 0.05},
+     .range = Range::above(0),
+     .variants = "box",
+     .meaning = "Half side lengths of the box."},
+    {.key = "radius",
+     .unit = "m",
+     .number = 0.05,
+     .range = Range::above(0),
+     .variants = "sphere",
+     .meaning = "Radius of the sphere."},
+    {.key = "vertices",
+     .kind = FieldKind::kIntegerList,
+     .range = Range::closed(0, 2147483647.0),
+     .variants = "vertices",
+     .rule = "non-empty when shape is `vertices`",
+     .meaning = "Indices of the loaded nodes."},
+    {.key = "force",
+     .kind = FieldKind::kVec3,
+     .unit = "N",
+     .vec = {0, 0, 0},
+     .meaning = "Total force on the selected nodes, spread in proportion to their masses."},
+    {.key = "ramp",
+     .kind = FieldKind::kObjectList,
+     .object = "ramp",
+     .rule = "times strictly increasing",
+     .meaning = "Factor on the force over time; empty: 1."},
+};
+
+constexpr FieldSpec kPressureFields[] = {
+    {.key = "pressure",
+     .unit = "Pa",
+     .range = Range::any(),
+     .required = true,
+     .meaning = "Over-pressure of the gas inside a closed shell: force p dA along each node's "
+                "outward normal (negative: suction)."},
+    {.key = "ramp",
+     .kind = FieldKind::kObjectList,
+     .object = "ramp",
+     .rule = "times strictly increasing",
+     .meaning = "Factor on the pressure over time; empty: 1."},
 };
 
 constexpr FieldSpec kPinFields[] = {
@@ -325,6 +525,15 @@ constexpr FieldSpec kBodyFields[] = {
      .kind = FieldKind::kObjectList,
      .object = "pin",
      .meaning = "Nodes held fixed or moved along a path."},
+    {.key = "loads",
+     .kind = FieldKind::kObjectList,
+     .object = "load",
+     .meaning = "Forces on regions of the body, possibly ramped over time."},
+    {.key = "pressure",
+     .kind = FieldKind::kObject,
+     .object = "pressure",
+     .optional = true,
+     .meaning = "Gas pressure inside a closed shell (a balloon)."},
     {.key = "initial_velocity",
      .kind = FieldKind::kVec3,
      .unit = "m/s",
@@ -498,6 +707,22 @@ constexpr ObjectSpec kDiscreteShellSpec{
     kDiscreteShellFields};
 constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripted path.",
                               kPinFields, "shape"};
+constexpr ObjectSpec kPlasticitySpec{
+    "plasticity", "Plastic flow of the fiber rest state (wicke2005 section 7.1, 7.4).",
+    kPlasticityFields};
+constexpr ObjectSpec kFractureSpec{
+    "fracture", "Fiber breaking and crack planes (wicke2005 section 7.2).", kFractureFields};
+constexpr ObjectSpec kRegionSpec{"region",
+                                 "A part of a fiber body with its own stiffness or fracture "
+                                 "thresholds (wicke2005 sections 7.2, 7.3).",
+                                 kRegionFields, "shape"};
+constexpr ObjectSpec kAnisotropySpec{"anisotropy",
+                                     "Direction-dependent fiber stiffness (wicke2005 section 7.3).",
+                                     kAnisotropyFields};
+constexpr ObjectSpec kLoadSpec{"load", "A force on a region of a body.", kLoadFields, "shape"};
+constexpr ObjectSpec kPressureSpec{"pressure", "Gas pressure inside a closed shell.",
+                                   kPressureFields};
+constexpr ObjectSpec kRampSpec{"ramp", "One key of a factor ramped over time.", kRampFields};
 constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
                                kTimeFields};
 constexpr ObjectSpec kOutputSpec{"output", "Frame files.", kOutputFields};
@@ -507,9 +732,10 @@ constexpr ObjectSpec kCameraSpec{"camera", "A pinhole camera for rendered previe
 
 // Document order: top-down, as a reader meets them in a file.
 constexpr const ObjectSpec* kAllSpecs[] = {
-    &kSceneSpec, &kBodySpec,          &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec,
-    &kFiberSpec, &kDiscreteShellSpec, &kPinSpec,       &kObstacleSpec,  &kKeyframeSpec,
-    &kTimeSpec,  &kOutputSpec,        &kCameraSpec};
+    &kSceneSpec,         &kBodySpec,       &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec,
+    &kFiberSpec,         &kPlasticitySpec, &kFractureSpec,  &kRegionSpec,    &kAnisotropySpec,
+    &kDiscreteShellSpec, &kPinSpec,        &kLoadSpec,      &kPressureSpec,  &kRampSpec,
+    &kObstacleSpec,      &kKeyframeSpec,   &kTimeSpec,      &kOutputSpec,    &kCameraSpec};
 
 // The scene of `shellsim run` without a scene file; scenes/default.json holds the same.
 constexpr std::string_view kDefaultSceneJson = R"({
@@ -775,6 +1001,43 @@ MaterialDef readMaterial(ObjectReader& r) {
   return m;
 }
 
+std::vector<RampKey> readRamp(ObjectReader& parent, Problems& problems) {
+  std::vector<RampKey> ramp;
+  std::optional<double> previous;
+  for (const auto& element : parent.objectList("ramp")) {
+    ObjectReader r(element.value, element.path, kRampSpec, problems);
+    RampKey key;
+    const std::optional<double> time = r.tryNumber("time");
+    key.value = r.tryNumber("value").value_or(1.0);
+    r.finish();
+    if (time) {
+      key.time = *time;
+      if (previous && !(*time > *previous)) {
+        problems.add(r.pathOf("time"), *r.find("time"),
+                     "must be greater than the previous key's time (" +
+                         json_fields::formatNumber(*previous) + ")");
+      }
+      previous = time;
+    }
+    ramp.push_back(key);
+  }
+  return ramp;
+}
+
+FiberRegionDef readRegion(const ObjectReader::Element& element, Problems& problems) {
+  ObjectReader r(element.value, element.path, kRegionSpec, problems);
+  FiberRegionDef region;
+  const std::string shape = r.choice("shape");
+  region.shape = toEnum(shape, kPinShapes, PinShape::kBox);
+  region.center = r.vec3("center");
+  region.halfExtents = r.vec3("half_extents");
+  region.radius = r.number("radius");
+  region.stiffnessScale = r.number("stiffness_scale");
+  region.fractureScale = r.number("fracture_scale");
+  r.finish(shape);
+  return region;
+}
+
 FiberDef readFiber(ObjectReader& r, Problems& problems) {
   FiberDef f;
   f.nodeCount = r.integer("node_count");
@@ -786,6 +1049,42 @@ FiberDef readFiber(ObjectReader& r, Problems& problems) {
   f.arcLengthSamples = r.integer("arc_length_samples");
   f.stretchStiffness = r.tryNumber("stretch_stiffness");
   f.bendStiffness = r.tryNumber("bend_stiffness");
+  if (r.has("plasticity")) {
+    ObjectReader pr = r.object("plasticity", kPlasticitySpec);
+    FiberPlasticityDef p;
+    p.yieldStrain = pr.number("yield_strain");
+    p.yieldAngle = pr.number("yield_angle");
+    p.stretchCreep = pr.number("stretch_creep");
+    p.bendCreep = pr.number("bend_creep");
+    p.weakening = pr.number("weakening");
+    pr.finish();
+    f.plasticity = p;
+  }
+  if (r.has("fracture")) {
+    ObjectReader fr = r.object("fracture", kFractureSpec);
+    FiberFractureDef d;
+    d.stretchLimit = fr.number("stretch_limit");
+    d.bendLimit = fr.number("bend_limit");
+    d.brokenRatio = fr.number("broken_ratio");
+    d.cooldownSteps = fr.integer("cooldown_steps");
+    fr.finish();
+    f.fracture = d;
+  }
+  for (const auto& region : r.objectList("regions")) {
+    f.regions.push_back(readRegion(region, problems));
+  }
+  if (r.has("anisotropy")) {
+    ObjectReader ar = r.object("anisotropy", kAnisotropySpec);
+    FiberAnisotropyDef a;
+    a.axis = ar.vec3("axis");
+    a.ratio = ar.number("ratio");
+    if (a.axis[0] == 0 && a.axis[1] == 0 && a.axis[2] == 0 && ar.has("axis")) {
+      problems.add(ar.pathOf("axis"), *ar.find("axis"), "must not be zero");
+    }
+    ar.finish();
+    f.anisotropy = a;
+  }
+  f.highResolutionSurface = r.choice("high_resolution_surface") == "on";
   r.finish();
   return f;
 }
@@ -903,6 +1202,32 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     dr.finish();
   }
   for (const auto& pin : r.objectList("pins")) body.pins.push_back(readPin(pin, problems));
+  for (const auto& loadElement : r.objectList("loads")) {
+    ObjectReader lr(loadElement.value, loadElement.path, kLoadSpec, problems);
+    LoadDef load;
+    const std::string shape = lr.choice("shape");
+    load.select.shape = toEnum(shape, kPinShapes, PinShape::kBox);
+    load.select.center = lr.vec3("center");
+    load.select.halfExtents = lr.vec3("half_extents");
+    load.select.radius = lr.number("radius");
+    load.select.vertices = lr.integerList("vertices");
+    if (shape == "vertices" && (!lr.has("vertices") || (lr.find("vertices")->is_array() &&
+                                                        lr.find("vertices")->empty()))) {
+      problems.add(lr.pathOf("vertices"), "must list at least one vertex when shape is 'vertices'");
+    }
+    load.force = lr.vec3("force");
+    load.ramp = readRamp(lr, problems);
+    lr.finish(shape);
+    body.loads.push_back(std::move(load));
+  }
+  if (r.has("pressure")) {
+    ObjectReader pr = r.object("pressure", kPressureSpec);
+    PressureDef pressure;
+    pressure.pressure = pr.tryNumber("pressure").value_or(0.0);
+    pressure.ramp = readRamp(pr, problems);
+    pr.finish();
+    body.pressure = std::move(pressure);
+  }
   body.initialVelocity = r.vec3("initial_velocity");
   r.finish();
   return body;

@@ -6,6 +6,7 @@
 
 #include <Eigen/SparseCore>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,20 @@ struct EnergyParts {
   double stretching = 0;
   double bending = 0;
   [[nodiscard]] double total() const { return stretching + bending; }
+};
+
+// What one inelastic update (plasticity, fracture) changed.
+struct InelasticReport {
+  int64_t yieldingElements = 0;  // elements whose rest state flowed this step
+  int64_t brokenElements = 0;    // elements that broke this step
+  int32_t cracks = 0;            // crack planes formed this step (each changes the topology)
+};
+
+// A model's evolving state (plastic rest values, broken elements, cracks), saved at the
+// start of a frame so that a frame recomputed with a smaller step starts from it again.
+class ModelState {
+ public:
+  virtual ~ModelState() = default;
 };
 
 class Model {
@@ -58,6 +73,32 @@ class Model {
 
   // The surface to write as a frame for positions x (shares the model's topology).
   [[nodiscard]] virtual Geometry surface(std::span<const double> x) const = 0;
+
+  // Plasticity and fracture after an accepted step of length dt that ended at positions x
+  // (DESIGN.md: "forces -> integrate -> contact -> accept? -> plasticity -> fracture").
+  // Elastic models change nothing.
+  virtual InelasticReport updateInelastic(std::span<const double> x, double dt) {
+    (void)x;
+    (void)dt;
+    return {};
+  }
+  // Bumped whenever the elements change (fracture): caches keyed on the sparsity pattern or
+  // the element count must be rebuilt.
+  [[nodiscard]] virtual uint64_t topologyVersion() const { return 0; }
+  [[nodiscard]] virtual std::unique_ptr<ModelState> saveState() const { return nullptr; }
+  virtual void restoreState(const ModelState* state) { (void)state; }
+
+  // Connected piece of every node, (nNodes), labels 0.. numbered by smallest node; empty if
+  // the model does not track pieces (then it is one piece).
+  [[nodiscard]] virtual std::vector<int32_t> nodePieces() const { return {}; }
+
+  // Outward area vectors at x, (nNodes, 3), m^2: the area a node represents times its unit
+  // normal, for pressure loads. Returns false if the model has none.
+  virtual bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const {
+    (void)x;
+    (void)out;
+    return false;
+  }
 };
 
 }  // namespace shellsim

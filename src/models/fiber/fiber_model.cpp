@@ -69,15 +69,43 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
     }
   }
 
+  const auto checkScale = [&](const std::vector<double>& scale, const char* what) {
+    if (!scale.empty() && scale.size() != n) {
+      throw InputError(std::string("fiber model: ") + what + " must have one value per node");
+    }
+    for (size_t i = 0; i < scale.size(); ++i) {
+      if (!std::isfinite(scale[i]) || !(scale[i] > 0)) {
+        throw InputError(nodeMessage(i, std::string(what) + " must be > 0"));
+      }
+    }
+  };
+  checkScale(params.nodeStiffnessScale, "stiffness scale");
+  checkScale(params.nodeFractureScale, "fracture scale");
+  if (params.anisotropy) {
+    const Vec3 axis(params.anisotropy->axis[0], params.anisotropy->axis[1],
+                    params.anisotropy->axis[2]);
+    if (!axis.allFinite() || !(axis.norm() > 0) || !(params.anisotropy->ratio > 0)) {
+      throw InputError("fiber model: anisotropy needs a non-zero axis and a ratio > 0");
+    }
+  }
+
+  material_ = material;
+  params_ = params;
+  areas_ = nodes.areas;
   restPositions_ = nodes.positions;
   restNormals_.resize(3 * n);
   for (size_t i = 0; i < n; ++i) setRow(restNormals_, i, row(nodes.normals, i).normalized());
+  crackAtNode_.assign(n, 0);
+  buildTopology(warnings);
+}
 
+void FiberModel::buildTopology(std::vector<std::string>* warnings) {
+  const auto n = restPositions_.size() / 3;
   FiberNetworkParams netParams;
-  netParams.neighbourCount = params.neighbourCount;
-  netParams.samples = params.samples;
-  network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings);
-  buildNormalPatches();
+  netParams.neighbourCount = params_.neighbourCount;
+  netParams.samples = params_.samples;
+  network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings, cracks_);
+  buildNormalPatches(!cracks_.empty());
   // Rest angles with the normals the energy uses, so that the rest state is force free.
   const std::vector<double> restFrameNormals = referenceNormals(restPositions_);
   for (size_t j = 0; j < n; ++j) {
@@ -97,17 +125,35 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   bendK_.resize(n);
   restArea_.resize(n);
   restMeanAngle_.resize(n);
-  const double e = material.youngModulus;
-  const double nu = material.poisson;
-  const double h = material.thickness;
+  const double e = material_.youngModulus;
+  const double nu = material_.poisson;
+  const double h = material_.thickness;
   const double flexural = e * h * h * h / (12.0 * (1.0 - nu * nu));  // D, N m
   const std::optional<double> rawStretch =
-      params.stretchStiffness ? params.stretchStiffness : material.stiffness;
+      params_.stretchStiffness ? params_.stretchStiffness : material_.stiffness;
   meanAngleWeight_ = std::clamp((3.0 * nu - 1.0) / 2.0, 0.0, 1.0);
-  fiberBendWeight_.assign(static_cast<size_t>(network_.fiberCount()), 0.0);
+  const auto fiberCount = static_cast<size_t>(network_.fiberCount());
+  fiberBendWeight_.assign(fiberCount, 0.0);
+  fiberStretchWeight_.clear();
+  if (params_.anisotropy && params_.anisotropy->ratio != 1.0) {
+    // s_k = 1 + (ratio - 1) cos^2 phi_k, phi_k between the rest chord and the axis.
+    const Vec3 axis =
+        Vec3(params_.anisotropy->axis[0], params_.anisotropy->axis[1], params_.anisotropy->axis[2])
+            .normalized();
+    fiberStretchWeight_.resize(fiberCount);
+    for (size_t f = 0; f < fiberCount; ++f) {
+      const Vec3 chord = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * f + 2])) -
+                         row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * f]));
+      const double cosine = chord.dot(axis) / chord.norm();
+      fiberStretchWeight_[f] = 1.0 + (params_.anisotropy->ratio - 1.0) * cosine * cosine;
+    }
+  }
+  const auto directionWeight = [&](size_t f) {
+    return fiberStretchWeight_.empty() ? 1.0 : fiberStretchWeight_[f];
+  };
   for (size_t j = 0; j < n; ++j) {
-    const double area = nodes.areas[j];
-    mass_[j] = material.density * h * area;
+    const double area = areas_[j];
+    mass_[j] = material_.density * h * area;
     const Vec3 normal = row(restFrameNormals, j);
     const Vec3 tangent1 = normal.unitOrthogonal();
     const Vec3 tangent2 = normal.cross(tangent1);
@@ -123,7 +169,7 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
       const double length = network_.restLength[fi];
       const double fiberArea = kPi / 4 * length * length;
       sumArea += fiberArea;
-      sumArea2 += fiberArea * fiberArea;
+      sumArea2 += directionWeight(fi) * fiberArea * fiberArea;
       sumAngle += network_.restAngle[fi];
       const Vec3 end1 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi]));
       const Vec3 end2 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + 2]));
@@ -176,18 +222,35 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
         const double fiberTrace = fxx + fyy;
         const double weight =
             std::abs(fiberTrace) > 1e-12 * std::abs(trace) ? trace / fiberTrace : 0.0;
-        fiberBendWeight_[fi] = weight * weight;
+        fiberBendWeight_[fi] = directionWeight(fi) * weight * weight;
         sumFiberDirectional +=
-            weight * weight *
+            fiberBendWeight_[fi] *
             (fiberTrace * fiberTrace / 4.0 + ((fxx - fyy) * (fxx - fyy) + 4.0 * fxy * fxy) / 8.0);
       }
     }
     const double directional =
         meanAngleWeight_ * (trace * trace / 4.0 + (trace * trace - 4.0 * det) / 8.0) +
         (1.0 - meanAngleWeight_) * sumFiberDirectional * invCount;
-    bendK_[j] = params.bendStiffness
-                    ? *params.bendStiffness
+    bendK_[j] = params_.bendStiffness
+                    ? *params_.bendStiffness
                     : (directional > 0 ? flexural * area / (directional * restArea_[j]) : 0.0);
+    if (!params_.nodeStiffnessScale.empty()) {
+      stretchK_[j] *= params_.nodeStiffnessScale[j];
+      bendK_[j] *= params_.nodeStiffnessScale[j];
+    }
+  }
+
+  // Fresh inelastic state; formCrack() carries the old one over.
+  plasticLength_.assign(fiberCount, 0.0);
+  plasticAngle_.assign(fiberCount, 0.0);
+  breakUrgency_.assign(fiberCount, 0.0);
+  bendLimit_.assign(fiberCount, std::numeric_limits<double>::infinity());
+  if (params_.fracture) {
+    for (size_t f = 0; f < fiberCount; ++f) {
+      const auto centre = static_cast<size_t>(network_.fiberNodes[3 * f + 1]);
+      bendLimit_[f] = params_.fracture->bendLimit *
+                      (params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[centre]);
+    }
   }
 
   fiberGradient_.resize(6 * static_cast<size_t>(network_.fiberCount()));
@@ -196,7 +259,7 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   nodeBend_.resize(n);
 }
 
-void FiberModel::buildNormalPatches() {
+void FiberModel::buildNormalPatches(bool dropDegenerate) {
   const auto n = static_cast<size_t>(network_.nodeCount);
   // "Shares a fiber" neighbours of a node, for growing degenerate patches by rings.
   const auto addRing = [&](std::vector<int32_t>& patch) {
@@ -270,6 +333,13 @@ void FiberModel::buildNormalPatches() {
       });
   for (size_t j = 0; j < n; ++j) {
     if (collinear[j] != 0 && network_.fibersAt(static_cast<int32_t>(j)) > 0) {
+      if (dropDegenerate) {
+        // Next to a crack: no plane orients this node's fibers any more; they leave.
+        for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+          network_.flags[static_cast<size_t>(f)] = 0;
+        }
+        continue;
+      }
       throw InputError(nodeMessage(
           j,
           "its neighbourhood is (nearly) collinear, so no normal orients its fibers; a fiber "
@@ -349,6 +419,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
   const int samples = samples_;
   const std::vector<int32_t>& fiberNodes = network_.fiberNodes;
   const std::vector<int32_t>& offsets = network_.centreOffsets;
+  const bool anisotropic = !fiberStretchWeight_.empty();
 
   // Pass 1: per centre node.
   tbb::parallel_for(
@@ -389,7 +460,8 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
                 kPi / 4 * (length[local] * length[local] - restLength * restLength);
             ++count;
             sumArea += kPi / 4 * length[local] * length[local];
-            sumAreaChange2 += areaChange * areaChange;
+            sumAreaChange2 +=
+                (anisotropic ? fiberStretchWeight_[f] : 1.0) * areaChange * areaChange;
             sumAngle += angle[local];
             const double angleChange = angle[local] - network_.restAngle[f];
             sumAngleChange2 += fiberBendWeight_[f] * angleChange * angleChange;
@@ -424,7 +496,9 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
             const double areaChange =
                 kPi / 4 * (length[local] * length[local] - restLength * restLength);
             const double dEdLength =
-                stretchK_[j] * invCount * (areaError + areaChange) * (kPi / 2) * length[local];
+                stretchK_[j] * invCount *
+                (areaError + (anisotropic ? fiberStretchWeight_[f] : 1.0) * areaChange) *
+                (kPi / 2) * length[local];
             // dE_b/dtheta_k = K_b A_j0 / n [alpha (H_j - H_j0) + (1 - alpha)(theta_k - theta_k0)]
             const double dEdAngle =
                 bendScale * (alpha * angleError + (1.0 - alpha) * fiberBendWeight_[f] *
@@ -548,7 +622,7 @@ bool FiberModel::addHessian(std::span<const double> x,
       }
     }
     struct FiberTerms {
-      double length, angle, restLength, restAngle, bendWeight;
+      double length, angle, restLength, restAngle, bendWeight, stretchWeight;
       Vec3 lengthGrad[3], angleGrad[3], angleNormal;
       fiber::Mat9 lengthHess, angleHess;  // angleHess over (e, q, N)
       fiber::Reduced z;
@@ -568,6 +642,7 @@ bool FiberModel::addHessian(std::span<const double> x,
       t.restLength = network_.restLength[f];
       t.restAngle = network_.restAngle[f];
       t.bendWeight = fiberBendWeight_[f];
+      t.stretchWeight = fiberStretchWeight_.empty() ? 1.0 : fiberStretchWeight_[f];
       t.length = fiber::fiberArcLength(xs, samples_, t.lengthGrad, &t.lengthHess);
       t.z = fiber::reduce(xs[0], xs[1], xs[2]);
       Vec3 ge, gq;
@@ -597,7 +672,7 @@ bool FiberModel::addHessian(std::span<const double> x,
           kb / count *
           (alpha * angleError + (1.0 - alpha) * t.bendWeight * (t.angle - t.restAngle));
       const double areaChange = kPi / 4 * (t.length * t.length - t.restLength * t.restLength);
-      const double sigma = ks / count * (areaError + areaChange);
+      const double sigma = ks / count * (areaError + t.stretchWeight * areaChange);
       const double dEdLength = sigma * kPi / 2 * t.length;
       Eigen::VectorXd u = Eigen::VectorXd::Zero(dim), w = Eigen::VectorXd::Zero(dim);
       for (int s = 0; s < 3; ++s) {
@@ -608,8 +683,9 @@ bool FiberModel::addHessian(std::span<const double> x,
       sumU += t.length * u;
       sumW += w;
       h += (1.0 - alpha) * kb / count * t.bendWeight * w * w.transpose();
-      h += (ks * (kPi / 2) * (kPi / 2) * t.length * t.length / count + sigma * kPi / 2) * u *
-           u.transpose();
+      h += (ks * (kPi / 2) * (kPi / 2) * t.stretchWeight * t.length * t.length / count +
+            sigma * kPi / 2) *
+           u * u.transpose();
       const fiber::Mat9 own =
           dEdLength * t.lengthHess +
           dEdAngle * fiber::expandReducedHessian(t.angleHess.topLeftCorner<6, 6>());
@@ -756,6 +832,299 @@ Geometry FiberModel::surface(std::span<const double> x) const {
   return g;
 }
 
+void FiberModel::refreshRestMeans(size_t node) {
+  int count = 0;
+  double sumArea = 0, sumAngle = 0;
+  for (int32_t f = network_.centreOffsets[node]; f < network_.centreOffsets[node + 1]; ++f) {
+    const auto fi = static_cast<size_t>(f);
+    if ((network_.flags[fi] & kFiberActive) == 0) continue;
+    ++count;
+    sumArea += kPi / 4 * network_.restLength[fi] * network_.restLength[fi];
+    sumAngle += network_.restAngle[fi];
+  }
+  restArea_[node] = count > 0 ? sumArea / count : 0.0;
+  restMeanAngle_[node] = count > 0 ? sumAngle / count : 0.0;
+}
+
+InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt) {
+  InelasticReport report;
+  if (!params_.plasticity && !params_.fracture) return report;
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  std::vector<int64_t> yielding(n, 0), broken(n, 0);
+  const FiberPlasticityDef* plastic = params_.plasticity ? &*params_.plasticity : nullptr;
+  const FiberFractureDef* fracture = params_.fracture ? &*params_.fracture : nullptr;
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t j = r.begin(); j != r.end(); ++j) {
+          const auto begin = static_cast<size_t>(network_.centreOffsets[j]);
+          const auto end = static_cast<size_t>(network_.centreOffsets[j + 1]);
+          if (begin == end) continue;
+          const Vec3 normal = patchFrame(x, j).normal;
+          const Vec3 centre = row(x, j);
+          const double fractureScale =
+              params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[j];
+          bool changed = false;
+          for (size_t f = begin; f < end; ++f) {
+            if ((network_.flags[f] & kFiberActive) == 0) continue;
+            const fiber::Reduced z =
+                fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * f])), centre,
+                              row(x, static_cast<size_t>(network_.fiberNodes[3 * f + 2])));
+            const double length = fiber::arcLength(z, samples_);
+            const double angle = fiber::tangentAngle(z, normal);
+            double& restLength = network_.restLength[f];
+            double& restAngle = network_.restAngle[f];
+            if (plastic != nullptr) {
+              // eq. (23)-(26), (29)
+              if (std::abs(length - restLength) > plastic->yieldStrain * restLength) {
+                const double flow =
+                    std::min(plastic->stretchCreep * dt, 1.0) * (length - restLength);
+                plasticLength_[f] += flow;
+                restLength += flow;
+                changed = true;
+                ++yielding[j];
+              }
+              if (std::abs(angle - restAngle) > plastic->yieldAngle) {
+                const double flow = std::min(plastic->bendCreep * dt, 1.0) * (angle - restAngle);
+                plasticAngle_[f] += flow;
+                restAngle += flow;
+                bendLimit_[f] -= plastic->weakening * bendLimit_[f] * std::abs(flow);
+                bendLimit_[f] = std::max(bendLimit_[f], 0.0);
+                changed = true;
+                if (!(std::abs(length - restLength) > plastic->yieldStrain * restLength)) {
+                  ++yielding[j];
+                }
+              }
+            }
+            if (fracture != nullptr) {
+              // eq. (27), (28)
+              const double stretchLimit = 1.0 + fractureScale * (fracture->stretchLimit - 1.0);
+              const double urgency = std::max((length / restLength) / stretchLimit,
+                                              std::abs(angle - restAngle) / bendLimit_[f]);
+              if (urgency > 1.0) {
+                network_.flags[f] = kFiberBroken;
+                breakUrgency_[f] = urgency;
+                changed = true;
+                ++broken[j];
+              }
+            }
+          }
+          if (changed) refreshRestMeans(j);
+        }
+      });
+  for (size_t j = 0; j < n; ++j) {
+    report.yieldingElements += yielding[j];
+    report.brokenElements += broken[j];
+  }
+  if (fracture != nullptr) {
+    if (cooldown_ > 0) {
+      --cooldown_;
+    } else if (formCrack(x)) {
+      report.cracks = 1;
+      cooldown_ = fracture->cooldownSteps;
+    }
+  }
+  return report;
+}
+
+bool FiberModel::formCrack(std::span<const double> x) {
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  const double ratio = params_.fracture->brokenRatio;
+  int64_t best = -1;
+  double bestUrgency = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (crackAtNode_[j] != 0) continue;
+    int total = 0, brokenCount = 0;
+    int64_t nodeBest = -1;
+    for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+      const uint8_t flags = network_.flags[static_cast<size_t>(f)];
+      if ((flags & (kFiberActive | kFiberBroken)) == 0) continue;  // dropped at a rebuild
+      ++total;
+      if ((flags & kFiberBroken) == 0) continue;
+      ++brokenCount;
+      if (nodeBest < 0 ||
+          breakUrgency_[static_cast<size_t>(f)] > breakUrgency_[static_cast<size_t>(nodeBest)]) {
+        nodeBest = f;
+      }
+    }
+    if (total == 0 || brokenCount < ratio * total) continue;
+    if (best < 0 || breakUrgency_[static_cast<size_t>(nodeBest)] > bestUrgency) {
+      best = nodeBest;
+      bestUrgency = breakUrgency_[static_cast<size_t>(nodeBest)];
+    }
+  }
+  if (best < 0) return false;
+
+  // The disc (header comment), in the rest configuration.
+  const auto fiber = static_cast<size_t>(best);
+  const auto node = static_cast<size_t>(network_.fiberNodes[3 * fiber + 1]);
+  const Vec3 centre = row(restPositions_, node);
+  const Vec3 end1 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fiber]));
+  const Vec3 end2 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2]));
+  const Vec3 surfaceNormal = patchFrame(restPositions_, node).normal;
+  Vec3 tangent = 0.5 * (end2 - end1);
+  const Vec3 inPlane = tangent - tangent.dot(surfaceNormal) * surfaceNormal;
+  if (inPlane.norm() > 1e-3 * tangent.norm()) tangent = inPlane;
+  double radius = 0;
+  int legs = 0;
+  for (int32_t f = network_.centreOffsets[node]; f < network_.centreOffsets[node + 1]; ++f) {
+    for (const size_t slot : {size_t{0}, size_t{2}}) {
+      radius += (row(restPositions_,
+                     static_cast<size_t>(network_.fiberNodes[3 * static_cast<size_t>(f) + slot])) -
+                 centre)
+                    .norm();
+      ++legs;
+    }
+  }
+  // The disc sits halfway along the more stretched leg (now, at x): the node stays with
+  // its intact side and the plane runs through the gap that opened. (Through the node
+  // itself, the node would join an arbitrary side, and the next crack across the same gap
+  // would isolate it between two planes.)
+  const Vec3 now = row(x, node);
+  const double stretch1 =
+      (row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber])) - now).norm() /
+      (end1 - centre).norm();
+  const double stretch2 =
+      (row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2])) - now).norm() /
+      (end2 - centre).norm();
+  const Vec3 gapEnd = stretch2 > stretch1 ? end2 : end1;
+  CrackDisc disc;
+  disc.centre = centre + 0.5 * (gapEnd - centre).dot(tangent.normalized()) * tangent.normalized();
+  disc.normal = tangent.normalized();
+  disc.radius = radius / legs;
+  cracks_.push_back(disc);
+  crackAtNode_[node] = 1;
+
+  // Rebuild, then carry the state of every fiber that survives (same centre and ends).
+  const FiberNetwork old = network_;
+  const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
+                            oldBendLimit = bendLimit_, oldUrgency = breakUrgency_;
+  buildTopology(nullptr);
+  const auto fiberCount = static_cast<size_t>(network_.fiberCount());
+  for (size_t f = 0; f < fiberCount; ++f) {
+    const int32_t c = network_.fiberNodes[3 * f + 1];
+    const int32_t a = network_.fiberNodes[3 * f];
+    const int32_t b = network_.fiberNodes[3 * f + 2];
+    size_t lo = static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c)]);
+    size_t hi = static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c) + 1]);
+    while (lo < hi) {  // old fibers of c are sorted by (first end, second end)
+      const size_t mid = (lo + hi) / 2;
+      const std::pair<int32_t, int32_t> key{old.fiberNodes[3 * mid], old.fiberNodes[3 * mid + 2]};
+      if (key < std::pair<int32_t, int32_t>{a, b}) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    const bool found = lo < static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c) + 1]) &&
+                       old.fiberNodes[3 * lo] == a && old.fiberNodes[3 * lo + 2] == b;
+    if (!found) continue;
+    plasticLength_[f] = oldPlasticLength[lo];
+    plasticAngle_[f] = oldPlasticAngle[lo];
+    bendLimit_[f] = oldBendLimit[lo];
+    breakUrgency_[f] = oldUrgency[lo];
+    if ((old.flags[lo] & kFiberBroken) != 0 && (network_.flags[f] & kFiberActive) != 0) {
+      network_.flags[f] = kFiberBroken;
+    }
+    network_.restLength[f] += plasticLength_[f];
+    network_.restAngle[f] += plasticAngle_[f];
+  }
+  for (size_t j = 0; j < n; ++j) refreshRestMeans(j);
+  ++topologyVersion_;
+  return true;
+}
+
+namespace {
+struct FiberModelState : ModelState {
+  std::vector<CrackDisc> cracks;
+  std::vector<uint8_t> crackAtNode, flags;
+  std::vector<double> restLength, restAngle, plasticLength, plasticAngle, bendLimit, urgency,
+      restArea, restMeanAngle;
+  int32_t cooldown = 0;
+};
+}  // namespace
+
+std::unique_ptr<ModelState> FiberModel::saveState() const {
+  if (!params_.plasticity && !params_.fracture) return nullptr;
+  auto state = std::make_unique<FiberModelState>();
+  state->cracks = cracks_;
+  state->crackAtNode = crackAtNode_;
+  state->flags = network_.flags;
+  state->restLength = network_.restLength;
+  state->restAngle = network_.restAngle;
+  state->plasticLength = plasticLength_;
+  state->plasticAngle = plasticAngle_;
+  state->bendLimit = bendLimit_;
+  state->urgency = breakUrgency_;
+  state->restArea = restArea_;
+  state->restMeanAngle = restMeanAngle_;
+  state->cooldown = cooldown_;
+  return state;
+}
+
+void FiberModel::restoreState(const ModelState* state) {
+  const auto* saved = dynamic_cast<const FiberModelState*>(state);
+  if (saved == nullptr) return;
+  if (saved->cracks.size() != cracks_.size()) {
+    cracks_ = saved->cracks;
+    buildTopology(nullptr);  // the network is a function of the cracks
+    ++topologyVersion_;
+  }
+  crackAtNode_ = saved->crackAtNode;
+  network_.flags = saved->flags;
+  network_.restLength = saved->restLength;
+  network_.restAngle = saved->restAngle;
+  plasticLength_ = saved->plasticLength;
+  plasticAngle_ = saved->plasticAngle;
+  bendLimit_ = saved->bendLimit;
+  breakUrgency_ = saved->urgency;
+  restArea_ = saved->restArea;
+  restMeanAngle_ = saved->restMeanAngle;
+  cooldown_ = saved->cooldown;
+}
+
+std::vector<int32_t> FiberModel::nodePieces() const {
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  std::vector<int32_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = static_cast<int32_t>(i);
+  const auto find = [&](int32_t i) {
+    while (parent[static_cast<size_t>(i)] != i) {
+      parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
+      i = parent[static_cast<size_t>(i)];
+    }
+    return i;
+  };
+  const auto unite = [&](int32_t a, int32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+  };
+  for (size_t f = 0; f < network_.flags.size(); ++f) {
+    if ((network_.flags[f] & kFiberActive) == 0) continue;
+    unite(network_.fiberNodes[3 * f], network_.fiberNodes[3 * f + 1]);
+    unite(network_.fiberNodes[3 * f + 1], network_.fiberNodes[3 * f + 2]);
+  }
+  std::vector<int32_t> label(n, -1), pieces(n);
+  int32_t next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto root = static_cast<size_t>(find(static_cast<int32_t>(i)));
+    if (label[root] < 0) label[root] = next++;
+    pieces[i] = label[root];
+  }
+  return pieces;
+}
+
+bool FiberModel::nodeAreaVectors(std::span<const double> x, std::span<double> out) const {
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, kNodeGrain),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      for (size_t j = r.begin(); j != r.end(); ++j) {
+                        const PatchFrame frame = patchFrame(x, j);
+                        setRow(out, j, areas_[j] * frame.length * frame.normal);
+                      }
+                    });
+  return true;
+}
+
 size_t FiberModel::memoryBytes() const {
   const auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   return bytes(network_.fiberNodes) + bytes(network_.centreOffsets) + bytes(network_.restLength) +
@@ -764,7 +1133,9 @@ size_t FiberModel::memoryBytes() const {
          bytes(bendK_) + bytes(restArea_) + bytes(restMeanAngle_) + bytes(restPositions_) +
          bytes(restNormals_) + bytes(patchOffsets_) + bytes(patchNodes_) + bytes(patchWeights_) +
          bytes(memberOffsets_) + bytes(memberPatch_) + bytes(memberEntry_) + bytes(fiberGradient_) +
-         bytes(frameGradient_) + bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_);
+         bytes(frameGradient_) + bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_) +
+         bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
+         bytes(bendLimit_) + bytes(breakUrgency_) + bytes(areas_);
 }
 
 }  // namespace shellsim

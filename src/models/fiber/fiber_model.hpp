@@ -101,6 +101,43 @@
 // and for the Hessian, with dv/df = [-[f2]x, [f1]x] and u = N_j:
 //     d2(g.N)/dv2 = -(u g^T + g u^T + (g.u)(I - 3 u u^T)) / |v|^2,
 //     d2(w.v)/df1 df2 = -[w]x  (w.(f1 x f2) = f1^T (-[w]x) f2).
+//
+// Inhomogeneity and anisotropy (section 7.3: "vary the stiffness constants of the individual
+// fibers according to position or direction"). A region's stiffness scale multiplies K_s,j
+// and K_b,j of the nodes inside. Anisotropy gives fiber k the factor
+//   s_k = 1 + (ratio - 1) cos^2 phi_k    (phi_k: angle between its rest chord p2 - p1 and the axis)
+// on its own terms, (A_k - A_k0)^2 in E_s and w_k^2 (theta_k - theta_k0)^2 in E_b; the mean
+// terms stay isotropic. The mapping (a), (b) includes s_k (M_j = A_j0^2 + (1/n) sum s_k A_k0^2,
+// w_k^2 -> s_k w_k^2 in c_j), so the direction-averaged stiffness is still the material's and
+// the axis is `ratio` times stiffer than the cross direction in the per-fiber terms. With
+// nu <= 1/3 (alpha = 0) bending is all per-fiber terms.
+//
+// Plasticity (section 7.1). The rest values are l0 = l_orig + l_plastic, theta0 = theta_orig +
+// theta_plastic (eq. (22)). After every accepted step, for each active fiber:
+//   |l - l0| > beta_l l0      =>  dl_plastic = min(eta_l dt, 1) (l - l0)          eq. (23), (25)
+//   |theta - theta0| > beta_t =>  dtheta_plastic = min(eta_t dt, 1) (theta - theta0)  (24), (26)
+//                                  gamma_theta -= alpha gamma_theta |dtheta_plastic|      eq. (29)
+// Deviations: the yield threshold of (23) is a strain (beta_l l0), not a length, so one value
+// fits every sampling density; the creep factor is capped at 1 so that a large eta dt cannot
+// overshoot past the current shape. A_j0 and H_j0 follow as the means of the fibers' new rest
+// values (A_k0 = pi/4 l0^2), so the new shape is force free; K_s,j, K_b,j keep their mapping.
+//
+// Fracture (section 7.2). A fiber whose urgency u = max((l / l0) / gamma_l, |theta - theta0| /
+// gamma_theta) (eq. (27), (28)) exceeds 1 breaks: it leaves the energy for good (a
+// microcrack); a region's fracture scale s gives gamma_l = 1 + s (gamma_l - 1), gamma_theta =
+// s gamma_theta. Once broken fibers make up `brokenRatio` of a node's fibers and the node has
+// no crack yet, it is a crack candidate; of all candidates the broken fiber with the largest
+// urgency (at its breaking) places the crack: a disc normal to the fiber's rest tangent at
+// the node (e = (p2 - p1)/2, projected into the tangent plane), with the mean rest distance
+// from the node to its fiber ends as radius. The paper centres it at the node; we shift it
+// along the normal halfway to the end of the fiber's more stretched leg (at the current
+// positions), i.e. into the gap that opened, so the node keeps its intact side. At most one crack per step,
+// then `cooldownSteps` steps without one. A crack rebuilds the network from the rest positions
+// with no neighbour pair across any disc (fiber_network.hpp), then the normal patches, the
+// rest angles and the stiffness mapping; each fiber that exists before and after (same
+// centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A node whose
+// patch degenerates (its remaining neighbours are collinear) loses its fibers instead of
+// failing the run. Pieces are the connected components of the nodes joined by active fibers.
 #pragma once
 
 #include <Eigen/Core>
@@ -111,6 +148,7 @@
 #include <vector>
 
 #include "core/assembler.hpp"
+#include "core/crack.hpp"
 #include "models/fiber/fiber_network.hpp"
 #include "models/model.hpp"
 #include "shellsim/scene.hpp"
@@ -127,8 +165,13 @@ struct FiberNodes {
 struct FiberParams {
   int neighbourCount = 8;  // k nearest neighbours of each node, [2, 32] (section 5)
   int samples = 4;         // arc-length samples per spline piece, [1, 16] (eq. (33))
-  std::optional<double> stretchStiffness;  // raw K_s for every node, N/m^3
-  std::optional<double> bendStiffness;     // raw K_b for every node, N/m
+  std::optional<double> stretchStiffness;        // raw K_s for every node, N/m^3
+  std::optional<double> bendStiffness;           // raw K_b for every node, N/m
+  std::optional<FiberPlasticityDef> plasticity;  // section 7.1; absent: elastic
+  std::optional<FiberFractureDef> fracture;      // section 7.2; absent: never breaks
+  std::optional<FiberAnisotropyDef> anisotropy;  // section 7.3
+  std::vector<double> nodeStiffnessScale;        // (nNodes) factor on K_s,j and K_b,j, or empty (1)
+  std::vector<double> nodeFractureScale;  // (nNodes) factor on gamma_l - 1, gamma_theta, or empty
 };
 
 class FiberModel : public Model {
@@ -155,6 +198,17 @@ class FiberModel : public Model {
   // area terms under stretch (computed once, then cached).
   [[nodiscard]] double stableTimeStep() const override;
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
+  InelasticReport updateInelastic(std::span<const double> x, double dt) override;
+  [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
+  [[nodiscard]] std::unique_ptr<ModelState> saveState() const override;
+  void restoreState(const ModelState* state) override;
+  [[nodiscard]] std::vector<int32_t> nodePieces() const override;
+  // a_j (f1 x f2): the node's area a_j scaled by its patch's area stretch |f1 x f2|, along N_j.
+  bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const override;
+  [[nodiscard]] std::span<const CrackDisc> cracks() const { return cracks_; }
+  // Plastic parts l_plastic, theta_plastic of every fiber, (nFibers) each.
+  [[nodiscard]] std::span<const double> plasticLength() const { return plasticLength_; }
+  [[nodiscard]] std::span<const double> plasticAngle() const { return plasticAngle_; }
 
   // Per-node energies E_s(j), E_b(j) (J) and mean angles H_j (rad), each (nNodes) or empty.
   void nodeValues(std::span<const double> x, std::span<double> stretching,
@@ -178,8 +232,16 @@ class FiberModel : public Model {
     double length;  // |f1 x f2|
   };
   PatchFrame patchFrame(std::span<const double> x, size_t node) const;
-  // Fills patchOffsets_ .. memberEntry_ from the network and the rest state.
-  void buildNormalPatches();
+  // Fills patchOffsets_ .. memberEntry_ from the network and the rest state. With
+  // `dropDegenerate` a node whose patch is collinear loses its fibers; otherwise that throws.
+  void buildNormalPatches(bool dropDegenerate);
+  // The network from the rest positions and cracks_, then the patches, rest angles and the
+  // stiffness mapping; per-fiber state is reset (l_plastic = 0, ...).
+  void buildTopology(std::vector<std::string>* warnings);
+  // A_j0 and H_j0 of node j from its active fibers' rest values.
+  void refreshRestMeans(size_t node);
+  // Forms a crack at the most urgent candidate, if any (see the header); true if it did.
+  bool formCrack(std::span<const double> x);
 
   // Pass 1 and 3 (and pass 2 if `gradient` is non-empty).
   EnergyParts evaluate(std::span<const double> x, std::span<double> gradient,
@@ -187,16 +249,29 @@ class FiberModel : public Model {
 
   int samples_ = 4;
   double meanAngleWeight_ = 1;  // alpha of E_b, from the Poisson ratio (see the header)
+  MaterialDef material_;
+  FiberParams params_;
+  std::vector<double> areas_;  // a_j, (nNodes), m^2
   FiberNetwork network_;
-  std::vector<int32_t> triangles_;       // (nTriangles, 3), output only
-  std::vector<double> mass_;             // (nNodes), kg
-  std::vector<double> stretchK_;         // K_s,j, (nNodes), N/m^3
-  std::vector<double> bendK_;            // K_b,j, (nNodes), N/m
-  std::vector<double> restArea_;         // A_j0, (nNodes), m^2
-  std::vector<double> restMeanAngle_;    // H_j0, (nNodes), rad
-  std::vector<double> fiberBendWeight_;  // w_k^2 of E_b, (nFibers), 1
-  std::vector<double> restPositions_;    // (nNodes, 3), m
-  std::vector<double> restNormals_;      // N_j0, (nNodes, 3), unit: the input normals
+  std::vector<int32_t> triangles_;          // (nTriangles, 3), output only
+  std::vector<double> mass_;                // (nNodes), kg
+  std::vector<double> stretchK_;            // K_s,j, (nNodes), N/m^3
+  std::vector<double> bendK_;               // K_b,j, (nNodes), N/m
+  std::vector<double> restArea_;            // A_j0, (nNodes), m^2
+  std::vector<double> restMeanAngle_;       // H_j0, (nNodes), rad
+  std::vector<double> fiberBendWeight_;     // s_k w_k^2 of E_b, (nFibers), 1
+  std::vector<double> fiberStretchWeight_;  // s_k of E_s, (nFibers), 1; empty when isotropic
+  // Inelastic state (see the header), (nFibers) each.
+  std::vector<double> plasticLength_;  // l_plastic, m
+  std::vector<double> plasticAngle_;   // theta_plastic, rad
+  std::vector<double> bendLimit_;      // gamma_theta, rad (eq. (29) lowers it)
+  std::vector<double> breakUrgency_;   // u of eq. (28) when the fiber broke, 0 if intact
+  std::vector<CrackDisc> cracks_;      // every crack so far, in order of formation
+  std::vector<uint8_t> crackAtNode_;   // (nNodes), 1 where a crack was placed
+  int32_t cooldown_ = 0;               // steps left before the next crack may form
+  uint64_t topologyVersion_ = 0;
+  std::vector<double> restPositions_;  // (nNodes, 3), m
+  std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals
   // Normal patches: node j's patch is patchNodes_[patchOffsets_[j] .. [j + 1]) (sorted),
   // with weights c_i = patchWeights_[2 e], [2 e + 1] for entry e; empty for a node whose
   // normal is never used (no fibers) and whose patch is degenerate.

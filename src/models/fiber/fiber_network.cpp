@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <sstream>
 #include <utility>
 
+#include "core/crack.hpp"
 #include "core/spatial.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "shellsim/errors.hpp"
@@ -28,8 +30,8 @@ struct EndPair {
 }  // namespace
 
 FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<const double> normals,
-                               const FiberNetworkParams& params,
-                               std::vector<std::string>* warnings) {
+                               const FiberNetworkParams& params, std::vector<std::string>* warnings,
+                               std::span<const CrackDisc> cracks) {
   const size_t n = positions.size() / 3;
   if (positions.size() % 3 != 0 || normals.size() != positions.size()) {
     throw InputError("fiber network: positions and normals must both have shape (nNodes, 3)");
@@ -62,7 +64,16 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   const size_t k = std::min(static_cast<size_t>(params.neighbourCount), n - 1);
   // Query a few more than k + 1 so that ties at the k-th distance are broken by index,
   // not by the kd-tree's traversal order.
-  const size_t query = std::min(k + 5, n);
+  // Next to a crack about half the nearest nodes lie across it and are skipped.
+  const size_t query = std::min(cracks.empty() ? k + 5 : 2 * k + 8, n);
+  double maxDiscRadius = 0;
+  std::vector<double> discCentres;  // (nCracks, 3)
+  for (const CrackDisc& disc : cracks) {
+    maxDiscRadius = std::max(maxDiscRadius, disc.radius);
+    discCentres.insert(discCentres.end(), disc.centre.data(), disc.centre.data() + 3);
+  }
+  std::optional<PointKdTree> discTree;
+  if (!cracks.empty()) discTree.emplace(discCentres);
   const double cosOpening = std::cos(params.minOpeningAngleDegrees * std::numbers::pi / 180.0);
 
   const PointKdTree tree(positions);
@@ -74,12 +85,27 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
         std::vector<uint32_t> found(query);
         std::vector<double> distances2(query);
         std::vector<std::pair<double, uint32_t>> sorted;
+        std::vector<uint32_t> discIndices;
+        std::vector<CrackDisc> nearDiscs;
         for (size_t c = r.begin(); c != r.end(); ++c) {
           const size_t count =
               tree.nearest(&positions[3 * c], query, found.data(), distances2.data());
+          nearDiscs.clear();
+          if (discTree && count > 0) {
+            // A disc can only cut a segment from c if its centre is within the segment's
+            // length plus the disc's radius of c.
+            const double reach = std::sqrt(distances2[count - 1]) + maxDiscRadius;
+            discTree->withinRadius(&positions[3 * c], reach, discIndices);
+            for (const uint32_t d : discIndices) nearDiscs.push_back(cracks[d]);
+          }
           sorted.clear();
+          const Vec3 centre = row(positions, c);
           for (size_t i = 0; i < count; ++i) {
             if (found[i] == c) continue;
+            if (!nearDiscs.empty() &&
+                separatedByCracks(centre, row(positions, found[i]), nearDiscs)) {
+              continue;
+            }
             sorted.emplace_back(distances2[i], found[i]);
           }
           std::sort(sorted.begin(), sorted.end());

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/assembler.hpp"
+#include "core/crack.hpp"
 
 namespace shellsim {
 
@@ -45,6 +46,7 @@ struct FiberNetworkParams {
 
 // Fiber flag bits.
 inline constexpr uint8_t kFiberActive = 1;  // counted in the energy (all fibers at creation)
+inline constexpr uint8_t kFiberBroken = 2;  // broke under load (wicke2005 sec. 7.2); not active
 
 struct FiberNetwork {
   int32_t nodeCount = 0;
@@ -64,11 +66,15 @@ struct FiberNetwork {
 };
 
 // Builds the network over positions (nNodes, 3) with unit normals (nNodes, 3) (they orient
-// the rest angles). Throws InputError naming the node for non-finite input, coincident
-// nodes or fewer than 3 nodes. Appends a warning for nodes with fewer than 2 fibers.
+// the rest angles). Nodes separated by a crack disc are never neighbours (wicke2005 sec.
+// 7.2: "only nodes that are not separated by a crack plane can be in the same
+// neighborhood"), so no fiber crosses a crack. Throws InputError naming the node for non-finite
+// input, coincident nodes or fewer than 3 nodes. Appends a warning for nodes with fewer than 2
+// fibers.
 [[nodiscard]] FiberNetwork buildFiberNetwork(std::span<const double> positions,
                                              std::span<const double> normals,
                                              const FiberNetworkParams& params,
-                                             std::vector<std::string>* warnings = nullptr);
+                                             std::vector<std::string>* warnings = nullptr,
+                                             std::span<const CrackDisc> cracks = {});
 
 }  // namespace shellsim

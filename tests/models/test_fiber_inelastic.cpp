@@ -1,0 +1,214 @@
+// Fiber model beyond elasticity (wicke2005 section 7): crack discs in the network,
+// anisotropic fibers, plastic flow of the rest state, save and restore of that state.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "core/crack.hpp"
+#include "models/fiber/fiber_model.hpp"
+#include "models/fiber/fiber_network.hpp"
+#include "models/fiber_test_nodes.hpp"
+#include "models/model_contract.hpp"
+
+namespace shellsim {
+namespace {
+
+using testing::gradientMatchesFiniteDifferences;
+using testing::gridSheet;
+using testing::perturbed;
+
+MaterialDef rubber() {
+  MaterialDef m;
+  m.youngModulus = 1e6;
+  m.poisson = 0.3;
+  m.thickness = 1e-3;
+  m.density = 1000;
+  return m;
+}
+
+Vec3 node(std::span<const double> x, int32_t i) {
+  return {x[3 * static_cast<size_t>(i)], x[3 * static_cast<size_t>(i) + 1],
+          x[3 * static_cast<size_t>(i) + 2]};
+}
+
+// x of a flat grid rolled onto a cylinder of curvature kappa whose axis is along `axis`
+// (0: the sheet curves in x, z = kappa x^2 / 2 about the centre; 1: in y).
+std::vector<double> rolled(const FiberNodes& nodes, double kappa, int curvedDirection) {
+  std::vector<double> x = nodes.positions;
+  double centre = 0;
+  const size_t n = x.size() / 3;
+  for (size_t i = 0; i < n; ++i) centre += x[3 * i + static_cast<size_t>(curvedDirection)];
+  centre /= static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double s = x[3 * i + static_cast<size_t>(curvedDirection)] - centre;
+    const double radius = 1.0 / kappa;
+    x[3 * i + static_cast<size_t>(curvedDirection)] = centre + radius * std::sin(s * kappa);
+    x[3 * i + 2] = radius * (1.0 - std::cos(s * kappa));
+  }
+  return x;
+}
+
+TEST(FiberCrack, NoFiberCrossesADiscAndFibersAwayFromItAreUnchanged) {
+  const double h = 0.05;
+  const FiberNodes nodes = gridSheet(11, 11, h);
+  FiberNetworkParams params;
+  const FiberNetwork intact = buildFiberNetwork(nodes.positions, nodes.normals, params);
+  CrackDisc disc;
+  disc.centre = node(nodes.positions, 5 * 11 + 5);  // the centre node
+  disc.normal = Vec3::UnitX();
+  disc.radius = 2.5 * h;
+  const std::vector<CrackDisc> cracks{disc};
+  const FiberNetwork cut =
+      buildFiberNetwork(nodes.positions, nodes.normals, params, nullptr, cracks);
+  int64_t crossing = 0;  // intact fibers the disc cuts
+  for (int64_t f = 0; f < intact.fiberCount(); ++f) {
+    const auto fi = static_cast<size_t>(f);
+    const Vec3 p = node(nodes.positions, intact.fiberNodes[3 * fi + 1]);
+    crossing += segmentCrossesDisc(p, node(nodes.positions, intact.fiberNodes[3 * fi]), disc) ||
+                segmentCrossesDisc(p, node(nodes.positions, intact.fiberNodes[3 * fi + 2]), disc);
+  }
+  ASSERT_GT(crossing, 10);
+  int64_t farFibers = 0;
+  for (int64_t f = 0; f < cut.fiberCount(); ++f) {
+    const auto fi = static_cast<size_t>(f);
+    const Vec3 p1 = node(nodes.positions, cut.fiberNodes[3 * fi]);
+    const Vec3 p = node(nodes.positions, cut.fiberNodes[3 * fi + 1]);
+    const Vec3 p2 = node(nodes.positions, cut.fiberNodes[3 * fi + 2]);
+    EXPECT_FALSE(segmentCrossesDisc(p, p1, disc)) << "fiber " << f;
+    EXPECT_FALSE(segmentCrossesDisc(p, p2, disc)) << "fiber " << f;
+    if ((p - disc.centre).norm() > 5 * h) ++farFibers;
+  }
+  // Nodes more than 5 h away keep exactly their fibers (the crack only acts nearby).
+  int64_t farIntact = 0;
+  for (int64_t f = 0; f < intact.fiberCount(); ++f) {
+    const Vec3 p = node(nodes.positions, intact.fiberNodes[3 * static_cast<size_t>(f) + 1]);
+    if ((p - disc.centre).norm() > 5 * h) ++farIntact;
+  }
+  EXPECT_EQ(farFibers, farIntact);
+  // The crack's own node keeps fibers on its side (it is on the plane: the + side).
+  EXPECT_GT(cut.fibersAt(5 * 11 + 5), 0);
+}
+
+TEST(FiberAnisotropy, SheetStifferAlongTheAxisBendsLessAlongIt) {
+  const FiberNodes nodes = gridSheet(13, 13, 0.04, 0.15, 3);
+  FiberParams isotropic;
+  FiberParams stiffX;
+  stiffX.anisotropy = FiberAnisotropyDef{{1, 0, 0}, 4.0};
+  const FiberModel plain(nodes, rubber(), isotropic);
+  const FiberModel aniso(nodes, rubber(), stiffX);
+  const double kappa = 2.0;
+  const auto bend = [&](const FiberModel& model, int direction) {
+    return model.energy(rolled(nodes, kappa, direction)).bending;
+  };
+  const double plainRatio = bend(plain, 0) / bend(plain, 1);
+  const double anisoRatio = bend(aniso, 0) / bend(aniso, 1);
+  EXPECT_NEAR(plainRatio, 1.0, 0.15);
+  EXPECT_GT(anisoRatio, 1.7) << "curving along the stiff axis must cost more";
+  // Stretching along the axis costs more too, less so: the areal term (A_j - A_j0)^2 of
+  // E_s is isotropic (measured 1.30 on a regular grid for ratio 4).
+  const FiberNodes regular = gridSheet(13, 13, 0.04);
+  const FiberModel anisoRegular(regular, rubber(), stiffX);
+  std::vector<double> stretchX = regular.positions, stretchY = regular.positions;
+  for (size_t i = 0; i < stretchX.size() / 3; ++i) {
+    stretchX[3 * i] *= 1.01;
+    stretchY[3 * i + 1] *= 1.01;
+  }
+  EXPECT_GT(anisoRegular.energy(stretchX).stretching,
+            1.2 * anisoRegular.energy(stretchY).stretching);
+  // Still the exact gradient of its energy, and force free at rest.
+  const std::vector<double> x = perturbed(nodes.positions, 0.004, 11);
+  EXPECT_TRUE(gradientMatchesFiniteDifferences(aniso, x, 1e-6, 1e-5));
+  EXPECT_NEAR(aniso.energy(nodes.positions).total(), 0.0, 1e-18);
+}
+
+TEST(FiberPlasticity, HeldBendFlowsIntoTheRestShapeAndStaysWithoutPlasticity) {
+  const FiberNodes nodes = gridSheet(11, 11, 0.04);
+  FiberParams plastic;
+  plastic.plasticity = FiberPlasticityDef{
+      .yieldStrain = 0.05, .yieldAngle = 0.01, .stretchCreep = 50, .bendCreep = 50, .weakening = 0};
+  FiberModel soft(nodes, rubber(), plastic);
+  FiberModel elastic(nodes, rubber(), FiberParams{});
+  const std::vector<double> bent = rolled(nodes, 4.0, 0);
+  const double before = soft.energy(bent).bending;
+  int64_t yielding = 0;
+  for (int i = 0; i < 40; ++i) {
+    yielding += soft.updateInelastic(bent, 0.005).yieldingElements;
+    EXPECT_EQ(elastic.updateInelastic(bent, 0.005).yieldingElements, 0);
+  }
+  EXPECT_GT(yielding, 0);
+  const double after = soft.energy(bent).bending;
+  EXPECT_LT(after, 0.2 * before) << "the rest shape flowed towards the held bend";
+  // Unloaded, the flat sheet is no longer the rest shape: half the bend stores less energy
+  // than flat, so the shell springs back only part way (the dent stays).
+  const std::vector<double> half = rolled(nodes, 2.0, 0);
+  EXPECT_LT(soft.energy(half).total(), soft.energy(nodes.positions).total());
+  EXPECT_GT(elastic.energy(half).total(), elastic.energy(nodes.positions).total());
+  EXPECT_NEAR(elastic.energy(nodes.positions).total(), 0.0, 1e-18);
+  // The model stays the exact gradient of its energy with plastic rest values.
+  EXPECT_TRUE(gradientMatchesFiniteDifferences(soft, perturbed(half, 0.003, 5), 1e-6, 1e-5));
+}
+
+TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrips) {
+  const double h = 0.04;
+  const FiberNodes nodes = gridSheet(11, 11, h);
+  FiberParams params;
+  params.fracture = FiberFractureDef{
+      .stretchLimit = 1.05, .bendLimit = 10.0, .brokenRatio = 0.2, .cooldownSteps = 0};
+  FiberModel model(nodes, rubber(), params);
+  const std::unique_ptr<ModelState> intact = model.saveState();
+  const int64_t fibersBefore = model.elementCount();
+  // Stretch the right half of the sheet away: the column of fibers across x = 5 h - h / 2
+  // is pulled by 30 %, everything else rigidly moved.
+  std::vector<double> x = nodes.positions;
+  for (size_t i = 0; i < x.size() / 3; ++i) {
+    if (x[3 * i] > 5.5 * h) x[3 * i] += 0.3 * h;
+  }
+  int32_t cracks = 0;
+  for (int step = 0; step < 30; ++step) {
+    const InelasticReport report = model.updateInelastic(x, 1e-3);
+    EXPECT_LE(report.cracks, 1) << "one crack per step at most";
+    cracks += report.cracks;
+  }
+  EXPECT_GT(cracks, 0);
+  EXPECT_EQ(static_cast<int32_t>(model.cracks().size()), cracks);
+  EXPECT_GT(model.topologyVersion(), 0u);
+  std::vector<int32_t> pieces = model.nodePieces();
+  EXPECT_EQ(*std::max_element(pieces.begin(), pieces.end()), 1) << "two pieces";
+  EXPECT_NE(pieces[0], pieces[10]) << "left and right edge nodes are separated";
+  // The torn model is still an exact gradient of its energy.
+  EXPECT_TRUE(gradientMatchesFiniteDifferences(model, perturbed(x, 0.002, 3), 1e-6, 1e-5));
+  // Restoring the intact state rebuilds the intact network.
+  model.restoreState(intact.get());
+  EXPECT_EQ(model.elementCount(), fibersBefore);
+  EXPECT_TRUE(model.cracks().empty());
+  pieces = model.nodePieces();
+  EXPECT_EQ(*std::max_element(pieces.begin(), pieces.end()), 0);
+  EXPECT_NEAR(model.energy(nodes.positions).total(), 0.0, 1e-18);
+}
+
+TEST(FiberFracture, WeakRegionBreaksFirst) {
+  const double h = 0.04;
+  const FiberNodes nodes = gridSheet(11, 11, h);
+  FiberParams params;
+  params.fracture = FiberFractureDef{
+      .stretchLimit = 1.2, .bendLimit = 10.0, .brokenRatio = 0.2, .cooldownSteps = 0};
+  params.nodeFractureScale.assign(nodes.areas.size(), 1.0);
+  for (size_t i = 0; i < nodes.areas.size(); ++i) {
+    if (nodes.positions[3 * i + 1] > 8.5 * h) params.nodeFractureScale[i] = 0.2;  // top rows
+  }
+  FiberModel model(nodes, rubber(), params);
+  std::vector<double> x = nodes.positions;
+  for (size_t i = 0; i < x.size() / 3; ++i) {
+    if (x[3 * i] > 5.5 * h) x[3 * i] += 0.2 * h;  // 20 % on the middle column: below 1.2
+  }
+  int32_t cracks = 0;
+  for (int step = 0; step < 5; ++step) cracks += model.updateInelastic(x, 1e-3).cracks;
+  ASSERT_GT(cracks, 0);
+  for (const CrackDisc& disc : model.cracks()) {
+    EXPECT_GT(disc.centre.y(), 8.5 * h) << "cracks start in the weak region only";
+  }
+}
+
+}  // namespace
+}  // namespace shellsim
