@@ -174,6 +174,7 @@ struct LoadDef {
 struct PressureDef {
   double pressure = 0;        // over-pressure, Pa
   std::vector<RampKey> ramp;  // factor over time; empty: 1
+  bool releaseOnFracture = true;  // the gas escapes once the shell has a crack
   bool operator==(const PressureDef&) const = default;
 };
 

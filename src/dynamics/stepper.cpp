@@ -77,7 +77,9 @@ void updateExternalForces(World& world) {
       }
     }
     if (!body.pressure) continue;
-    const double pressure = body.pressure->pressure * body.pressure->ramp.value(world.time);
+    const bool vented = body.pressure->releaseOnFracture && body.cracks > 0;
+    const double pressure =
+        vented ? 0.0 : body.pressure->pressure * body.pressure->ramp.value(world.time);
     if (pressure == 0) continue;
     const size_t n = static_cast<size_t>(body.nodeCount());
     std::vector<double> area(3 * n, 0.0);

@@ -360,7 +360,8 @@ World buildWorld(const SceneDef& scene) {
                            "' has no surface normals to push along");
         }
       }
-      body.pressure = PressureLoad{def.pressure->pressure, Ramp(def.pressure->ramp)};
+      body.pressure = PressureLoad{def.pressure->pressure, Ramp(def.pressure->ramp),
+                                   def.pressure->releaseOnFracture};
     }
     if (body.hasLoads()) body.externalForces.assign(3 * n, 0.0);
     world.bodies.push_back(std::move(body));

@@ -49,6 +49,7 @@ struct LoadGroup {
 struct PressureLoad {
   double pressure = 0;  // Pa, times the ramp
   Ramp ramp;
+  bool releaseOnFracture = true;  // 0 once the body has a crack
 };
 
 // Nodes moved by the script instead of by forces.

@@ -442,6 +442,11 @@ constexpr FieldSpec kPressureFields[] = {
      .object = "ramp",
      .rule = "times strictly increasing",
      .meaning = "Factor on the pressure over time; empty: 1."},
+    {.key = "release_on_fracture",
+     .kind = FieldKind::kChoice,
+     .text = "on",
+     .choices = kOnOff,
+     .meaning = "`on`: the gas escapes (the pressure drops to 0) once a crack has formed."},
 };
 
 constexpr FieldSpec kPinFields[] = {
@@ -1225,6 +1230,7 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     PressureDef pressure;
     pressure.pressure = pr.tryNumber("pressure").value_or(0.0);
     pressure.ramp = readRamp(pr, problems);
+    pressure.releaseOnFracture = pr.choice("release_on_fracture") == "on";
     pr.finish();
     body.pressure = std::move(pressure);
   }
