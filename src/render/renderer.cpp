@@ -243,6 +243,14 @@ struct Renderer::Impl {
     std::vector<float> radii;     // (nPoints), this frame's disc radii
   };
   std::vector<CloudCache> clouds;  // per body index
+  // Per mesh body: the triangles around each vertex, kept while the topology stays the
+  // same, for vertex normals of meshes that come without them; and this frame's normals.
+  struct MeshCache {
+    std::vector<int32_t> start;     // (nVertices + 1) offsets into `incident`; empty: not built
+    std::vector<int32_t> incident;  // (3 nTriangles) triangle indices, ascending per vertex
+    std::vector<float> normals;     // (nVertices, 3)
+  };
+  std::vector<MeshCache> meshes;  // per body index
   // Sky and ground depend only on the camera and the stage, which a run keeps for all its
   // frames: they are shaded once, lit and in shadow, and each frame only picks one of the
   // two per pixel after its shadow ray. (Shading the ground was half of a frame's time.)
@@ -376,6 +384,57 @@ struct SlabTest {
   }
 };
 
+// The triangles around each vertex of `mesh`: those of vertex i are
+// incident[start[i] .. start[i + 1]), in ascending order. Throws InputError for a
+// triangle with a vertex index out of range.
+void vertexTriangles(const Geometry& mesh, std::vector<int32_t>& start,
+                     std::vector<int32_t>& incident) {
+  const size_t n = static_cast<size_t>(mesh.vertexCount());
+  const std::vector<int32_t>& t = mesh.triangles;
+  start.assign(n + 1, 0);
+  for (const int32_t v : t) {
+    if (v < 0 || static_cast<size_t>(v) >= n) {
+      throw InputError("render: triangle vertex " + std::to_string(v) + " out of range [0, " +
+                       std::to_string(n) + ")");
+    }
+    ++start[static_cast<size_t>(v) + 1];
+  }
+  for (size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  incident.assign(t.size(), 0);
+  std::vector<int32_t> next(start.begin(), start.end() - 1);
+  for (size_t i = 0; i < t.size(); ++i) {
+    incident[static_cast<size_t>(next[static_cast<size_t>(t[i])]++)] = static_cast<int32_t>(i / 3);
+  }
+}
+
+// The normal of vertex i: the sum of the cross products of the edges of its triangles
+// (area-weighted), normalised; (0, 0, 1) when that sum vanishes. The same sums in the
+// same order as computeVertexNormals, so the same bits, one vertex at a time.
+void vertexNormal(const Geometry& mesh, const std::vector<int32_t>& start,
+                  const std::vector<int32_t>& incident, size_t i, double normal[3]) {
+  normal[0] = normal[1] = normal[2] = 0;
+  const double* p = mesh.positions.data();
+  for (int32_t k = start[i]; k < start[i + 1]; ++k) {
+    const int32_t* tri = &mesh.triangles[3 * static_cast<size_t>(incident[k])];
+    const double* pa = p + 3 * static_cast<size_t>(tri[0]);
+    const double* pb = p + 3 * static_cast<size_t>(tri[1]);
+    const double* pc = p + 3 * static_cast<size_t>(tri[2]);
+    const double e1[3] = {pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]};
+    const double e2[3] = {pc[0] - pa[0], pc[1] - pa[1], pc[2] - pa[2]};
+    normal[0] += e1[1] * e2[2] - e1[2] * e2[1];
+    normal[1] += e1[2] * e2[0] - e1[0] * e2[2];
+    normal[2] += e1[0] * e2[1] - e1[1] * e2[0];
+  }
+  const double length =
+      std::sqrt(normal[0] * normal[0] + normal[1] * normal[1] + normal[2] * normal[2]);
+  if (length > 0 && std::isfinite(length)) {
+    for (int c = 0; c < 3; ++c) normal[c] /= length;
+  } else {
+    normal[0] = normal[1] = 0;
+    normal[2] = 1;
+  }
+}
+
 // Mean length of a mesh's triangle edges (shared edges counted twice), m; 0 without
 // triangles.
 double meanEdgeLength(const Geometry& g) {
@@ -472,9 +531,11 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
 
   const double extent = std::max(stage.extent, 1e-6);
   std::vector<GeometryInfo> infos;
-  std::vector<std::vector<float>> ownedFloats;  // per-frame arrays the infos point into
-  ownedFloats.reserve(4 * bodies.size() + 4);
   if (impl_->clouds.size() < bodies.size()) impl_->clouds.resize(bodies.size());
+  if (impl_->meshes.size() < bodies.size()) impl_->meshes.resize(bodies.size());
+  if (!reuse) {
+    for (Impl::MeshCache& m : impl_->meshes) m.start.clear();
+  }
 
   // Index buffers are rewritten with the same content on a refit and need no update.
   const auto attach = [&](RTCGeometry geometry, GeometryInfo info) {
@@ -503,23 +564,30 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_TRIANGLE);
       auto* v = static_cast<float*>(
           buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
-      for (size_t i = 0; i < 3 * n; ++i) v[i] = static_cast<float>(g.positions[i]);
       const size_t nt = static_cast<size_t>(g.triangleCount());
-      auto* t = static_cast<uint32_t*>(
-          buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
-      for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
-      // Smooth shading needs vertex normals; frames from shellsim carry them.
-      std::vector<float>& normals = ownedFloats.emplace_back(3 * n);
-      if (g.normals.size() == 3 * n) {
-        for (size_t i = 0; i < 3 * n; ++i) normals[i] = static_cast<float>(g.normals[i]);
-      } else {
-        Geometry copy;
-        copy.positions = g.positions;
-        copy.triangles = g.triangles;
-        computeVertexNormals(copy);
-        for (size_t i = 0; i < 3 * n; ++i) normals[i] = static_cast<float>(copy.normals[i]);
+      if (!reuse) {  // a refit keeps the index buffer, which holds the same triangles
+        auto* t = static_cast<uint32_t*>(
+            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
+        for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
       }
-      info.normals = normals.data();
+      // Smooth shading needs vertex normals; frames from shellsim carry them.
+      Impl::MeshCache& mesh = impl_->meshes[b];
+      mesh.normals.resize(3 * n);
+      const bool haveNormals = g.normals.size() == 3 * n;
+      if (!haveNormals && mesh.start.empty()) vertexTriangles(g, mesh.start, mesh.incident);
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
+        for (size_t i = range.begin(); i < range.end(); ++i) {
+          for (int c = 0; c < 3; ++c) v[3 * i + c] = static_cast<float>(g.positions[3 * i + c]);
+          double normal[3];
+          if (haveNormals) {
+            std::copy(&g.normals[3 * i], &g.normals[3 * i] + 3, normal);
+          } else {
+            vertexNormal(g, mesh.start, mesh.incident, i, normal);
+          }
+          for (int c = 0; c < 3; ++c) mesh.normals[3 * i + c] = static_cast<float>(normal[c]);
+        }
+      });
+      info.normals = mesh.normals.data();
       info.kind = GeometryInfo::kMesh;
       attach(geom, info);
     } else {
