@@ -3,10 +3,12 @@
 // Why Embree: it is the well-kept CPU ray tracing kernel (Intel, Apache-2.0, packaged by
 // Debian as libembree-dev), it needs no display or GPU, it builds a BVH over a few hundred
 // thousand primitives in milliseconds with TBB (the tasking system shellsim already uses)
-// and it has the two primitives we need natively: triangles (smooth-shaded by interpolating
-// vertex normals with the hit's barycentrics) and oriented discs
-// (RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT), which make a point cloud read as a closed
+// and it has what we need: triangles (smooth-shaded by interpolating vertex normals with
+// the hit's barycentrics) and oriented discs, which make a point cloud read as a closed
 // surface (surfel splatting by ray casting; Zwicker et al. 2001 for the idea of surfels).
+// Discs are drawn as quads with a filter that keeps hits inside the inscribed circle, the
+// same picture as Embree's RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT but with a BVH that Embree
+// refits between frames, where its disc points rebuild theirs at every frame.
 // A rasterizer would need OpenGL and a display or an EGL/OSMesa context, which headless CI
 // machines lack. Embree types stay in this file: the public header shows none.
 //
@@ -78,6 +80,47 @@ std::vector<uint32_t> nearestNeighbours(const std::vector<double>& positions, in
     }
   });
   return result;
+}
+
+// Bits 0..9 of v moved to bits 0, 3, 6, ..., 27.
+uint64_t spreadBits(uint64_t v) {
+  v &= 0x3FF;
+  v = (v | (v << 16)) & 0x30000FF;
+  v = (v | (v << 8)) & 0x300F00F;
+  v = (v | (v << 4)) & 0x30C30C3;
+  v = (v | (v << 2)) & 0x9249249;
+  return v;
+}
+
+// The points in Morton (Z-curve) order of their cells in a 1024^3 grid over their bounds,
+// ties by index. Surfel quads are stored in this order: quads near in space are near in
+// memory, which is how Embree reads them when it refits or builds its BVH (the input order
+// of a point cloud can be anything, e.g. a spiral that jumps around the sphere).
+std::vector<uint32_t> mortonOrder(const std::vector<double>& positions) {
+  const size_t n = positions.size() / 3;
+  double lo[3], scale[3];
+  for (int c = 0; c < 3; ++c) {
+    double mn = std::numeric_limits<double>::infinity(), mx = -mn;
+    for (size_t i = 0; i < n; ++i) {
+      mn = std::min(mn, positions[3 * i + c]);
+      mx = std::max(mx, positions[3 * i + c]);
+    }
+    lo[c] = mn;
+    scale[c] = mx > mn ? 1023.0 / (mx - mn) : 0.0;
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> keyed(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t code = 0;
+    for (int c = 0; c < 3; ++c) {
+      const double cell = std::clamp((positions[3 * i + c] - lo[c]) * scale[c], 0.0, 1023.0);
+      code |= spreadBits(static_cast<uint64_t>(cell)) << c;
+    }
+    keyed[i] = {code, static_cast<uint32_t>(i)};
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
+  return order;
 }
 
 }  // namespace
@@ -194,14 +237,26 @@ struct Renderer::Impl {
   // at O(n) per frame instead of a kNN search (which costs more than the ray casting).
   struct CloudCache {
     size_t points = 0;
-    std::vector<uint32_t> nbrs;  // (nPoints, kSurfelNeighbours)
+    std::vector<uint32_t> nbrs;   // (nPoints, kSurfelNeighbours)
+    std::vector<uint32_t> order;  // (nPoints) the point drawn by each quad, in Morton order
+    std::vector<uint32_t> quad;   // (nPoints) the quad of each point, inverse of order
+    std::vector<float> radii;     // (nPoints), this frame's disc radii
   };
   std::vector<CloudCache> clouds;  // per body index
+  // Per mesh body: the triangles around each vertex, kept while the topology stays the
+  // same, for vertex normals of meshes that come without them; and this frame's normals.
+  struct MeshCache {
+    std::vector<int32_t> start;     // (nVertices + 1) offsets into `incident`; empty: not built
+    std::vector<int32_t> incident;  // (3 nTriangles) triangle indices, ascending per vertex
+    std::vector<float> normals;     // (nVertices, 3)
+  };
+  std::vector<MeshCache> meshes;  // per body index
   // Sky and ground depend only on the camera and the stage, which a run keeps for all its
   // frames: they are shaded once, lit and in shadow, and each frame only picks one of the
   // two per pixel after its shadow ray. (Shading the ground was half of a frame's time.)
   struct Background {
     std::vector<double> key;        // camera, stage and size it was made for
+    std::vector<float> dirs;        // (height, width, 3), unit direction of the pixel's ray
     std::vector<float> tGround;     // (height, width), distance to the ground or +inf
     std::vector<uint8_t> lit;       // (height, width, 3), sRGB
     std::vector<uint8_t> shadowed;  // (height, width, 3), sRGB
@@ -260,7 +315,8 @@ struct GeometryInfo {
   const Geometry* geometry = nullptr;  // kMesh: smooth normals; kMesh/kSurfels: colours
   const float* normals = nullptr;      // kMesh: (nVertices, 3) vertex normals
   const float* colors = nullptr;       // (nVertices, 3) or nullptr
-  const float* discs = nullptr;        // kSurfels: (nVertices, 4) centre and radius
+  const float* radii = nullptr;        // kSurfels: (nVertices) disc radii
+  const uint32_t* order = nullptr;     // kSurfels: (nVertices) the point of each quad
   std::array<float, 3> color{};
 };
 
@@ -327,6 +383,84 @@ struct SlabTest {
     return t0 <= t1;
   }
 };
+
+// The triangles around each vertex of `mesh`: those of vertex i are
+// incident[start[i] .. start[i + 1]), in ascending order. Throws InputError for a
+// triangle with a vertex index out of range.
+void vertexTriangles(const Geometry& mesh, std::vector<int32_t>& start,
+                     std::vector<int32_t>& incident) {
+  const size_t n = static_cast<size_t>(mesh.vertexCount());
+  const std::vector<int32_t>& t = mesh.triangles;
+  start.assign(n + 1, 0);
+  for (const int32_t v : t) {
+    if (v < 0 || static_cast<size_t>(v) >= n) {
+      throw InputError("render: triangle vertex " + std::to_string(v) + " out of range [0, " +
+                       std::to_string(n) + ")");
+    }
+    ++start[static_cast<size_t>(v) + 1];
+  }
+  for (size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  incident.assign(t.size(), 0);
+  std::vector<int32_t> next(start.begin(), start.end() - 1);
+  for (size_t i = 0; i < t.size(); ++i) {
+    incident[static_cast<size_t>(next[static_cast<size_t>(t[i])]++)] = static_cast<int32_t>(i / 3);
+  }
+}
+
+// The normal of vertex i: the sum of the cross products of the edges of its triangles
+// (area-weighted), normalised; (0, 0, 1) when that sum vanishes. The same sums in the
+// same order as computeVertexNormals, so the same bits, one vertex at a time.
+void vertexNormal(const Geometry& mesh, const std::vector<int32_t>& start,
+                  const std::vector<int32_t>& incident, size_t i, double normal[3]) {
+  normal[0] = normal[1] = normal[2] = 0;
+  const double* p = mesh.positions.data();
+  for (int32_t k = start[i]; k < start[i + 1]; ++k) {
+    const int32_t* tri = &mesh.triangles[3 * static_cast<size_t>(incident[k])];
+    const double* pa = p + 3 * static_cast<size_t>(tri[0]);
+    const double* pb = p + 3 * static_cast<size_t>(tri[1]);
+    const double* pc = p + 3 * static_cast<size_t>(tri[2]);
+    const double e1[3] = {pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]};
+    const double e2[3] = {pc[0] - pa[0], pc[1] - pa[1], pc[2] - pa[2]};
+    normal[0] += e1[1] * e2[2] - e1[2] * e2[1];
+    normal[1] += e1[2] * e2[0] - e1[0] * e2[2];
+    normal[2] += e1[0] * e2[1] - e1[1] * e2[0];
+  }
+  const double length =
+      std::sqrt(normal[0] * normal[0] + normal[1] * normal[1] + normal[2] * normal[2]);
+  if (length > 0 && std::isfinite(length)) {
+    for (int c = 0; c < 3; ++c) normal[c] /= length;
+  } else {
+    normal[0] = normal[1] = 0;
+    normal[2] = 1;
+  }
+}
+
+// Mean length of a mesh's triangle edges (shared edges counted twice), m; 0 without
+// triangles.
+double meanEdgeLength(const Geometry& g) {
+  const size_t nt = static_cast<size_t>(g.triangleCount());
+  if (nt == 0) return 0;
+  double edgeSum = 0;
+  for (size_t i = 0; i < 3 * nt; ++i) {
+    const size_t a = static_cast<size_t>(g.triangles[i]);
+    const size_t b = static_cast<size_t>(g.triangles[i % 3 == 2 ? i - 2 : i + 1]);
+    edgeSum += std::hypot(g.positions[3 * a] - g.positions[3 * b],
+                          g.positions[3 * a + 1] - g.positions[3 * b + 1],
+                          g.positions[3 * a + 2] - g.positions[3 * b + 2]);
+  }
+  return edgeSum / static_cast<double>(3 * nt);
+}
+
+// Filter of the quads that carry surfels: a hit counts only inside the disc inscribed in
+// the quad, (2u - 1)^2 + (2v - 1)^2 <= 1 in the quad's coordinates.
+void insideDisc(const RTCFilterFunctionNArguments* args) {
+  for (unsigned i = 0; i < args->N; ++i) {
+    if (args->valid[i] == 0) continue;
+    const float u = 2 * RTCHitN_u(args->hit, args->N, i) - 1;
+    const float v = 2 * RTCHitN_v(args->hit, args->N, i) - 1;
+    if (u * u + v * v > 1) args->valid[i] = 0;
+  }
+}
 
 // A "nice" grid spacing (1, 2 or 5 times a power of ten) near extent / 10.
 double gridSpacing(double extent) {
@@ -397,18 +531,17 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
 
   const double extent = std::max(stage.extent, 1e-6);
   std::vector<GeometryInfo> infos;
-  std::vector<std::vector<float>> ownedFloats;  // per-frame arrays the infos point into
-  ownedFloats.reserve(4 * bodies.size() + 4);
   if (impl_->clouds.size() < bodies.size()) impl_->clouds.resize(bodies.size());
+  if (impl_->meshes.size() < bodies.size()) impl_->meshes.resize(bodies.size());
+  if (!reuse) {
+    for (Impl::MeshCache& m : impl_->meshes) m.start.clear();
+  }
 
   // Index buffers are rewritten with the same content on a refit and need no update.
   const auto attach = [&](RTCGeometry geometry, GeometryInfo info) {
     const auto id = static_cast<unsigned>(slot - 1);
     if (reuse) {
       rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_VERTEX, 0);
-      if (info.kind == GeometryInfo::kSurfels) {
-        rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_NORMAL, 0);
-      }
       rtcCommitGeometry(geometry);
     } else {
       rtcCommitGeometry(geometry);
@@ -419,7 +552,6 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   };
 
   std::vector<float> pinSpheres;  // (nPins, 4): x, y, z, radius
-  double longestMeanEdge = 0;     // over mesh bodies, m
   for (size_t b = 0; b < bodies.size(); ++b) {
     const Geometry& g = bodies[b].geometry;
     const size_t n = static_cast<size_t>(g.vertexCount());
@@ -432,53 +564,61 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_TRIANGLE);
       auto* v = static_cast<float*>(
           buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
-      for (size_t i = 0; i < 3 * n; ++i) v[i] = static_cast<float>(g.positions[i]);
       const size_t nt = static_cast<size_t>(g.triangleCount());
-      auto* t = static_cast<uint32_t*>(
-          buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
-      for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
+      if (!reuse) {  // a refit keeps the index buffer, which holds the same triangles
+        auto* t = static_cast<uint32_t*>(
+            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
+        for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
+      }
       // Smooth shading needs vertex normals; frames from shellsim carry them.
-      std::vector<float>& normals = ownedFloats.emplace_back(3 * n);
-      if (g.normals.size() == 3 * n) {
-        for (size_t i = 0; i < 3 * n; ++i) normals[i] = static_cast<float>(g.normals[i]);
-      } else {
-        Geometry copy;
-        copy.positions = g.positions;
-        copy.triangles = g.triangles;
-        computeVertexNormals(copy);
-        for (size_t i = 0; i < 3 * n; ++i) normals[i] = static_cast<float>(copy.normals[i]);
-      }
-      info.normals = normals.data();
+      Impl::MeshCache& mesh = impl_->meshes[b];
+      mesh.normals.resize(3 * n);
+      const bool haveNormals = g.normals.size() == 3 * n;
+      if (!haveNormals && mesh.start.empty()) vertexTriangles(g, mesh.start, mesh.incident);
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
+        for (size_t i = range.begin(); i < range.end(); ++i) {
+          for (int c = 0; c < 3; ++c) v[3 * i + c] = static_cast<float>(g.positions[3 * i + c]);
+          double normal[3];
+          if (haveNormals) {
+            std::copy(&g.normals[3 * i], &g.normals[3 * i] + 3, normal);
+          } else {
+            vertexNormal(g, mesh.start, mesh.incident, i, normal);
+          }
+          for (int c = 0; c < 3; ++c) mesh.normals[3 * i + c] = static_cast<float>(normal[c]);
+        }
+      });
+      info.normals = mesh.normals.data();
       info.kind = GeometryInfo::kMesh;
-      double edgeSum = 0;
-      for (size_t i = 0; i < 3 * nt; ++i) {
-        const size_t a = static_cast<size_t>(g.triangles[i]);
-        const size_t b2 = static_cast<size_t>(g.triangles[i % 3 == 2 ? i - 2 : i + 1]);
-        edgeSum += std::hypot(g.positions[3 * a] - g.positions[3 * b2],
-                              g.positions[3 * a + 1] - g.positions[3 * b2 + 1],
-                              g.positions[3 * a + 2] - g.positions[3 * b2 + 2]);
-      }
-      if (nt > 0)
-        longestMeanEdge = std::max(longestMeanEdge, edgeSum / static_cast<double>(3 * nt));
       attach(geom, info);
     } else {
       Impl::CloudCache& cache = impl_->clouds[b];
       if (cache.points != n) {
         cache.nbrs = nearestNeighbours(g.positions, kSurfelNeighbours);
+        cache.order = mortonOrder(g.positions);
+        cache.quad.resize(n);
+        for (size_t j = 0; j < n; ++j) cache.quad[cache.order[j]] = static_cast<uint32_t>(j);
         cache.points = n;
       }
-      std::vector<float> radii;
+      std::vector<float>& radii = cache.radii;
       detail::radiiFromNeighbours(g.positions, cache.nbrs, kSurfelNeighbours, radii);
-      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_ORIENTED_DISC_POINT);
+      // Each disc is the circle inscribed in a square quad of side 2r in its plane; the
+      // filter drops quad hits outside the circle. Embree refits a quad BVH when only the
+      // vertices move, where its own oriented-disc points rebuild the BVH at every commit
+      // (that build was half of a 240k-surfel frame).
+      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_QUAD);
       auto* v = static_cast<float*>(
-          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT4, 4 * sizeof(float), n));
-      auto* nv = static_cast<float*>(
-          buffer(geom, RTC_BUFFER_TYPE_NORMAL, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
+          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 4 * n));
+      if (!reuse) {
+        auto* q = static_cast<uint32_t*>(
+            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), n));
+        for (size_t i = 0; i < 4 * n; ++i) q[i] = static_cast<uint32_t>(i);
+        rtcSetGeometryIntersectFilterFunction(geom, insideDisc);
+        rtcSetGeometryOccludedFilterFunction(geom, insideDisc);
+      }
       const bool haveNormals = g.normals.size() == 3 * n;
       tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
         for (size_t i = range.begin(); i < range.end(); ++i) {
-          for (int c = 0; c < 3; ++c) v[4 * i + c] = static_cast<float>(g.positions[3 * i + c]);
-          v[4 * i + 3] = radii[i];
+          const size_t quadIndex = cache.quad[i];
           V3 normal;
           if (haveNormals) {
             normal = v3({g.normals[3 * i], g.normals[3 * i + 1], g.normals[3 * i + 2]});
@@ -499,11 +639,24 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
           }
           if (!(normal.squaredNorm() > 0)) normal = V3(0, 0, 1);
           normal.normalize();
-          for (int c = 0; c < 3; ++c) nv[3 * i + c] = static_cast<float>(normal[c]);
+          // Corners c + r (-+t1 -+t2), in the order that makes Embree's quad (u, v) the
+          // coordinates along t1 and t2, from 0 to 1.
+          const V3 t1 = normal.unitOrthogonal(), t2 = normal.cross(t1);
+          const V3 centre =
+              v3({g.positions[3 * i], g.positions[3 * i + 1], g.positions[3 * i + 2]});
+          const double r = radii[i];
+          const V3 corners[4] = {centre - r * t1 - r * t2, centre + r * t1 - r * t2,
+                                 centre + r * t1 + r * t2, centre - r * t1 + r * t2};
+          for (int k = 0; k < 4; ++k) {
+            for (int c = 0; c < 3; ++c) {
+              v[12 * quadIndex + 3 * k + c] = static_cast<float>(corners[k][c]);
+            }
+          }
         }
       });
       info.kind = GeometryInfo::kSurfels;
-      info.discs = v;
+      info.radii = radii.data();
+      info.order = cache.order.data();
       attach(geom, info);
     }
     if (s.showPins) {
@@ -530,6 +683,16 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   {
     // Obstacles are drawn in neutral grey, so the bodies stand out.
     std::vector<float> spheres;
+    // Over mesh bodies, m; only sphere obstacles need it.
+    double longestMeanEdge = 0;
+    const bool anySphere =
+        std::any_of(stage.obstacles.begin(), stage.obstacles.end(),
+                    [](const StageObstacle& o) { return o.type == ObstacleType::kSphere; });
+    for (size_t b = 0; anySphere && b < bodies.size(); ++b) {
+      if (!bodies[b].geometry.isPointCloud()) {
+        longestMeanEdge = std::max(longestMeanEdge, meanEdgeLength(bodies[b].geometry));
+      }
+    }
     for (const StageObstacle& o : stage.obstacles) {
       if (o.type == ObstacleType::kSphere) {
         // A mesh resting on a sphere has its nodes on the surface and its flat triangles a
@@ -615,7 +778,6 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
   const float lineHalfWidth = static_cast<float>(0.012 * spacing);
   const float eps = static_cast<float>(2e-4 * extent);
 
-  Image image(s.width, s.height);
   // Rays go to Embree in packets of 16 (4x4 pixel tiles), which share BVH traversal work
   // between coherent rays: several times faster than one ray at a time. Each pixel is
   // still computed alone from the same inputs, whatever tile or thread it lands in.
@@ -667,6 +829,7 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
                                static_cast<double>(s.height)};
     if (key != bg.key) {
       const size_t pixels = static_cast<size_t>(s.width) * s.height;
+      bg.dirs.assign(3 * pixels, 0);
       bg.tGround.assign(pixels, 0);
       bg.lit.assign(3 * pixels, 0);
       bg.shadowed.assign(3 * pixels, 0);
@@ -675,6 +838,9 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
           for (int32_t x = 0; x < s.width; ++x) {
             const Vec3f dir = rayDir(x, y);
             const size_t i = static_cast<size_t>(y) * s.width + x;
+            bg.dirs[3 * i] = dir.x;
+            bg.dirs[3 * i + 1] = dir.y;
+            bg.dirs[3 * i + 2] = dir.z;
             // Sky: a soft vertical gradient.
             const float h = std::clamp(dot(dir, upF), -1.0f, 1.0f);
             const float skyTop[3] = {0.42f, 0.55f, 0.72f}, skyHorizon[3] = {0.82f, 0.85f, 0.88f};
@@ -720,22 +886,23 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       bg.key = std::move(key);
     }
   }
-  // The pixel rectangle that the bounds of the scene cover (all of the picture when a
-  // corner is behind the camera): primary rays outside it cannot hit anything.
-  int32_t rectX0 = 0, rectY0 = 0, rectX1 = s.width, rectY1 = s.height;
-  if (!sceneEmpty) {
+  // The pixel rectangle that the screen projection of `points` covers (all of the picture
+  // when one is behind the camera), grown by `margin` pixels.
+  struct PixelRect {
+    int32_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // [x0, x1) x [y0, y1)
+    [[nodiscard]] bool contains(int32_t x, int32_t y) const {
+      return x >= x0 && x < x1 && y >= y0 && y < y1;
+    }
+    [[nodiscard]] bool overlaps(int32_t x, int32_t y, int32_t w, int32_t h) const {
+      return x < x1 && x + w > x0 && y < y1 && y + h > y0;
+    }
+  };
+  const auto screenRect = [&](const V3(&points)[8], double margin) {
     double minX = std::numeric_limits<double>::infinity(), minY = minX, maxX = -minX, maxY = -minX;
-    bool behind = false;
-    for (int corner = 0; corner < 8; ++corner) {
-      const V3 p((corner & 1) != 0 ? sceneBounds.upper_x : sceneBounds.lower_x,
-                 (corner & 2) != 0 ? sceneBounds.upper_y : sceneBounds.lower_y,
-                 (corner & 4) != 0 ? sceneBounds.upper_z : sceneBounds.lower_z);
+    for (const V3& p : points) {
       const V3 rel = p - eye;
       const double z = rel.dot(forward);
-      if (z <= 1e-9) {
-        behind = true;
-        break;
-      }
+      if (!(z > 1e-9)) return PixelRect{0, 0, s.width, s.height};
       const double px = (rel.dot(right) / (z * tanHalf * aspect) + 1) * 0.5 * s.width;
       const double py = (1 - rel.dot(camUp) / (z * tanHalf)) * 0.5 * s.height;
       minX = std::min(minX, px);
@@ -743,18 +910,45 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       minY = std::min(minY, py);
       maxY = std::max(maxY, py);
     }
-    if (!behind) {
-      // A pixel whose centre ray can enter the box lies within a pixel of the projection.
-      rectX0 =
-          static_cast<int32_t>(std::clamp(std::floor(minX) - 1, 0.0, static_cast<double>(s.width)));
-      rectX1 =
-          static_cast<int32_t>(std::clamp(std::ceil(maxX) + 1, 0.0, static_cast<double>(s.width)));
-      rectY0 = static_cast<int32_t>(
-          std::clamp(std::floor(minY) - 1, 0.0, static_cast<double>(s.height)));
-      rectY1 =
-          static_cast<int32_t>(std::clamp(std::ceil(maxY) + 1, 0.0, static_cast<double>(s.height)));
+    const auto clampTo = [](double v, int32_t hi) {
+      return static_cast<int32_t>(std::clamp(v, 0.0, static_cast<double>(hi)));
+    };
+    return PixelRect{
+        clampTo(std::floor(minX - margin), s.width), clampTo(std::floor(minY - margin), s.height),
+        clampTo(std::ceil(maxX + margin), s.width), clampTo(std::ceil(maxY + margin), s.height)};
+  };
+  const auto boxCorners = [&](double pad, V3(&corners)[8]) {
+    for (int corner = 0; corner < 8; ++corner) {
+      corners[corner] =
+          V3((corner & 1) != 0 ? sceneBounds.upper_x + pad : sceneBounds.lower_x - pad,
+             (corner & 2) != 0 ? sceneBounds.upper_y + pad : sceneBounds.lower_y - pad,
+             (corner & 4) != 0 ? sceneBounds.upper_z + pad : sceneBounds.lower_z - pad);
+    }
+  };
+  // Primary rays outside the rectangle of the scene's bounds cannot hit anything: a pixel
+  // whose centre ray can enter the box lies within a pixel of its projection.
+  PixelRect objectRect;
+  // Shadow rays from the ground can only be blocked where the ground sees the bounds
+  // along the light: inside the shadow of the box on the ground, the parallel projection of
+  // its corners (grown by the lift of the rays' origins), and a pixel around it.
+  PixelRect shadowRect;
+  if (!sceneEmpty) {
+    V3 corners[8];
+    boxCorners(0, corners);
+    objectRect = screenRect(corners, 1);
+    if (groundLight > 0) {
+      boxCorners(2e-4 * extent, corners);
+      const double lightN = lightD.dot(groundN);
+      for (V3& p : corners) p -= ((p - groundP).dot(groundN) / lightN) * lightD;
+      shadowRect = screenRect(corners, 2);
     }
   }
+  // Pixels outside both rectangles show the lit background; the tiles that touch either
+  // are traced.
+  Image image;
+  image.width = s.width;
+  image.height = s.height;
+  image.rgb = bg.lit;
   tbb::parallel_for(tbb::blocked_range<int32_t>(0, tilesY), [&](const auto& tileRows) {
     alignas(64) RTCRayHit16 rh;
     alignas(64) RTCRay16 shadow;
@@ -765,14 +959,20 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
     bool objectFirst[kLanes];
     for (int32_t ty = tileRows.begin(); ty < tileRows.end(); ++ty) {
       for (int32_t tx = 0; tx < tilesX; ++tx) {
+        if (!objectRect.overlaps(tx * kTile, ty * kTile, kTile, kTile) &&
+            !shadowRect.overlaps(tx * kTile, ty * kTile, kTile, kTile)) {
+          continue;
+        }
         bool anyPrimary = false;
         for (int k = 0; k < kLanes; ++k) {
           const int32_t x = tx * kTile + k % kTile, y = ty * kTile + k / kTile;
           const bool inside = x < s.width && y < s.height;
-          const Vec3f dir = rayDir(x, y);
+          const size_t pixel = inside ? static_cast<size_t>(y) * s.width + x : 0;
+          const Vec3f dir =
+              inside ? Vec3f{bg.dirs[3 * pixel], bg.dirs[3 * pixel + 1], bg.dirs[3 * pixel + 2]}
+                     : Vec3f{0, 0, 1};
           dirs[k] = dir;
-          const bool inRect = x >= rectX0 && x < rectX1 && y >= rectY0 && y < rectY1;
-          valid[k] = inside && !sceneEmpty && inRect ? -1 : 0;
+          valid[k] = inside && objectRect.contains(x, y) ? -1 : 0;
           anyPrimary = anyPrimary || valid[k] != 0;
           rh.ray.org_x[k] = eyeF.x;
           rh.ray.org_y[k] = eyeF.y;
@@ -832,10 +1032,9 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             const float t = rh.ray.tfar[k];
             // Overlapping neighbour discs would shadow a surfel (dark speckles): its shadow
             // ray starts half a disc radius off the surface.
-            const float lift =
-                info.discs != nullptr
-                    ? std::max(eps, 0.5f * info.discs[4 * size_t{rh.hit.primID[k]} + 3])
-                    : eps;
+            const float lift = info.radii != nullptr
+                                   ? std::max(eps, 0.5f * info.radii[info.order[rh.hit.primID[k]]])
+                                   : eps;
             origin = {eyeF.x + t * dir.x + lift * n.x, eyeF.y + t * dir.y + lift * n.y,
                       eyeF.z + t * dir.z + lift * n.z};
             needShadow = dot(n, light) > 0;
@@ -865,6 +1064,9 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
         if (anyShadow) {
           RTCIntersectContext context;
           rtcInitIntersectContext(&context);
+          // Shadow rays share their direction and start near each other: coherent too
+          // (15% faster than the default incoherent traversal).
+          context.flags = RTC_INTERSECT_CONTEXT_FLAG_COHERENT;
           rtcOccluded16(shadowValid, scene, &context, &shadow);
         }
         for (int k = 0; k < kLanes; ++k) {
@@ -878,7 +1080,9 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             const Vec3f& n = normals[k];
             float rgb[3];
             float color[3] = {info.color[0], info.color[1], info.color[2]};
-            const uint32_t prim = rh.hit.primID[k];
+            // The triangle (mesh) or the point (surfels) hit.
+            const uint32_t prim =
+                info.order != nullptr ? info.order[rh.hit.primID[k]] : rh.hit.primID[k];
             if (info.kind == GeometryInfo::kMesh && info.colors != nullptr) {
               const int32_t* tri = &info.geometry->triangles[3 * static_cast<size_t>(prim)];
               const float w[3] = {1 - rh.hit.u[k] - rh.hit.v[k], rh.hit.u[k], rh.hit.v[k]};
@@ -902,10 +1106,12 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             for (int ch = 0; ch < 3; ++ch) rgb[ch] = color[ch] * diffuse + specular;
             uint8_t* px = image.at(x, y);
             for (int ch = 0; ch < 3; ++ch) px[ch] = encode(rgb[ch]);
-          } else {
-            const size_t i = 3 * (static_cast<size_t>(y) * s.width + x);
-            const uint8_t* from = blocked ? &bg.shadowed[i] : &bg.lit[i];
-            std::copy(from, from + 3, image.at(x, y));
+          } else if (blocked) {  // unblocked: the lit background is there already
+            const uint8_t* from = &bg.shadowed[3 * (static_cast<size_t>(y) * s.width + x)];
+            uint8_t* px = image.at(x, y);
+            px[0] = from[0];
+            px[1] = from[1];
+            px[2] = from[2];
           }
         }
       }
