@@ -990,7 +990,7 @@ bool FiberModel::formCrack(std::span<const double> x) {
   CrackDisc disc;
   disc.centre = centre + 0.5 * (gapEnd - centre).dot(tangent.normalized()) * tangent.normalized();
   disc.normal = tangent.normalized();
-  disc.radius = radius / legs;
+  disc.radius = 0.6 * radius / legs;
   cracks_.push_back(disc);
   crackAtNode_[node] = 1;
 
@@ -1017,40 +1017,40 @@ bool FiberModel::formCrack(std::span<const double> x) {
     }
     const bool found = lo < static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c) + 1]) &&
                        old.fiberNodes[3 * lo] == a && old.fiberNodes[3 * lo + 2] == b;
-    if (!found) {
-      // A new fiber (its nodes' neighbourhoods changed) starts from its rest shape, but its
-      // nodes may have drifted apart already (joined only through broken fibers): one that
-      // is past its thresholds now is created broken instead of kicking its nodes apart
-      // for a step with the force of a many-times over-stretched fiber.
-      if ((network_.flags[f] & kFiberActive) == 0) continue;
-      const fiber::Reduced z = fiber::reduce(row(x, static_cast<size_t>(a)),
-                                             row(x, static_cast<size_t>(c)),
-                                             row(x, static_cast<size_t>(b)));
-      const double fractureScale = params_.nodeFractureScale.empty()
-                                       ? 1.0
-                                       : params_.nodeFractureScale[static_cast<size_t>(c)];
-      const double stretchLimit =
-          1.0 + fractureScale * (params_.fracture->stretchLimit - 1.0);
-      const double urgency = std::max(
-          fiber::arcLength(z, samples_) / network_.restLength[f] / stretchLimit,
-          std::abs(fiber::tangentAngle(z, patchFrame(x, static_cast<size_t>(c)).normal) -
-                   network_.restAngle[f]) /
-              bendLimit_[f]);
-      if (urgency > 1.0) {
+    if (found) {
+      plasticLength_[f] = oldPlasticLength[lo];
+      plasticAngle_[f] = oldPlasticAngle[lo];
+      bendLimit_[f] = oldBendLimit[lo];
+      breakUrgency_[f] = oldUrgency[lo];
+      if ((old.flags[lo] & kFiberBroken) != 0 && (network_.flags[f] & kFiberActive) != 0) {
         network_.flags[f] = kFiberBroken;
-        breakUrgency_[f] = urgency;
       }
+      network_.restLength[f] += plasticLength_[f];
+      network_.restAngle[f] += plasticAngle_[f];
+    }
+    // A fiber active now that was not before (new, or dropped at an earlier rebuild) starts
+    // from its rest shape, but its nodes may have drifted apart already (joined only
+    // through broken fibers): one past its thresholds now is created broken instead of
+    // kicking its nodes apart for a step with the force of a many-times over-stretched
+    // fiber.
+    if ((network_.flags[f] & kFiberActive) == 0 || (found && (old.flags[lo] & kFiberActive) != 0)) {
       continue;
     }
-    plasticLength_[f] = oldPlasticLength[lo];
-    plasticAngle_[f] = oldPlasticAngle[lo];
-    bendLimit_[f] = oldBendLimit[lo];
-    breakUrgency_[f] = oldUrgency[lo];
-    if ((old.flags[lo] & kFiberBroken) != 0 && (network_.flags[f] & kFiberActive) != 0) {
+    const fiber::Reduced z =
+        fiber::reduce(row(x, static_cast<size_t>(a)), row(x, static_cast<size_t>(c)),
+                      row(x, static_cast<size_t>(b)));
+    const double fractureScale =
+        params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[static_cast<size_t>(c)];
+    const double stretchLimit = 1.0 + fractureScale * (params_.fracture->stretchLimit - 1.0);
+    const double urgency =
+        std::max(fiber::arcLength(z, samples_) / network_.restLength[f] / stretchLimit,
+                 std::abs(fiber::tangentAngle(z, patchFrame(x, static_cast<size_t>(c)).normal) -
+                          network_.restAngle[f]) /
+                     bendLimit_[f]);
+    if (urgency > 1.0) {
       network_.flags[f] = kFiberBroken;
+      breakUrgency_[f] = urgency;
     }
-    network_.restLength[f] += plasticLength_[f];
-    network_.restAngle[f] += plasticAngle_[f];
   }
   for (size_t j = 0; j < n; ++j) refreshRestMeans(j);
   ++topologyVersion_;
@@ -1139,22 +1139,20 @@ std::vector<int32_t> FiberModel::nodePieces() const {
 
 bool FiberModel::nodeAreaVectors(std::span<const double> x, std::span<double> out) const {
   const auto n = static_cast<size_t>(network_.nodeCount);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, kNodeGrain),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      for (size_t j = r.begin(); j != r.end(); ++j) {
-                        // A node whose fibers all broke is a loose shard, no longer part of
-                        // the membrane the gas pushes on.
-                        bool attached = false;
-                        for (int32_t f = network_.centreOffsets[j];
-                             f < network_.centreOffsets[j + 1] && !attached; ++f) {
-                          attached = (network_.flags[static_cast<size_t>(f)] & kFiberActive) != 0;
-                        }
-                        const PatchFrame frame = patchFrame(x, j);
-                        setRow(out, j,
-                               attached ? Vec3(areas_[j] * frame.length * frame.normal)
-                                        : Vec3::Zero());
-                      }
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t j = r.begin(); j != r.end(); ++j) {
+          // A node whose fibers all broke is a loose shard, no longer part of
+          // the membrane the gas pushes on.
+          bool attached = false;
+          for (int32_t f = network_.centreOffsets[j];
+               f < network_.centreOffsets[j + 1] && !attached; ++f) {
+            attached = (network_.flags[static_cast<size_t>(f)] & kFiberActive) != 0;
+          }
+          const PatchFrame frame = patchFrame(x, j);
+          setRow(out, j, attached ? Vec3(areas_[j] * frame.length * frame.normal) : Vec3::Zero());
+        }
+      });
   return true;
 }
 
