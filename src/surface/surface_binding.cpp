@@ -167,7 +167,7 @@ void SurfaceBinding::resizeVertices(size_t count) {
   if (hasColors_) colors_.resize(3 * count);
   source_.resize(count);
   origins_.resize(3 * count);
-  kind_.resize(count);
+  frames_.resize(count);
   nodes_.resize(k * count);
   coords_.resize(3 * (k - 1) * count);
   weights_.resize((k - 1) * count);
@@ -189,7 +189,7 @@ void SurfaceBinding::moveVertex(size_t from, size_t to) {
   if (hasColors_) copyRows(colors_, 3);
   copyRows(source_, 1);
   copyRows(origins_, 3);
-  copyRows(kind_, 1);
+  copyRows(frames_, 1);
   copyRows(nodes_, k);
   copyRows(coords_, 3 * (k - 1));
   copyRows(weights_, k - 1);
@@ -199,7 +199,7 @@ void SurfaceBinding::moveVertex(size_t from, size_t to) {
 
 bool SurfaceBinding::sameBinding(size_t a, size_t b) const {
   const auto k = static_cast<size_t>(k_);
-  return kind_[a] == kind_[b] &&
+  return (frames_[a] == 0) == (frames_[b] == 0) &&
          std::equal(nodes_.begin() + static_cast<std::ptrdiff_t>(k * a),
                     nodes_.begin() + static_cast<std::ptrdiff_t>(k * (a + 1)),
                     nodes_.begin() + static_cast<std::ptrdiff_t>(k * b));
@@ -338,7 +338,7 @@ void SurfaceBinding::bindVertex(size_t v, const Vec3& origin, BindScratch& scrat
   const bool hasNormal = hasNormals_;
   const Vec3 inputNormal = hasNormal ? row(restNormals_, v) : Vec3::UnitZ();
   setRow(frameNormals_, v, inputNormal);
-  kind_[v] = kTranslation;
+  frames_[v] = 0;
 
   // The K nearest nodes visible from `origin`, distinct, nearest first (the nearest node
   // whatever the discs say if none is visible).
@@ -412,8 +412,14 @@ void SurfaceBinding::bindVertex(size_t v, const Vec3& origin, BindScratch& scrat
       weights[i - 1] = isUsable[i] ? 1.0 / static_cast<double>(usable) : 0.0;
     }
   }
+  // Store W_i C_i^k; frames_[v] = the last frame with weight.
+  uint8_t frames = 0;
+  for (size_t i = 1; i < k; ++i) {
+    for (size_t d = 0; d < 3; ++d) coords[3 * (i - 1) + d] *= weights[i - 1];
+    if (weights[i - 1] != 0) frames = static_cast<uint8_t>(i);
+  }
   setRow(frameNormals_, v, normal);
-  kind_[v] = kFrames;
+  frames_[v] = frames;
 }
 
 void SurfaceBinding::bindNodes(std::span<const int32_t> nodes) {
@@ -649,47 +655,53 @@ void SurfaceBinding::deformPoints(std::span<const double> x, std::span<double> p
   const auto k = static_cast<size_t>(k_);
   const bool wantNormals = !normals.empty();
   if (wantNormals) computeNodeTransforms(x);
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, count, kGrain), [&](const tbb::blocked_range<size_t>& r) {
-        std::array<Vec3, kMaxNeighbours> e;
-        for (size_t v = r.begin(); v != r.end(); ++v) {
-          const int32_t* nodes = &nodes_[k * v];
-          const auto n0 = static_cast<size_t>(nodes[0]);
-          const Vec3 x0 = row(x, n0);
-          if (wantNormals) setRow(normals, v, movedNormal(v));
-          if (kind_[v] == kTranslation) {
-            setRow(positions, v, row(restPositions_, v) + (x0 - row(restNodes_, n0)));
-            continue;
-          }
-          // N' from the least-squares map f (see the header).
-          const double* plane = &planeWeights_[2 * (k - 1) * v];
-          Vec3 f1 = Vec3::Zero(), f2 = Vec3::Zero();
-          for (size_t i = 1; i < k; ++i) {
-            e[i] = row(x, static_cast<size_t>(nodes[i])) - x0;
-            f1 += plane[2 * (i - 1)] * e[i];
-            f2 += plane[2 * (i - 1) + 1] * e[i];
-          }
-          const Vec3 m = f1.cross(f2);
-          const double mLength2 = m.squaredNorm();
-          const bool planeOk = mLength2 > 0 && std::isfinite(mLength2);
-          const Vec3 normal = planeOk ? Vec3(m / std::sqrt(mLength2)) : row(frameNormals_, v);
-          // Eq. (17), (19), (20).
-          const double* coords = &coords_[3 * (k - 1) * v];
-          const double* weights = &weights_[(k - 1) * v];
-          Vec3 sum = Vec3::Zero();
-          for (size_t i = 1; i < k; ++i) {
-            const double w = weights[i - 1];
-            if (w == 0) continue;
-            const double length2 = e[i].squaredNorm();
-            const double inverse = length2 > 0 ? 1.0 / std::sqrt(length2) : 0.0;
-            const Vec3 e2 = normal.cross(e[i]) * inverse;
-            const Vec3 e3 = e2.cross(e[i]) * inverse;
-            const double* ci = coords + 3 * (i - 1);
-            sum += w * (ci[0] * e[i] + ci[1] * e2 + ci[2] * e3);
-          }
-          setRow(positions, v, x0 + sum);
-        }
-      });
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, count, kGrain),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      std::array<Vec3, kMaxNeighbours> e;
+                      for (size_t v = r.begin(); v != r.end(); ++v) {
+                        const int32_t* nodes = &nodes_[k * v];
+                        const auto n0 = static_cast<size_t>(nodes[0]);
+                        const Vec3 x0 = row(x, n0);
+                        if (wantNormals) setRow(normals, v, movedNormal(v));
+                        const size_t frames = frames_[v];
+                        if (frames == 0) {  // translation
+                          setRow(positions, v, row(restPositions_, v) + (x0 - row(restNodes_, n0)));
+                          continue;
+                        }
+                        // N' from the least-squares map f (see the header).
+                        const double* plane = &planeWeights_[2 * (k - 1) * v];
+                        Vec3 f1 = Vec3::Zero(), f2 = Vec3::Zero();
+                        for (size_t i = 1; i < k; ++i) {
+                          e[i] = row(x, static_cast<size_t>(nodes[i])) - x0;
+                          f1 += plane[2 * (i - 1)] * e[i];
+                          f2 += plane[2 * (i - 1) + 1] * e[i];
+                        }
+                        const Vec3 m = f1.cross(f2);
+                        const double mLength2 = m.squaredNorm();
+                        const Vec3 normal = mLength2 > 0 && std::isfinite(mLength2)
+                                                ? Vec3(m / std::sqrt(mLength2))
+                                                : row(frameNormals_, v);
+                        // Eq. (17), (19), (20) with D_i^k = W_i C_i^k, l = |e|, e = e_i^1':
+                        //   e^2 = N x e / l,  e^3 = e^2 x e / l = e (N.e) / l^2 - N,  so
+                        //   sum_i W_i (c'_i - p'_0) = sum_i (D^1 + D^3 (N.e) / l^2) e
+                        //                             + N x sum_i (D^2 / l) e - (sum_i D^3) N
+                        // (a collapsed edge, l = 0, contributes D^1 e = 0 only).
+                        const double* coords = &coords_[3 * (k - 1) * v];
+                        Vec3 along = Vec3::Zero(), across = Vec3::Zero();
+                        double up = 0;
+                        for (size_t i = 1; i <= frames; ++i) {
+                          const double* d = coords + 3 * (i - 1);
+                          const double length2 = e[i].squaredNorm();
+                          if (!(length2 > 0)) continue;
+                          const double inverse2 = 1.0 / length2;
+                          along += (d[0] + d[2] * normal.dot(e[i]) * inverse2) * e[i];
+                          across += (d[1] * std::sqrt(inverse2)) * e[i];
+                          up += d[2];
+                        }
+                        const Vec3 sum = along + normal.cross(across) - up * normal;
+                        setRow(positions, v, x0 + sum);
+                      }
+                    });
 }
 
 void SurfaceBinding::deform(std::span<const double> x, Geometry& out) const {
@@ -717,12 +729,12 @@ std::span<const int32_t> SurfaceBinding::boundNodes(int32_t v) const {
 }
 
 int32_t SurfaceBinding::translationCount() const {
-  return static_cast<int32_t>(std::count(kind_.begin(), kind_.end(), kTranslation));
+  return static_cast<int32_t>(std::count(frames_.begin(), frames_.end(), uint8_t{0}));
 }
 
 size_t SurfaceBinding::memoryBytes() const {
   return bytes(restNodes_) + bytes(cracks_) + bytes(restPositions_) + bytes(restNormals_) +
-         bytes(colors_) + bytes(source_) + bytes(origins_) + bytes(kind_) + bytes(nodes_) +
+         bytes(colors_) + bytes(source_) + bytes(origins_) + bytes(frames_) + bytes(nodes_) +
          bytes(coords_) + bytes(weights_) + bytes(planeWeights_) + bytes(normalWeights_) +
          bytes(nodeFrameNodes_) + bytes(nodeFramePlane_) + bytes(nodeRestFrame_) +
          bytes(nodeTransforms_) + bytes(frameNormals_) + bytes(triangles_) +

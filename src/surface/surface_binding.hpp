@@ -125,7 +125,7 @@ class SurfaceBinding {
   // new disc. Returns the number of vertices re-bound plus split vertices created.
   int rebind(std::span<const CrackDisc> allCracks, std::span<const CrackDisc> newCracks);
 
-  [[nodiscard]] int32_t vertexCount() const { return static_cast<int32_t>(kind_.size()); }
+  [[nodiscard]] int32_t vertexCount() const { return static_cast<int32_t>(frames_.size()); }
   [[nodiscard]] int32_t inputVertexCount() const { return inputVertexCount_; }
   [[nodiscard]] int32_t nodeCount() const { return static_cast<int32_t>(restNodes_.size() / 3); }
   [[nodiscard]] int neighbours() const { return k_; }
@@ -141,7 +141,6 @@ class SurfaceBinding {
   [[nodiscard]] size_t memoryBytes() const;
 
  private:
-  enum Kind : uint8_t { kFrames = 0, kTranslation = 1 };
   struct BindScratch;
 
   // The K nearest distinct nodes to c visible from `origin`, nearest first, into chosen
@@ -188,9 +187,9 @@ class SurfaceBinding {
   std::vector<float> colors_;          // (nV, 3), or empty
   std::vector<int32_t> source_;        // (nV): input vertex copied
   std::vector<double> origins_;        // (nV, 3): point the visibility is tested from, m
-  std::vector<uint8_t> kind_;          // (nV): Kind
+  std::vector<uint8_t> frames_;        // (nV): last frame with weight; 0: pure translation
   std::vector<int32_t> nodes_;         // (nV, K): p_0 .. p_n, nearest first
-  std::vector<double> coords_;         // (nV, K-1, 3): C_i^k of eq. (18), frame i = 1..K-1
+  std::vector<double> coords_;         // (nV, K-1, 3): W_i C_i^k, eq. (18) times eq. (20)
   std::vector<double> weights_;        // (nV, K-1): W_i of eq. (20)-(21), sum 1
   std::vector<double> planeWeights_;   // (nV, K-1, 2): a_i of the least-squares map f
   std::vector<double> normalWeights_;  // (nV, K): omega_i over p_0 .. p_n (if normals)
