@@ -369,6 +369,28 @@ TEST(SurfaceBinding, PointIsolatedByCracksStaysFinite) {
   EXPECT_TRUE(allFinite(moved));
 }
 
+// Two nodes on the point's side of a disc, a grid on the other: fewer than 3 visible, so
+// the point translates with the nearer of its two (its normal turns with nothing: n' = n).
+TEST(SurfaceBinding, TwoVisibleNodesTranslateWithTheNearest) {
+  std::vector<double> nodes = gridNodes(5, 0.1);
+  nodes.insert(nodes.end(), {0.1, -0.2, 0.0, 0.3, -0.2, 0.0});
+  Geometry dense;
+  dense.positions = {0.12, -0.15, 0.0};
+  dense.normals = {0.0, 0.0, 1.0};
+  const std::vector<CrackDisc> wall = {{Vec3(0.2, -0.05, 0.0), Vec3(0, 1, 0), 1.0}};
+  const SurfaceBinding binding(nodes, dense, {}, wall);
+  EXPECT_EQ(binding.translationCount(), 1);
+  EXPECT_EQ(binding.boundNodes(0)[0], 25);
+  std::vector<double> x = nodes;
+  for (size_t i = 0; i < x.size(); ++i) x[i] += 0.01 * static_cast<double>(i % 7);
+  const Geometry moved = binding.deform(x);
+  ASSERT_TRUE(allFinite(moved));
+  for (size_t d = 0; d < 3; ++d) {
+    EXPECT_DOUBLE_EQ(moved.positions[d], dense.positions[d] + x[75 + d] - nodes[75 + d]);
+  }
+  EXPECT_NEAR(row(moved.normals, 0).z(), 1.0, 1e-15);
+}
+
 TEST(SurfaceBinding, RejectsBadInput) {
   const std::vector<double> nodes = gridNodes(4, 0.1);
   const Geometry dense = sheetMesh(5, 0.3);
