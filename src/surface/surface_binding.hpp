@@ -18,7 +18,8 @@
 //                                e_i^3 = e_i^2 x e_i^1 / |e_i^1|
 //   Coordinates, eq. (18):       C_i^k = <c - p_0, e_i^k> / |e_i^k|^2
 //   Weights, eq. (21):           t_i = |p_i - c| / |p_n - c|,  w(t) = (1/t - 1)^2,
-//                                W_i = w(t_i) / sum_j w(t_j)  (stored normalised)
+//                                W_i = w(t_i) / sum_j w(t_j)  (normalised; coords_ holds
+//                                W_i C_i^k, weights_ the W_i)
 //   w(t) = (1/t - 1)^2 is smooth on (0, 1], w(0+) = inf, w(1) = 0 and w'(1) = 0, so a node
 //   entering or leaving the neighbourhood as the farthest one (t = 1) changes c' with zero
 //   weight and zero slope. Note that the frame of p_n itself always has weight 0: p_n only
