@@ -20,7 +20,10 @@ namespace {
 constexpr size_t kGrain = 256;       // vertices per parallel task
 constexpr int kMaxNeighbours = 32;   // largest K
 constexpr double kCollinear = 1e-4;  // smaller / larger tangent eigenvalue below: a line
-constexpr double kFrameSine = 1e-6;  // |N x e^1| / |e^1| below: frame unusable (eq. 18)
+constexpr double kFrameSine = 1e-6;
+constexpr double kQuadraticConditioning = 1e-6;
+constexpr double kCurvatureRegularisation = 1e-2;  // smallest / largest eigenvalue of V^T V  // |N
+                                                   // x e^1| / |e^1| below: frame unusable (eq. 18)
 
 Vec3 row(std::span<const double> flat, size_t i) {
   return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
@@ -314,6 +317,7 @@ void SurfaceBinding::bindNode(size_t j, BindScratch& scratch) {
   for (size_t i = count; i < k; ++i) nodes[i] = nodes[0];
   Vec3 f1, f2;
   if (!fitPlane(nodes, count, nullptr, plane, f1, f2)) return;  // frame 0: no normal term
+  if (count >= 6) quadraticTangents(nodes, count, f1, f2, plane);
   const Vec3 m = f1.cross(f2);
   for (int d = 0; d < 3; ++d) {
     frame[d] = f1[d];
@@ -420,6 +424,49 @@ void SurfaceBinding::bindVertex(size_t v, const Vec3& origin, BindScratch& scrat
   }
   setRow(frameNormals_, v, normal);
   frames_[v] = frames;
+}
+
+void SurfaceBinding::quadraticTangents(const int32_t* chosen, size_t count, Vec3& f1, Vec3& f2,
+                                       double* plane) const {
+  using Vec5 = Eigen::Matrix<double, 5, 1>;
+  using Mat5 = Eigen::Matrix<double, 5, 5>;
+  const Vec3 p0 = row(restNodes_, static_cast<size_t>(chosen[0]));
+  // Tangent basis of the linear fit: its f at rest spans the plane.
+  const Vec3 t1 = f1.normalized();
+  const Vec3 t2 = f1.cross(f2).cross(f1).normalized();
+  std::array<Eigen::Vector2d, kMaxNeighbours> u;
+  double scale2 = 0;
+  for (size_t i = 1; i < count; ++i) {
+    const Vec3 d = row(restNodes_, static_cast<size_t>(chosen[i])) - p0;
+    u[i] = {t1.dot(d), t2.dot(d)};
+    scale2 += u[i].squaredNorm();
+  }
+  const double scale = std::sqrt(scale2 / static_cast<double>(count - 1));  // > 0: not collinear
+  Mat5 normal = Mat5::Zero();
+  std::array<Vec5, kMaxNeighbours> rows;
+  for (size_t i = 1; i < count; ++i) {
+    const Eigen::Vector2d q = u[i] / scale;
+    rows[i] << q[0], q[1], 0.5 * q[0] * q[0], q[0] * q[1], 0.5 * q[1] * q[1];
+    normal.noalias() += rows[i] * rows[i].transpose();
+  }
+  // Tikhonov on the curvature terms: bounds the weights where the neighbours hardly
+  // determine them (one-sided or clustered), shrinking towards a linear fit through p_0.
+  normal.diagonal().tail<3>().array() += kCurvatureRegularisation * normal.trace() / 5;
+  const Eigen::SelfAdjointEigenSolver<Mat5> eigen(normal);
+  const Vec5 lambda = eigen.eigenvalues();
+  if (!(lambda[0] > kQuadraticConditioning * lambda[4])) return;  // keep the linear fit
+  const Mat5 inverse =
+      eigen.eigenvectors() * lambda.cwiseInverse().asDiagonal() * eigen.eigenvectors().transpose();
+  f1.setZero();
+  f2.setZero();
+  for (size_t i = 1; i < count; ++i) {
+    const Vec5 c = inverse * rows[i];
+    plane[2 * (i - 1)] = c[0] / scale;
+    plane[2 * (i - 1) + 1] = c[1] / scale;
+    const Vec3 e = row(restNodes_, static_cast<size_t>(chosen[i])) - p0;
+    f1 += plane[2 * (i - 1)] * e;
+    f2 += plane[2 * (i - 1) + 1] * e;
+  }
 }
 
 void SurfaceBinding::bindNodes(std::span<const int32_t> nodes) {

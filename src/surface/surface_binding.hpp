@@ -35,8 +35,15 @@
 // surface AT c, but N' above is the plane of the whole neighbourhood, centred near its
 // centroid: on a bent sheet it is off by ~ h / R (h the node spacing, R the bending radius),
 // and it jumps where the neighbour set changes. Instead every NODE j gets the normal
-// transform of its own neighbourhood's least-squares map (j and its K - 1 nearest visible
-// nodes, same fit as above), F_j = [f1 f2 m] with m = f1 x f2, rest and deformed:
+// transform of the tangent map AT the node: j = q_0 and its K - 1 nearest visible nodes q_i,
+// offsets d_i = q_i - q_0 in the tangent basis of their least-squares plane, u_i (2), are fitted
+// by a quadratic, x_i - x_0 ~ F u_i + Q(u_i, u_i), in least squares with a small Tikhonov term
+// on Q (1e-2 of the mean diagonal of the scaled normal matrix, so one-sided or clustered
+// neighbourhoods keep bounded weights); F = [f1 f2] is linear in the x_i with weights fixed at
+// rest, like f above. A linear fit would give the tangent at the neighbourhood's centroid,
+// off by a fraction of h / R, and by ~ h / R at the edge of a sheet; the quadratic one is
+// second-order accurate at the node (fewer than 6 nodes or a singular fit: the linear fit).
+// With F_j = [f1 f2 m], m = f1 x f2, rest and deformed:
 //     M_j = F_j'^-T F_j^T = [f2' x m', m' x f1', m'] / |m'|^2  [f1 f2 m]^T    (3x3)
 // (the inverse transpose of the map F_j' F_j^-1: exact for normals under the neighbourhood's
 // affine motion; independent of the tangent basis chosen at rest, so node frames need no
@@ -47,8 +54,8 @@
 // M_j is the rotation itself for a rigid motion (n' = R n exactly), is the identity at rest,
 // follows shear and anisotropic stretch, and is continuous over the surface (a node enters or
 // leaves a point's set as its farthest, with weight 0; each node's transform is fitted around
-// the node, where the blend gives it most weight). This replaces the
-// "blended frame rotation" the brief suggested: the frames of eq. (17) share the point's one
+// the node, where the blend gives it most weight). This replaces the "blended frame
+// rotation" the brief suggested: the frames of eq. (17) share the point's one
 // N', so their blend has the same ~ h / R error. Cost: per deform, one 3x3 per node; per
 // point, K matrix-vector products. A node whose frame is degenerate (collinear neighbours,
 // or collapsed at run time) contributes nothing; if nothing is left, n' = n.
@@ -152,6 +159,10 @@ class SurfaceBinding {
   // f1, f2 at rest; false (plane zeroed) when degenerate.
   bool fitPlane(const int32_t* chosen, size_t count, const Vec3* orientation, double* plane,
                 Vec3& f1, Vec3& f2) const;
+  // Replaces a node's linear fit (plane, f1, f2) by the tangent map at chosen[0] of a
+  // quadratic least-squares fit, when count >= 6 and it is well conditioned.
+  void quadraticTangents(const int32_t* chosen, size_t count, Vec3& f1, Vec3& f2,
+                         double* plane) const;
   // Node j's frame for the normal transforms (its own K nearest visible nodes).
   void bindNode(size_t j, BindScratch& scratch);
   void bindNodes(std::span<const int32_t> nodes);

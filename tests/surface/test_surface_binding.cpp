@@ -169,11 +169,11 @@ TEST(SurfaceBinding, UniformStretchIsNearlyAffine) {
 // Nodes rolled onto a cylinder of radius R (arc length kept). The surface between nodes is
 // interpolated from chords: its distance from the cylinder is of the order of a chord's
 // sagitta, (2h)^2 / (8 R) for the frames' longest edges ~2h; we require 0.5 h^2 / R (measured
-// 0.24). Normals turn with their nodes' least-squares frames, whose neighbourhoods (8 nodes of a
-// square grid) are not symmetric about the node: a frame's plane is tilted by about the turn
-// over its centroid's offset, a fraction of h / R inside the sheet and up to h / R at the
-// edges, where neighbourhoods are one-sided. We require 0.5 h / R at least 2 h inside the
-// sheet (measured 0.31) and 1.25 h / R everywhere (measured 0.99, at a corner).
+// 0.24). Normals turn with the tangent maps at the nodes (quadratic fits), blended with the
+// weights of eq. (21): blending directions that differ by ~ h / R between nodes leaves a
+// fraction of h / R. We require 0.5 h / R at least 2 h inside the sheet (measured 0.28) and
+// 0.75 h / R everywhere (measured 0.49 at the edges, where the regularised fit is one-sided;
+// a linear fit there gave 0.99).
 TEST(SurfaceBinding, BentSheetStaysNearTheCylinder) {
   const double h = 0.05, radius = 0.4;
   const std::vector<double> nodes = gridNodes(16, h, 0.1);
@@ -206,7 +206,7 @@ TEST(SurfaceBinding, BentSheetStaysNearTheCylinder) {
   RecordProperty("interiorAngleOverHR", std::to_string(worstInteriorAngle * radius / h));
   EXPECT_LE(worstDistance, 0.5 * h * h / radius);
   EXPECT_LE(worstInteriorAngle, 0.5 * h / radius);
-  EXPECT_LE(worstAngle, 1.25 * h / radius);
+  EXPECT_LE(worstAngle, 0.75 * h / radius);
 }
 
 TEST(SurfaceBinding, BitIdenticalForOneAndTwoThreads) {
@@ -432,9 +432,12 @@ TEST(SurfaceBinding, BunnyFollowsRigidMotion) {
   const Bounds b = computeBounds(bunny);
   const double size =
       (Vec3(b.max[0], b.max[1], b.max[2]) - Vec3(b.min[0], b.min[1], b.min[2])).norm();
-  EXPECT_LE(maxDistance(moved.positions, motion.apply(bunny.positions)),
-            1e-12 * (size + motion.translation.norm()));
-  EXPECT_LE(maxDistance(moved.normals, motion.apply(bunny.normals, true)), 1e-12);
+  const double positionError = maxDistance(moved.positions, motion.apply(bunny.positions));
+  const double normalError = maxDistance(moved.normals, motion.apply(bunny.normals, true));
+  RecordProperty("positionError", std::to_string(positionError));
+  RecordProperty("normalError", std::to_string(normalError * 1e12) + "e-12");
+  EXPECT_LE(positionError, 1e-12 * (size + motion.translation.norm()));
+  EXPECT_LE(normalError, 1e-12);
 }
 
 }  // namespace
