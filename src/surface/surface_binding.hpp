@@ -120,9 +120,11 @@ class SurfaceBinding {
 
   // The deformed dense surface for node positions x (nNodes, 3): positions by eq. (19)-(20),
   // normals (if the input had them) by the node transforms, the (split) triangles and
-  // colours. Not to be called on one binding from two threads at once (node scratch).
+  // colours. Throws InputError when x is not (nNodes, 3). Not to be called on one binding
+  // from two threads at once (it writes a per-node scratch).
   [[nodiscard]] Geometry deform(std::span<const double> x) const;
   // The same into a caller-owned geometry; reuses its capacity (no allocation once sized).
+  // Triangles and colours are copied on every call (a few ms for millions of triangles).
   void deform(std::span<const double> x, Geometry& out) const;
   // Positions (vertexCount(), 3) and, if non-empty, normals (vertexCount(), 3) only.
   void deformPoints(std::span<const double> x, std::span<double> positions,
@@ -145,7 +147,7 @@ class SurfaceBinding {
   [[nodiscard]] std::span<const int32_t> boundNodes(int32_t v) const;
   // Vertices bound by pure translation (degenerate neighbourhood, see the header).
   [[nodiscard]] int32_t translationCount() const;
-  // Bytes held by the binding's arrays (capacity).
+  // Bytes held by the binding's arrays (capacity; the kd-tree estimated).
   [[nodiscard]] size_t memoryBytes() const;
 
  private:
