@@ -1,6 +1,7 @@
 #include "dynamics/recorder.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -89,7 +90,15 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
          gravitationalEnergy(body, world.gravity),
          pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1,
          body.brokenElements, body.cracks});
-    const Geometry surface = body.model->surface(body.positions);
+    Geometry surface;
+    if (body.embedded) {
+      const auto start = std::chrono::steady_clock::now();
+      surface = body.embedded->deform(body.positions);
+      surfaceSeconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } else {
+      surface = body.model->surface(body.positions);
+    }
     for (OutputFormat format : formats_) {
       char name[64];
       std::snprintf(name, sizeof name, "_%05d.%s", frame, extension(format));
@@ -121,9 +130,9 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   json bodies = json::array();
   for (const Body& body : world.bodies) {
     // Pinned nodes are frame vertices (every model writes its nodes as the frame's
-    // vertices), so the renderer can mark them.
+    // vertices), so the renderer can mark them; an embedded surface's vertices are not nodes.
     std::vector<int32_t> pinned;
-    for (size_t i = 0; i < body.pinned.size(); ++i) {
+    for (size_t i = 0; i < body.pinned.size() && !body.embedded; ++i) {
       if (body.pinned[i] != 0) pinned.push_back(static_cast<int32_t>(i));
     }
     bodies.push_back({{"name", body.name},
@@ -169,9 +178,10 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   }
   summary["frames"] = frames;
   summary["steps"] = frames_.empty() ? 0 : frames_.back().steps;
-  summary["phase_seconds"] = {{"forces", times.forces},   {"integrate", times.integrate},
-                              {"contact", times.contact}, {"checks", times.checks},
-                              {"output", times.output},   {"inelastic", times.inelastic}};
+  summary["phase_seconds"] = {{"forces", times.forces},    {"integrate", times.integrate},
+                              {"contact", times.contact},  {"checks", times.checks},
+                              {"output", times.output},    {"inelastic", times.inelastic},
+                              {"surface", surfaceSeconds_}};
   summary["warnings"] = warnings;
   const std::string text = summary.dump(2);
   writeFileAtomically(summaryPath(), [&](std::ostream& out) { out << text << '\n'; });

@@ -54,6 +54,7 @@ class Recorder {
   std::vector<OutputFormat> formats_;
   std::optional<CameraDef> camera_;
   std::vector<FrameRecord> frames_;
+  double surfaceSeconds_ = 0;  // moving embedded surfaces (wicke2005 section 6), s
 };
 
 }  // namespace shellsim

@@ -55,7 +55,17 @@ void restore(World& world, const Checkpoint& c) {
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     world.bodies[b].positions = c.positions[b];
     world.bodies[b].velocities = c.velocities[b];
-    if (c.models[b]) world.bodies[b].model->restoreState(c.models[b].get());
+    Body& body = world.bodies[b];
+    if (c.models[b]) {
+      const size_t cracksBefore = body.model->crackDiscs().size();
+      body.model->restoreState(c.models[b].get());
+      if (body.embedded && body.model->crackDiscs().size() != cracksBefore) {
+        // The binding knows cracks the restored state has not had yet: bind again.
+        body.embedded =
+            std::make_unique<SurfaceBinding>(body.embedded->restNodes(), *body.embeddedRest,
+                                             SurfaceBindingParams{}, body.model->crackDiscs());
+      }
+    }
     world.bodies[b].brokenElements = c.brokenElements[b];
     world.bodies[b].cracks = c.cracks[b];
   }

@@ -139,6 +139,13 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
       const InelasticReport report = body.model->updateInelastic(body.positions, dt);
       body.brokenElements += report.brokenElements;
       body.cracks += report.cracks;
+      if (report.cracks > 0 && body.embedded) {
+        // wicke2005 sec. 7.2: "For surface points in the vicinity of a new crack, the
+        // neighborhoods and coordinates for the high resolution surface have to be
+        // recomputed as well."
+        const std::span<const CrackDisc> all = body.model->crackDiscs();
+        body.embedded->rebind(all, all.last(static_cast<size_t>(report.cracks)));
+      }
       changed |= report.brokenElements > 0 || report.cracks > 0;
     }
   }

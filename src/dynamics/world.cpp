@@ -108,8 +108,9 @@ std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh) {
 // geometry, the node it became (-1: none). Pins given as vertex lists go through it.
 struct Discretization {
   std::unique_ptr<Model> model;
-  std::vector<double> nodePositions;  // (nNodes, 3), m
-  std::vector<int32_t> nodeOfVertex;  // (nInputVertices)
+  std::vector<double> nodePositions;      // (nNodes, 3), m
+  std::vector<int32_t> nodeOfVertex;      // (nInputVertices)
+  std::shared_ptr<const Geometry> dense;  // the surface to embed, or null
 };
 
 std::vector<int32_t> identityMap(int32_t count) {
@@ -189,6 +190,7 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
     sampling.targetNodeCount = fiber.nodeCount;
     sampling.spacing = fiber.nodeSpacing;
     NodeSampling clusters = clusterSurface(geometry, sampling);
+    if (fiber.highResolutionSurface) d.dense = std::make_shared<const Geometry>(geometry);
     nodes.positions = std::move(clusters.positions);
     nodes.normals = std::move(clusters.normals);
     nodes.areas = std::move(clusters.areas);
@@ -313,6 +315,14 @@ World buildWorld(const SceneDef& scene) {
     body.model = std::move(discretization.model);
     body.positions = std::move(discretization.nodePositions);
     body.damping = def.material.damping;
+    if (discretization.dense) {
+      try {
+        body.embedded = std::make_unique<SurfaceBinding>(body.positions, *discretization.dense);
+      } catch (const InputError& e) {
+        throw InputError(label + ": high-resolution surface: " + e.what());
+      }
+      body.embeddedRest = discretization.dense;
+    }
     const size_t n = static_cast<size_t>(body.model->nodeCount());
     body.velocities.resize(3 * n);
     for (size_t i = 0; i < n; ++i) {

@@ -9,6 +9,7 @@
 #include "core/assembler.hpp"
 #include "models/model.hpp"
 #include "shellsim/scene.hpp"
+#include "surface/surface_binding.hpp"
 
 namespace shellsim {
 
@@ -75,6 +76,10 @@ struct Body {
   std::optional<PressureLoad> pressure;
   std::vector<double> externalForces;  // (nNodes, 3), N, at the current positions and time;
                                        // empty when the body has no loads
+  // The high-resolution surface the nodes move (wicke2005 section 6), written as the
+  // body's frames instead of Model::surface; null when the nodes are the surface.
+  std::unique_ptr<SurfaceBinding> embedded;
+  std::shared_ptr<const Geometry> embeddedRest;  // its rest geometry, to rebind from scratch
   // Inelastic events so far (Model::updateInelastic).
   int64_t brokenElements = 0;
   int32_t cracks = 0;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/crack.hpp"
 #include "shellsim/geometry.hpp"
 
 namespace shellsim {
@@ -87,6 +88,9 @@ class Model {
   [[nodiscard]] virtual uint64_t topologyVersion() const { return 0; }
   [[nodiscard]] virtual std::unique_ptr<ModelState> saveState() const { return nullptr; }
   virtual void restoreState(const ModelState* state) { (void)state; }
+
+  // Every crack disc so far, in order of formation (rest space; core/crack.hpp).
+  [[nodiscard]] virtual std::span<const CrackDisc> crackDiscs() const { return {}; }
 
   // Connected piece of every node, (nNodes), labels 0.. numbered by smallest node; empty if
   // the model does not track pieces (then it is one piece).

@@ -138,6 +138,7 @@ class SurfaceBinding {
   [[nodiscard]] int32_t vertexCount() const { return static_cast<int32_t>(frames_.size()); }
   [[nodiscard]] int32_t inputVertexCount() const { return inputVertexCount_; }
   [[nodiscard]] int32_t nodeCount() const { return static_cast<int32_t>(restNodes_.size() / 3); }
+  [[nodiscard]] std::span<const double> restNodes() const { return restNodes_; }  // (nNodes, 3)
   [[nodiscard]] int neighbours() const { return k_; }
   // The input vertex each vertex copies (itself for input vertices), (vertexCount()).
   [[nodiscard]] std::span<const int32_t> sourceVertex() const { return source_; }

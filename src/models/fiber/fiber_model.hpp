@@ -131,13 +131,13 @@
 // the node (e = (p2 - p1)/2, projected into the tangent plane), with the mean rest distance
 // from the node to its fiber ends as radius. The paper centres it at the node; we shift it
 // along the normal halfway to the end of the fiber's more stretched leg (at the current
-// positions), i.e. into the gap that opened, so the node keeps its intact side. At most one crack per step,
-// then `cooldownSteps` steps without one. A crack rebuilds the network from the rest positions
-// with no neighbour pair across any disc (fiber_network.hpp), then the normal patches, the
-// rest angles and the stiffness mapping; each fiber that exists before and after (same
-// centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A node whose
-// patch degenerates (its remaining neighbours are collinear) loses its fibers instead of
-// failing the run. Pieces are the connected components of the nodes joined by active fibers.
+// positions), i.e. into the gap that opened, so the node keeps its intact side. At most one crack
+// per step, then `cooldownSteps` steps without one. A crack rebuilds the network from the rest
+// positions with no neighbour pair across any disc (fiber_network.hpp), then the normal patches,
+// the rest angles and the stiffness mapping; each fiber that exists before and after (same centre
+// and ends) keeps its plastic parts, its gamma_theta and its broken state. A node whose patch
+// degenerates (its remaining neighbours are collinear) loses its fibers instead of failing the run.
+// Pieces are the connected components of the nodes joined by active fibers.
 #pragma once
 
 #include <Eigen/Core>
@@ -206,6 +206,7 @@ class FiberModel : public Model {
   // a_j (f1 x f2): the node's area a_j scaled by its patch's area stretch |f1 x f2|, along N_j.
   bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const override;
   [[nodiscard]] std::span<const CrackDisc> cracks() const { return cracks_; }
+  [[nodiscard]] std::span<const CrackDisc> crackDiscs() const override { return cracks_; }
   // Plastic parts l_plastic, theta_plastic of every fiber, (nFibers) each.
   [[nodiscard]] std::span<const double> plasticLength() const { return plasticLength_; }
   [[nodiscard]] std::span<const double> plasticAngle() const { return plasticAngle_; }
