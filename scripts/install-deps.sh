@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libtinyobjloader-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libpng-dev ffmpeg libembree-dev   # previews: PNG, H.264 video, CPU ray casting
+  libbullet-dev                     # optional: the Bullet soft-body comparison benchmark
 )
 
 missing=()

@@ -155,8 +155,11 @@ double triangleEnergyHessian(double stiffness, double restArea, const Vec3 (&x)[
 inline double dihedralAngle(const Vec3& x0, const Vec3& x1, const Vec3& x2, const Vec3& x3) {
   const Vec3 e = x1 - x0;
   const Vec3 nA = e.cross(x2 - x0);
-  const Vec3 nB = (x3 - x0).cross(e);
-  return std::atan2(nA.cross(nB).dot(e), e.norm() * nA.dot(nB));
+  const Vec3 fB = x3 - x0;
+  const Vec3 nB = fB.cross(e);
+  // (nA x nB) . e = -(nA . fB) |e|^2 ((a x b) x (c x d) = ((a x b) . d) c - ((a x b) . c) d);
+  // both arguments divided by |e|.
+  return std::atan2(-nA.dot(fB) * e.norm(), nA.dot(nB));
 }
 
 // theta and its gradient dtheta/dx_i (see the header comment).
@@ -168,16 +171,18 @@ inline double dihedralAngleGradient(const Vec3 (&x)[4], Vec3 (&g)[4]) {
   const Vec3 nB = fB.cross(e);
   const double ee = e.squaredNorm();
   const double eLen = std::sqrt(ee);
-  const double theta = std::atan2(nA.cross(nB).dot(e), eLen * nA.dot(nB));
+  const double theta = std::atan2(-nA.dot(fB) * eLen, nA.dot(nB));  // as dihedralAngle
   const double nA2 = nA.squaredNorm();
   const double nB2 = nB.squaredNorm();
   if (!(nA2 > 0) || !(nB2 > 0) || !(ee > 0)) {
     for (Vec3& v : g) v.setZero();
     return theta;
   }
-  const Vec3 vA = (eLen / nA2) * nA;
-  const Vec3 vB = (eLen / nB2) * nB;
-  const double invEE = 1.0 / ee;
+  // One division for the three reciprocals 1/|nA|^2, 1/|nB|^2, 1/|e|^2.
+  const double inverse = 1.0 / (nA2 * nB2 * ee);
+  const Vec3 vA = (eLen * nB2 * ee * inverse) * nA;
+  const Vec3 vB = (eLen * nA2 * ee * inverse) * nB;
+  const double invEE = nA2 * nB2 * inverse;
   const double sA = fA.dot(e) * invEE;
   const double sB = fB.dot(e) * invEE;
   g[0] = (1 - sA) * vA + (1 - sB) * vB;

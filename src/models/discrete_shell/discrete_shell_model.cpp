@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <sstream>
 
 #include "models/discrete_shell/discrete_shell_kernel.hpp"
@@ -67,6 +68,34 @@ void stencilHessians(std::span<const int32_t> nodes, std::span<const double> x, 
                         }
                       }
                     });
+}
+
+// Per-hinge scale of the bending stiffness, header comment (c):
+//   s_h = (v(x2) + v(x3)) / 12,
+// v the equivalent valence of an apex, its number of triangles times 2 pi over the sum of
+// their angles at it (the valence of an interior vertex of a flat mesh; a vertex on a
+// straight boundary counts as if the mesh were mirrored across it).
+void scaleHingesByApexValence(std::span<const double> positions, std::span<const int32_t> triangles,
+                              std::span<const int32_t> hingeNodes, std::vector<double>& stiffness) {
+  const size_t nodes = positions.size() / 3;
+  std::vector<double> count(nodes, 0.0), angle(nodes, 0.0);
+  for (size_t t = 0; t < triangles.size() / 3; ++t) {
+    for (size_t c = 0; c < 3; ++c) {
+      const int32_t v = triangles[3 * t + c];
+      const Vec3 p = vertex(positions, v);
+      const Vec3 a = vertex(positions, triangles[3 * t + (c + 1) % 3]) - p;
+      const Vec3 b = vertex(positions, triangles[3 * t + (c + 2) % 3]) - p;
+      count[static_cast<size_t>(v)] += 1;
+      angle[static_cast<size_t>(v)] += std::atan2(a.cross(b).norm(), a.dot(b));
+    }
+  }
+  const auto valence = [&](int32_t v) {
+    const auto i = static_cast<size_t>(v);
+    return count[i] * 2 * std::numbers::pi / angle[i];
+  };
+  for (size_t k = 0; k < stiffness.size(); ++k) {
+    stiffness[k] *= (valence(hingeNodes[4 * k + 2]) + valence(hingeNodes[4 * k + 3])) / 12;
+  }
 }
 
 }  // namespace
@@ -242,6 +271,9 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
     const double restArea =
         discrete_shell::triangleArea(x0, x1, x2) + discrete_shell::triangleArea(x1, x0, x3);
     hingeStiffness_[k] = 2 * kB * 3 * (x1 - x0).squaredNorm() / restArea;
+  }
+  if (!params.bendStiffness && params.calibrateBending && hingeCount > 0) {
+    scaleHingesByApexValence(mesh.positions, triangles_, hingeNodes_, hingeStiffness_);
   }
 
   const auto anyNonZero = [](const std::vector<double>& values) {
