@@ -64,6 +64,7 @@ void restore(World& world, const Checkpoint& c) {
         body.embedded =
             std::make_unique<SurfaceBinding>(body.embedded->restNodes(), *body.embeddedRest,
                                              SurfaceBindingParams{}, body.model->crackDiscs());
+        body.embeddedPieces = 1;
       }
     }
     world.bodies[b].brokenElements = c.brokenElements[b];

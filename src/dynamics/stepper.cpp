@@ -146,6 +146,15 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
         const std::span<const CrackDisc> all = body.model->crackDiscs();
         body.embedded->rebind(all, all.last(static_cast<size_t>(report.cracks)));
       }
+      if ((report.cracks > 0 || report.brokenElements > 0) && body.embedded) {
+        const std::vector<int32_t> pieces = body.model->nodePieces();
+        const int32_t count =
+            pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1;
+        if (count != body.embeddedPieces) {
+          body.embedded->separatePieces(pieces);
+          body.embeddedPieces = count;
+        }
+      }
       changed |= report.brokenElements > 0 || report.cracks > 0;
     }
   }

@@ -80,6 +80,7 @@ struct Body {
   // body's frames instead of Model::surface; null when the nodes are the surface.
   std::unique_ptr<SurfaceBinding> embedded;
   std::shared_ptr<const Geometry> embeddedRest;  // its rest geometry, to rebind from scratch
+  int32_t embeddedPieces = 1;                    // pieces the binding was last separated into
   // Inelastic events so far (Model::updateInelastic).
   int64_t brokenElements = 0;
   int32_t cracks = 0;

@@ -240,6 +240,10 @@ size_t SurfaceBinding::visibleNodes(const Vec3& c, const Vec3& origin, int32_t* 
         }
       }
       if (!visible) continue;
+      if (!nodePiece_.empty() && count > 0 &&
+          nodePiece_[candidate] != nodePiece_[static_cast<size_t>(chosen[0])]) {
+        continue;
+      }
       bool distinct = true;
       for (size_t j = 0; j < count; ++j) {
         if ((row(restNodes_, static_cast<size_t>(chosen[j])) - p).norm() <= nodeTolerance_) {
@@ -597,6 +601,37 @@ bool SurfaceBinding::crossesNewDisc(const Vec3& origin, const int32_t* nodes,
   return false;
 }
 
+int SurfaceBinding::separatePieces(std::span<const int32_t> pieces) {
+  const size_t nodeCount = restNodes_.size() / 3;
+  if (pieces.size() != nodeCount) {
+    throw InputError("surface binding: pieces must have one label per node");
+  }
+  nodePiece_.assign(pieces.begin(), pieces.end());
+  const auto k = static_cast<size_t>(k_);
+  const auto mixed = [&](const int32_t* bound) {
+    for (size_t i = 1; i < k; ++i) {
+      if (bound[i] >= 0 &&
+          pieces[static_cast<size_t>(bound[i])] != pieces[static_cast<size_t>(bound[0])]) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<int32_t> list;
+  for (size_t v = 0; v < source_.size(); ++v) {
+    if (mixed(&nodes_[k * v])) list.push_back(static_cast<int32_t>(v));
+  }
+  bindVertices(list);
+  if (hasNormals_) {
+    std::vector<int32_t> nodeList;
+    for (size_t j = 0; j < nodeCount; ++j) {
+      if (mixed(&nodeFrameNodes_[k * j])) nodeList.push_back(static_cast<int32_t>(j));
+    }
+    bindNodes(nodeList);
+  }
+  return static_cast<int>(list.size());
+}
+
 int SurfaceBinding::rebind(std::span<const CrackDisc> allCracks,
                            std::span<const CrackDisc> newCracks) {
   validateCracks(allCracks);
@@ -760,7 +795,23 @@ void SurfaceBinding::deform(std::span<const double> x, Geometry& out) const {
     out.normals.clear();
   }
   out.colors.assign(colors_.begin(), colors_.end());
-  out.triangles.assign(triangles_.begin(), triangles_.end());
+  if (nodePiece_.empty()) {
+    out.triangles.assign(triangles_.begin(), triangles_.end());
+  } else {
+    // A triangle whose corners follow different pieces would stretch between them as the
+    // pieces drift apart: it is left out (separated, never stretched).
+    out.triangles.clear();
+    const auto k = static_cast<size_t>(k_);
+    for (size_t t = 0; t + 2 < triangles_.size(); t += 3) {
+      const auto piece = [&](size_t corner) {
+        return nodePiece_[static_cast<size_t>(
+            nodes_[k * static_cast<size_t>(triangles_[t + corner])])];
+      };
+      if (piece(0) == piece(1) && piece(1) == piece(2)) {
+        out.triangles.insert(out.triangles.end(), &triangles_[t], &triangles_[t] + 3);
+      }
+    }
+  }
   deformPoints(x, out.positions, out.normals);
 }
 

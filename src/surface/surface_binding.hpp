@@ -135,6 +135,14 @@ class SurfaceBinding {
   // new disc. Returns the number of vertices re-bound plus split vertices created.
   int rebind(std::span<const CrackDisc> allCracks, std::span<const CrackDisc> newCracks);
 
+  // After fracture split the nodes into pieces (labels, (nNodes)): re-binds every vertex
+  // (and node normal frame) whose bound nodes lie in more than one piece to nodes of the
+  // piece of its nearest visible node only, so no point is stretched between pieces that
+  // drift apart (a piece can separate through broken fibers alone, with no disc between).
+  // Later bindings keep to pieces too, and deform() leaves out the triangles whose corners
+  // follow different pieces. Returns the number of vertices re-bound.
+  int separatePieces(std::span<const int32_t> pieces);
+
   [[nodiscard]] int32_t vertexCount() const { return static_cast<int32_t>(frames_.size()); }
   [[nodiscard]] int32_t inputVertexCount() const { return inputVertexCount_; }
   [[nodiscard]] int32_t nodeCount() const { return static_cast<int32_t>(restNodes_.size() / 3); }
@@ -192,6 +200,7 @@ class SurfaceBinding {
   bool hasNormals_ = false;            // whether the input had normals
   bool hasColors_ = false;             // whether the input had colours
   std::vector<double> restNodes_;      // (nNodes, 3), m
+  std::vector<int32_t> nodePiece_;     // (nNodes) piece labels, or empty (one piece)
   std::unique_ptr<PointKdTree> tree_;  // over restNodes_
   double nodeTolerance_ = 0;           // coincident-node distance, m
   std::vector<CrackDisc> cracks_;      // all discs so far, rest space

@@ -240,6 +240,17 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     }
   }
 
+  mappedStretchK_ = stretchK_;
+  mappedBendK_ = bendK_;
+  if (originalFibers_.empty()) {
+    originalFibers_.assign(n, 0);
+    for (size_t j = 0; j < n; ++j) {
+      for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+        originalFibers_[j] += (network_.flags[static_cast<size_t>(f)] & kFiberActive) != 0;
+      }
+    }
+  }
+
   // Fresh inelastic state; formCrack() carries the old one over.
   plasticLength_.assign(fiberCount, 0.0);
   plasticAngle_.assign(fiberCount, 0.0);
@@ -844,6 +855,11 @@ void FiberModel::refreshRestMeans(size_t node) {
   }
   restArea_[node] = count > 0 ? sumArea / count : 0.0;
   restMeanAngle_[node] = count > 0 ? sumAngle / count : 0.0;
+  const double share = originalFibers_[node] > 0
+                           ? std::min(1.0, static_cast<double>(count) / originalFibers_[node])
+                           : 1.0;
+  stretchK_[node] = mappedStretchK_[node] * share;
+  bendK_[node] = mappedBendK_[node] * share;
 }
 
 InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt) {
@@ -1062,7 +1078,7 @@ struct FiberModelState : ModelState {
   std::vector<CrackDisc> cracks;
   std::vector<uint8_t> crackAtNode, flags;
   std::vector<double> restLength, restAngle, plasticLength, plasticAngle, bendLimit, urgency,
-      restArea, restMeanAngle;
+      restArea, restMeanAngle, stretchK, bendK;
   int32_t cooldown = 0;
 };
 }  // namespace
@@ -1081,6 +1097,8 @@ std::unique_ptr<ModelState> FiberModel::saveState() const {
   state->urgency = breakUrgency_;
   state->restArea = restArea_;
   state->restMeanAngle = restMeanAngle_;
+  state->stretchK = stretchK_;
+  state->bendK = bendK_;
   state->cooldown = cooldown_;
   return state;
 }
@@ -1103,6 +1121,8 @@ void FiberModel::restoreState(const ModelState* state) {
   breakUrgency_ = saved->urgency;
   restArea_ = saved->restArea;
   restMeanAngle_ = saved->restMeanAngle;
+  stretchK_ = saved->stretchK;
+  bendK_ = saved->bendK;
   cooldown_ = saved->cooldown;
 }
 

@@ -254,10 +254,18 @@ class FiberModel : public Model {
   FiberParams params_;
   std::vector<double> areas_;  // a_j, (nNodes), m^2
   FiberNetwork network_;
-  std::vector<int32_t> triangles_;          // (nTriangles, 3), output only
-  std::vector<double> mass_;                // (nNodes), kg
-  std::vector<double> stretchK_;            // K_s,j, (nNodes), N/m^3
-  std::vector<double> bendK_;               // K_b,j, (nNodes), N/m
+  std::vector<int32_t> triangles_;  // (nTriangles, 3), output only
+  std::vector<double> mass_;        // (nNodes), kg
+  // K_s,j and K_b,j in use: the mapping times min(1, active fibers / originalFibers_), so a
+  // node that lost fibers (broken, or cut by a crack) keeps the stiffness per remaining
+  // fiber instead of concentrating its whole stiffness in them (the (1/n) averages of E_s
+  // and E_b would, making a lone surviving fiber n times stiffer: that broke the explicit
+  // step's stability and pumped energy into torn sheets).
+  std::vector<double> stretchK_;            // (nNodes), N/m^3
+  std::vector<double> bendK_;               // (nNodes), N/m
+  std::vector<double> mappedStretchK_;      // K_s,j of the current network's mapping, (nNodes)
+  std::vector<double> mappedBendK_;         // K_b,j of the mapping, (nNodes)
+  std::vector<int32_t> originalFibers_;     // active fibers of each node when intact, (nNodes)
   std::vector<double> restArea_;            // A_j0, (nNodes), m^2
   std::vector<double> restMeanAngle_;       // H_j0, (nNodes), rad
   std::vector<double> fiberBendWeight_;     // s_k w_k^2 of E_b, (nFibers), 1
