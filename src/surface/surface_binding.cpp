@@ -813,6 +813,27 @@ void SurfaceBinding::deform(std::span<const double> x, Geometry& out) const {
     }
   }
   deformPoints(x, out.positions, out.normals);
+  if (cracks_.empty() && nodePiece_.empty()) return;
+  // Once the shell has torn, a tear can also open through broken fibers with no disc or
+  // piece boundary across it yet (a bridge elsewhere still joins the two sides). A triangle
+  // with an edge stretched beyond kTornStretch times its rest length spans such an opening
+  // (the fibers around it broke long before: every fracture threshold of the scenes is a
+  // far smaller stretch), so it is left out rather than drawn across the gap.
+  size_t kept = 0;
+  for (size_t t = 0; t + 2 < out.triangles.size(); t += 3) {
+    bool intact = true;
+    for (size_t c = 0; c < 3 && intact; ++c) {
+      const auto a = static_cast<size_t>(out.triangles[t + c]);
+      const auto b = static_cast<size_t>(out.triangles[t + (c + 1) % 3]);
+      const double now = (row(out.positions, a) - row(out.positions, b)).squaredNorm();
+      const double rest = (row(restPositions_, a) - row(restPositions_, b)).squaredNorm();
+      intact = now <= kTornStretch * kTornStretch * rest;
+    }
+    if (!intact) continue;
+    for (size_t c = 0; c < 3; ++c) out.triangles[kept + c] = out.triangles[t + c];
+    kept += 3;
+  }
+  out.triangles.resize(kept);
 }
 
 Geometry SurfaceBinding::deform(std::span<const double> x) const {

@@ -100,6 +100,10 @@
 
 namespace shellsim {
 
+// deform() leaves out, once the shell has cracks or pieces, triangles with an edge stretched
+// beyond this factor of its rest length: they span a tear (see deform()).
+inline constexpr double kTornStretch = 3.0;
+
 struct SurfaceBindingParams {
   int neighbours = 8;  // K = n + 1 nodes per passive point, [3, 32] (clamped to the node count)
 };

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
+#include "shellsim/parallel.hpp"
 
 namespace shellsim {
 namespace {
@@ -156,6 +158,91 @@ TEST(Plasticity, DentStaysAfterTheLoadIsGoneAndSpringsBackWithoutPlasticity) {
   // Measured: plastic 0.075 m deep, elastic 0.0018 m (still creeping back).
   EXPECT_LT(plastic, -0.03) << "dent depth " << plastic;
   EXPECT_GT(elastic, -0.005) << "elastic sheet springs back, depth " << elastic;
+}
+
+// A 0.5 m fiber sheet of 13 x 13 nodes pulled apart at its left and right edges, with a
+// weak point on its top edge; `dense` > 0 embeds a dense sheet mesh of that resolution.
+World tearingSheet(int dense) {
+  BodyDef body = sheetBody(dense > 0 ? dense : 12);
+  body.model = "fiber";
+  body.material.damping = 5;
+  if (dense > 0) body.fiber.nodeCount = 169;
+  body.fiber.fracture = FiberFractureDef{
+      .stretchLimit = 1.15, .bendLimit = 3.0, .brokenRatio = 0.25, .cooldownSteps = 2};
+  FiberRegionDef weak;
+  weak.shape = PinShape::kSphere;
+  weak.center = {0, 0.25, 0};
+  weak.radius = 0.06;
+  weak.fractureScale = 0.3;
+  body.fiber.regions.push_back(weak);
+  for (const double side : {-1.0, 1.0}) {
+    PinDef pin;
+    pin.shape = PinShape::kBox;
+    pin.center = {side * 0.25, 0, 0};
+    pin.halfExtents = {0.03, 0.3, 0.1};
+    pin.path = {{0.0, {0, 0, 0}}, {1.0, {side * 0.15, 0, 0}}};
+    body.pins.push_back(pin);
+  }
+  SceneDef scene = sceneWith(body);
+  scene.gravity = {0, 0, 0};
+  return buildWorld(scene);
+}
+
+TEST(Fracture, TornSheetSurfaceSplitsWithoutStretchedTriangles) {
+  World world = tearingSheet(48);
+  Body& body = world.bodies[0];
+  ASSERT_TRUE(body.embedded) << "clustered nodes embed the dense sheet";
+  const Geometry rest = body.embedded->deform(body.positions);
+  PhaseTimes times;
+  computeAccelerations(world);
+  const double dt = 0.5 * stableTimeStep(world);
+  while (world.time < 1.0) step(world, dt, times);
+  const std::vector<int32_t> pieces = body.model->nodePieces();
+  ASSERT_GE(*std::max_element(pieces.begin(), pieces.end()), 1) << "the sheet tore";
+  const Geometry torn = body.embedded->deform(body.positions);
+  // Rest edge length h = 0.5 / 48; no visible triangle is stretched across the tear.
+  const double h = 0.5 / 48;
+  double longest = 0;
+  for (size_t t = 0; t + 2 < torn.triangles.size(); t += 3) {
+    for (int c = 0; c < 3; ++c) {
+      const auto a = static_cast<size_t>(torn.triangles[t + static_cast<size_t>(c)]);
+      const auto b = static_cast<size_t>(torn.triangles[t + static_cast<size_t>((c + 1) % 3)]);
+      longest = std::max(
+          longest,
+          (Vec3(torn.positions[3 * a], torn.positions[3 * a + 1], torn.positions[3 * a + 2]) -
+           Vec3(torn.positions[3 * b], torn.positions[3 * b + 1], torn.positions[3 * b + 2]))
+              .norm());
+    }
+  }
+  // At most kTornStretch times a rest edge (diagonals are sqrt(2) h); drawn across the
+  // opening a triangle would span ~0.25 m (measured before the torn-triangle rule).
+  EXPECT_LE(longest, kTornStretch * std::sqrt(2.0) * h * (1 + 1e-9));
+  // The surface's left and right edges moved apart with their pins: it opened.
+  double left = 1, right = -1;
+  for (size_t v = 0; v < static_cast<size_t>(torn.vertexCount()); ++v) {
+    if (std::abs(rest.positions[3 * v + 1]) > 0.1) continue;
+    if (rest.positions[3 * v] < -0.24) left = std::min(left, torn.positions[3 * v]);
+    if (rest.positions[3 * v] > 0.24) right = std::max(right, torn.positions[3 * v]);
+  }
+  EXPECT_GT(right - left, 0.5 + 0.25);
+  EXPECT_GT(torn.vertexCount(), rest.vertexCount()) << "split vertices along the cracks";
+}
+
+TEST(Fracture, TearingIsBitIdenticalWithOneAndTwoThreads) {
+  const auto run = [](int threads) {
+    const ThreadLimit limit(threads);
+    World world = tearingSheet(0);
+    PhaseTimes times;
+    computeAccelerations(world);
+    const double dt = 0.5 * stableTimeStep(world);
+    for (int s = 0; s < 1500; ++s) step(world, dt, times);
+    EXPECT_GT(world.bodies[0].cracks, 0);
+    return world.bodies[0].positions;
+  };
+  const std::vector<double> one = run(1);
+  const std::vector<double> two = run(2);
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * sizeof(double)));
 }
 
 TEST(Fracture, SheetPulledApartTearsIntoTwoPiecesOneCrackPerStep) {
