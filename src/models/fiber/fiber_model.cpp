@@ -431,6 +431,14 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
   const std::vector<int32_t>& fiberNodes = network_.fiberNodes;
   const std::vector<int32_t>& offsets = network_.centreOffsets;
   const bool anisotropic = !fiberStretchWeight_.empty();
+  // Plasticity and fracture read l and theta at the step's final positions, which the
+  // stepper's last gradient evaluation had: keep them (and x) instead of a second pass.
+  const bool inelastic = params_.plasticity.has_value() || params_.fracture.has_value();
+  if (inelastic && wantGradient) {
+    lengthNow_.resize(network_.restLength.size());
+    angleNow_.resize(network_.restLength.size());
+    evaluatedX_.assign(x.begin(), x.end());
+  }
 
   // Pass 1: per centre node.
   tbb::parallel_for(
@@ -465,6 +473,10 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
             } else {
               length[local] = fiber::arcLength(z, samples);
               angle[local] = fiber::tangentAngle(z, normal);
+            }
+            if (inelastic && wantGradient) {
+              lengthNow_[f] = length[local];
+              angleNow_[f] = angle[local];
             }
             const double restLength = network_.restLength[f];
             const double areaChange =
@@ -869,24 +881,33 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
   std::vector<int64_t> yielding(n, 0), broken(n, 0);
   const FiberPlasticityDef* plastic = params_.plasticity ? &*params_.plasticity : nullptr;
   const FiberFractureDef* fracture = params_.fracture ? &*params_.fracture : nullptr;
+  const bool cached = evaluatedX_.size() == x.size() &&
+                      lengthNow_.size() == network_.restLength.size() &&
+                      std::equal(x.begin(), x.end(), evaluatedX_.begin());
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t j = r.begin(); j != r.end(); ++j) {
           const auto begin = static_cast<size_t>(network_.centreOffsets[j]);
           const auto end = static_cast<size_t>(network_.centreOffsets[j + 1]);
           if (begin == end) continue;
-          const Vec3 normal = patchFrame(x, j).normal;
+          const Vec3 normal = cached ? Vec3::Zero() : patchFrame(x, j).normal;
           const Vec3 centre = row(x, j);
           const double fractureScale =
               params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[j];
           bool changed = false;
           for (size_t f = begin; f < end; ++f) {
             if ((network_.flags[f] & kFiberActive) == 0) continue;
-            const fiber::Reduced z =
-                fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * f])), centre,
-                              row(x, static_cast<size_t>(network_.fiberNodes[3 * f + 2])));
-            const double length = fiber::arcLength(z, samples_);
-            const double angle = fiber::tangentAngle(z, normal);
+            double length, angle;
+            if (cached) {
+              length = lengthNow_[f];
+              angle = angleNow_[f];
+            } else {
+              const fiber::Reduced z =
+                  fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * f])), centre,
+                                row(x, static_cast<size_t>(network_.fiberNodes[3 * f + 2])));
+              length = fiber::arcLength(z, samples_);
+              angle = fiber::tangentAngle(z, normal);
+            }
             double& restLength = network_.restLength[f];
             double& restAngle = network_.restAngle[f];
             if (plastic != nullptr) {
@@ -1015,6 +1036,7 @@ bool FiberModel::formCrack(std::span<const double> x) {
   const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
                             oldBendLimit = bendLimit_, oldUrgency = breakUrgency_;
   buildTopology(nullptr);
+  evaluatedX_.clear();  // the cached l, theta belong to the old fibers
   const auto fiberCount = static_cast<size_t>(network_.fiberCount());
   for (size_t f = 0; f < fiberCount; ++f) {
     const int32_t c = network_.fiberNodes[3 * f + 1];
@@ -1106,6 +1128,7 @@ std::unique_ptr<ModelState> FiberModel::saveState() const {
 void FiberModel::restoreState(const ModelState* state) {
   const auto* saved = dynamic_cast<const FiberModelState*>(state);
   if (saved == nullptr) return;
+  evaluatedX_.clear();
   if (saved->cracks.size() != cracks_.size()) {
     cracks_ = saved->cracks;
     buildTopology(nullptr);  // the network is a function of the cracks
@@ -1186,7 +1209,9 @@ size_t FiberModel::memoryBytes() const {
          bytes(memberOffsets_) + bytes(memberPatch_) + bytes(memberEntry_) + bytes(fiberGradient_) +
          bytes(frameGradient_) + bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_) +
          bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
-         bytes(bendLimit_) + bytes(breakUrgency_) + bytes(areas_);
+         bytes(bendLimit_) + bytes(breakUrgency_) + bytes(areas_) + bytes(mappedStretchK_) +
+         bytes(mappedBendK_) + bytes(originalFibers_) + bytes(lengthNow_) + bytes(angleNow_) +
+         bytes(evaluatedX_);
 }
 
 }  // namespace shellsim

@@ -297,6 +297,11 @@ class FiberModel : public Model {
   mutable std::vector<double> frameGradient_;  // (nNodes, 6): dE/df1, dE/df2 per patch
   mutable std::vector<double> nodeStretch_;    // (nNodes), J
   mutable std::vector<double> nodeBend_;       // (nNodes), J
+  // l_k and theta_k of the last gradient evaluation and its x, for updateInelastic (only
+  // with plasticity or fracture).
+  mutable std::vector<double> lengthNow_;   // (nFibers), m
+  mutable std::vector<double> angleNow_;    // (nFibers), rad
+  mutable std::vector<double> evaluatedX_;  // (nNodes, 3), m
   mutable std::optional<double> stableStep_;
 };
 
