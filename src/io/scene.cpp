@@ -917,27 +917,38 @@ bool isPositiveFiniteNorm(const Vec3d& v, double& norm) {
   return norm > 0 && std::isfinite(norm);
 }
 
-std::vector<ObstacleDef::Keyframe> readPath(ObjectReader& parent, Problems& problems) {
-  std::vector<ObstacleDef::Keyframe> path;
+// The objects of the list `listKey` of `parent`, each with a `time` greater than the one
+// before (else a problem naming it) and a value read by `readValue(reader, key)`.
+template <class Key, class ReadValue>
+std::vector<Key> readTimedKeys(ObjectReader& parent, Problems& problems, std::string_view listKey,
+                               const ObjectSpec& spec, const std::string& noun,
+                               const ReadValue& readValue) {
+  std::vector<Key> keys;
   std::optional<double> previous;
-  for (const auto& element : parent.objectList("path")) {
-    ObjectReader r(element.value, element.path, kKeyframeSpec, problems);
-    ObstacleDef::Keyframe key;
+  for (const auto& element : parent.objectList(listKey)) {
+    ObjectReader r(element.value, element.path, spec, problems);
+    Key key;
     const std::optional<double> time = r.tryNumber("time");
-    key.offset = r.vec3("offset");
+    readValue(r, key);
     r.finish();
     if (time) {
       key.time = *time;
       if (previous && !(*time > *previous)) {
         problems.add(r.pathOf("time"), *r.find("time"),
-                     "must be greater than the previous keyframe's time (" +
+                     "must be greater than the previous " + noun + "'s time (" +
                          json_fields::formatNumber(*previous) + ")");
       }
       previous = time;
     }
-    path.push_back(key);
+    keys.push_back(key);
   }
-  return path;
+  return keys;
+}
+
+std::vector<ObstacleDef::Keyframe> readPath(ObjectReader& parent, Problems& problems) {
+  return readTimedKeys<ObstacleDef::Keyframe>(
+      parent, problems, "path", kKeyframeSpec, "keyframe",
+      [](ObjectReader& r, ObstacleDef::Keyframe& key) { key.offset = r.vec3("offset"); });
 }
 
 ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problems) {
@@ -1007,26 +1018,9 @@ MaterialDef readMaterial(ObjectReader& r) {
 }
 
 std::vector<RampKey> readRamp(ObjectReader& parent, Problems& problems) {
-  std::vector<RampKey> ramp;
-  std::optional<double> previous;
-  for (const auto& element : parent.objectList("ramp")) {
-    ObjectReader r(element.value, element.path, kRampSpec, problems);
-    RampKey key;
-    const std::optional<double> time = r.tryNumber("time");
-    key.value = r.tryNumber("value").value_or(1.0);
-    r.finish();
-    if (time) {
-      key.time = *time;
-      if (previous && !(*time > *previous)) {
-        problems.add(r.pathOf("time"), *r.find("time"),
-                     "must be greater than the previous key's time (" +
-                         json_fields::formatNumber(*previous) + ")");
-      }
-      previous = time;
-    }
-    ramp.push_back(key);
-  }
-  return ramp;
+  return readTimedKeys<RampKey>(
+      parent, problems, "ramp", kRampSpec, "key",
+      [](ObjectReader& r, RampKey& key) { key.value = r.tryNumber("value").value_or(1.0); });
 }
 
 FiberRegionDef readRegion(const ObjectReader::Element& element, Problems& problems) {

@@ -246,28 +246,7 @@ TEST(Fracture, TearingIsBitIdenticalWithOneAndTwoThreads) {
 }
 
 TEST(Fracture, SheetPulledApartTearsIntoTwoPiecesOneCrackPerStep) {
-  BodyDef body = sheetBody(12);
-  body.model = "fiber";
-  body.material.damping = 5;
-  body.fiber.fracture = FiberFractureDef{
-      .stretchLimit = 1.15, .bendLimit = 3.0, .brokenRatio = 0.25, .cooldownSteps = 2};
-  FiberRegionDef weak;
-  weak.shape = PinShape::kSphere;
-  weak.center = {0, 0.25, 0};
-  weak.radius = 0.06;
-  weak.fractureScale = 0.3;
-  body.fiber.regions.push_back(weak);
-  for (const double side : {-1.0, 1.0}) {
-    PinDef pin;
-    pin.shape = PinShape::kBox;
-    pin.center = {side * 0.25, 0, 0};
-    pin.halfExtents = {0.01, 0.3, 0.1};
-    pin.path = {{0.0, {0, 0, 0}}, {1.0, {side * 0.15, 0, 0}}};
-    body.pins.push_back(pin);
-  }
-  SceneDef scene = sceneWith(body);
-  scene.gravity = {0, 0, 0};
-  World world = buildWorld(scene);
+  World world = tearingSheet(0);
   PhaseTimes times;
   computeAccelerations(world);
   const double dt = 0.5 * stableTimeStep(world);

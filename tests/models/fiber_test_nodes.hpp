@@ -12,6 +12,16 @@
 
 namespace shellsim::testing {
 
+// E = 1 MPa, nu = 0.3, 1 mm, 1000 kg/m^3.
+inline MaterialDef rubber() {
+  MaterialDef m;
+  m.youngModulus = 1e6;
+  m.poisson = 0.3;
+  m.thickness = 1e-3;
+  m.density = 1000;
+  return m;
+}
+
 // A regular nx x ny grid of spacing h in z = 0, normal +z; areas are the true areas of the
 // grid cells around each node (h^2 inside, h^2/2 on edges, h^2/4 at corners).
 inline FiberNodes gridSheet(int nx, int ny, double h, double jitter = 0.0, unsigned seed = 1) {

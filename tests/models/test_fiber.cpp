@@ -35,17 +35,9 @@ using testing::ModelContract;
 using testing::nodesFromMesh;
 using testing::perturbed;
 using testing::primitiveNodes;
+using testing::rubber;
 using testing::vertexAreas;
 constexpr double kPi = std::numbers::pi;
-
-MaterialDef rubber() {
-  MaterialDef m;
-  m.youngModulus = 1e6;
-  m.poisson = 0.3;
-  m.thickness = 1e-3;
-  m.density = 1000;
-  return m;
-}
 
 // ---------------------------------------------------------------------------------------
 // Node sets.

@@ -17,15 +17,7 @@ namespace {
 using testing::gradientMatchesFiniteDifferences;
 using testing::gridSheet;
 using testing::perturbed;
-
-MaterialDef rubber() {
-  MaterialDef m;
-  m.youngModulus = 1e6;
-  m.poisson = 0.3;
-  m.thickness = 1e-3;
-  m.density = 1000;
-  return m;
-}
+using testing::rubber;
 
 Vec3 node(std::span<const double> x, int32_t i) {
   return {x[3 * static_cast<size_t>(i)], x[3 * static_cast<size_t>(i) + 1],

@@ -879,6 +879,10 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
   if (!params_.plasticity && !params_.fracture) return report;
   const auto n = static_cast<size_t>(network_.nodeCount);
   std::vector<int64_t> yielding(n, 0), broken(n, 0);
+  ++inelasticStep_;
+  if (lastBreakStep_.size() != n) {
+    lastBreakStep_.assign(n, std::numeric_limits<int64_t>::min() / 2);
+  }
   const FiberPlasticityDef* plastic = params_.plasticity ? &*params_.plasticity : nullptr;
   const FiberFractureDef* fracture = params_.fracture ? &*params_.fracture : nullptr;
   const bool cached = evaluatedX_.size() == x.size() &&
@@ -940,6 +944,7 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
               if (urgency > 1.0) {
                 network_.flags[f] = kFiberBroken;
                 breakUrgency_[f] = urgency;
+                lastBreakStep_[j] = inelasticStep_;
                 changed = true;
                 ++broken[j];
               }
@@ -966,10 +971,15 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
 bool FiberModel::formCrack(std::span<const double> x) {
   const auto n = static_cast<size_t>(network_.nodeCount);
   const double ratio = params_.fracture->brokenRatio;
+  const int64_t window = 20 * (params_.fracture->cooldownSteps + 1);
   int64_t best = -1;
   double bestUrgency = 0;
   for (size_t j = 0; j < n; ++j) {
-    if (crackAtNode_[j] != 0) continue;
+    // Eq. (28) chooses among the fibers breaking now: only a node where a fiber broke in
+    // this step or during the cooldown just before it is a candidate. A node whose fibers
+    // broke long ago seeds no crack later (when it could, every node left with old
+    // microcracks after a tear grew its own crack and the torn parts crumbled to dust).
+    if (crackAtNode_[j] != 0 || inelasticStep_ - lastBreakStep_[j] > window) continue;
     int total = 0, brokenCount = 0;
     int64_t nodeBest = -1;
     for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
@@ -983,7 +993,7 @@ bool FiberModel::formCrack(std::span<const double> x) {
         nodeBest = f;
       }
     }
-    if (total == 0 || brokenCount < ratio * total) continue;
+    if (total == 0 || nodeBest < 0 || brokenCount < ratio * total) continue;
     if (best < 0 || breakUrgency_[static_cast<size_t>(nodeBest)] > bestUrgency) {
       best = nodeBest;
       bestUrgency = breakUrgency_[static_cast<size_t>(nodeBest)];
@@ -1068,9 +1078,8 @@ bool FiberModel::formCrack(std::span<const double> x) {
     }
     // A fiber active now that was not before (new, or dropped at an earlier rebuild) starts
     // from its rest shape, but its nodes may have drifted apart already (joined only
-    // through broken fibers): one past its thresholds now is created broken instead of
-    // kicking its nodes apart for a step with the force of a many-times over-stretched
-    // fiber.
+    // through broken fibers): one past its thresholds now is dropped instead of kicking its
+    // nodes apart for a step with the force of a many-times over-stretched fiber.
     if ((network_.flags[f] & kFiberActive) == 0 || (found && (old.flags[lo] & kFiberActive) != 0)) {
       continue;
     }
@@ -1086,8 +1095,10 @@ bool FiberModel::formCrack(std::span<const double> x) {
                           network_.restAngle[f]) /
                      bendLimit_[f]);
     if (urgency > 1.0) {
-      network_.flags[f] = kFiberBroken;
-      breakUrgency_[f] = urgency;
+      // Dropped, not broken: it never carried load, so it does not count towards its node's
+      // broken share (counted, such fibers made every rebuild seed cracks all around the
+      // last one: a cascade that ground torn sheets into dust).
+      network_.flags[f] = 0;
     }
   }
   for (size_t j = 0; j < n; ++j) refreshRestMeans(j);
@@ -1102,6 +1113,8 @@ struct FiberModelState : ModelState {
   std::vector<double> restLength, restAngle, plasticLength, plasticAngle, bendLimit, urgency,
       restArea, restMeanAngle, stretchK, bendK;
   int32_t cooldown = 0;
+  int64_t inelasticStep = 0;
+  std::vector<int64_t> lastBreakStep;
 };
 }  // namespace
 
@@ -1122,6 +1135,8 @@ std::unique_ptr<ModelState> FiberModel::saveState() const {
   state->stretchK = stretchK_;
   state->bendK = bendK_;
   state->cooldown = cooldown_;
+  state->inelasticStep = inelasticStep_;
+  state->lastBreakStep = lastBreakStep_;
   return state;
 }
 
@@ -1147,6 +1162,8 @@ void FiberModel::restoreState(const ModelState* state) {
   stretchK_ = saved->stretchK;
   bendK_ = saved->bendK;
   cooldown_ = saved->cooldown;
+  inelasticStep_ = saved->inelasticStep;
+  lastBreakStep_ = saved->lastBreakStep;
 }
 
 std::vector<int32_t> FiberModel::nodePieces() const {

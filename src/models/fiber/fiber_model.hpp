@@ -125,19 +125,20 @@
 // Fracture (section 7.2). A fiber whose urgency u = max((l / l0) / gamma_l, |theta - theta0| /
 // gamma_theta) (eq. (27), (28)) exceeds 1 breaks: it leaves the energy for good (a
 // microcrack); a region's fracture scale s gives gamma_l = 1 + s (gamma_l - 1), gamma_theta =
-// s gamma_theta. Once broken fibers make up `brokenRatio` of a node's fibers and the node has
-// no crack yet, it is a crack candidate; of all candidates the broken fiber with the largest
-// urgency (at its breaking) places the crack: a disc normal to the fiber's rest tangent at
-// the node (e = (p2 - p1)/2, projected into the tangent plane), with the mean rest distance
-// from the node to its fiber ends as radius. The paper centres it at the node; we shift it
-// along the normal halfway to the end of the fiber's more stretched leg (at the current
-// positions), i.e. into the gap that opened, so the node keeps its intact side. At most one crack
-// per step, then `cooldownSteps` steps without one. A crack rebuilds the network from the rest
-// positions with no neighbour pair across any disc (fiber_network.hpp), then the normal patches,
-// the rest angles and the stiffness mapping; each fiber that exists before and after (same centre
-// and ends) keeps its plastic parts, its gamma_theta and its broken state. A node whose patch
-// degenerates (its remaining neighbours are collinear) loses its fibers instead of failing the run.
-// Pieces are the connected components of the nodes joined by active fibers.
+// s gamma_theta. A node where a fiber broke in this step or during the cooldown before it,
+// whose broken fibers make up `brokenRatio` of its fibers and which has no crack yet, is a
+// crack candidate (eq. (28) chooses among fibers breaking now, not long broken); of all
+// candidates the broken fiber with the largest urgency places the crack: a disc normal to
+// the fiber's rest tangent at the node (e = (p2 - p1)/2, projected into the tangent plane), with
+// the mean rest distance from the node to its fiber ends as radius. The paper centres it at the
+// node; we shift it along the normal halfway to the end of the fiber's more stretched leg (at the
+// current positions), i.e. into the gap that opened, so the node keeps its intact side. At most one
+// crack per step, then `cooldownSteps` steps without one. A crack rebuilds the network from the
+// rest positions with no neighbour pair across any disc (fiber_network.hpp), then the normal
+// patches, the rest angles and the stiffness mapping; each fiber that exists before and after (same
+// centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A node whose
+// patch degenerates (its remaining neighbours are collinear) loses its fibers instead of failing
+// the run. Pieces are the connected components of the nodes joined by active fibers.
 #pragma once
 
 #include <Eigen/Core>
@@ -271,13 +272,15 @@ class FiberModel : public Model {
   std::vector<double> fiberBendWeight_;     // s_k w_k^2 of E_b, (nFibers), 1
   std::vector<double> fiberStretchWeight_;  // s_k of E_s, (nFibers), 1; empty when isotropic
   // Inelastic state (see the header), (nFibers) each.
-  std::vector<double> plasticLength_;  // l_plastic, m
-  std::vector<double> plasticAngle_;   // theta_plastic, rad
-  std::vector<double> bendLimit_;      // gamma_theta, rad (eq. (29) lowers it)
-  std::vector<double> breakUrgency_;   // u of eq. (28) when the fiber broke, 0 if intact
-  std::vector<CrackDisc> cracks_;      // every crack so far, in order of formation
-  std::vector<uint8_t> crackAtNode_;   // (nNodes), 1 where a crack was placed
-  int32_t cooldown_ = 0;               // steps left before the next crack may form
+  std::vector<double> plasticLength_;   // l_plastic, m
+  std::vector<double> plasticAngle_;    // theta_plastic, rad
+  std::vector<double> bendLimit_;       // gamma_theta, rad (eq. (29) lowers it)
+  std::vector<double> breakUrgency_;    // u of eq. (28) when the fiber broke, 0 if intact
+  std::vector<CrackDisc> cracks_;       // every crack so far, in order of formation
+  std::vector<uint8_t> crackAtNode_;    // (nNodes), 1 where a crack was placed
+  int32_t cooldown_ = 0;                // steps left before the next crack may form
+  int64_t inelasticStep_ = 0;           // updateInelastic calls so far
+  std::vector<int64_t> lastBreakStep_;  // (nNodes): the call in which a fiber of j last broke
   uint64_t topologyVersion_ = 0;
   std::vector<double> restPositions_;  // (nNodes, 3), m
   std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals
