@@ -251,11 +251,13 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     }
   }
 
-  // Fresh inelastic state; formCrack() carries the old one over.
-  plasticLength_.assign(fiberCount, 0.0);
-  plasticAngle_.assign(fiberCount, 0.0);
-  breakUrgency_.assign(fiberCount, 0.0);
-  bendLimit_.assign(fiberCount, std::numeric_limits<double>::infinity());
+  // Fresh inelastic state; formCrack() carries the old one over. An elastic model holds
+  // none (32 bytes per fiber).
+  const size_t inelasticCount = params_.plasticity || params_.fracture ? fiberCount : 0;
+  plasticLength_.assign(inelasticCount, 0.0);
+  plasticAngle_.assign(inelasticCount, 0.0);
+  breakUrgency_.assign(inelasticCount, 0.0);
+  bendLimit_.assign(inelasticCount, std::numeric_limits<double>::infinity());
   if (params_.fracture) {
     for (size_t f = 0; f < fiberCount; ++f) {
       const auto centre = static_cast<size_t>(network_.fiberNodes[3 * f + 1]);
