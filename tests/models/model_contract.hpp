@@ -14,8 +14,10 @@
 
 #include <Eigen/Dense>
 #include <Eigen/SparseCore>
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <random>
@@ -33,6 +35,33 @@ inline std::vector<double> perturbed(std::span<const double> x, double amplitude
   std::vector<double> y(x.begin(), x.end());
   for (double& v : y) v += uniform(rng);
   return y;
+}
+
+// Velocity Verlet from x with velocity zero; returns max total energy / initial energy
+// (infinity if it became non-finite), for stable-step tests.
+inline double verletEnergyGrowth(const Model& model, std::vector<double> x, double dt, int steps) {
+  const auto m = model.nodeMasses();
+  std::vector<double> v(x.size(), 0.0), g(x.size(), 0.0);
+  const double initial = model.addGradient(x, g).total();
+  double worst = 1;
+  for (int step = 0; step < steps; ++step) {
+    for (size_t i = 0; i < x.size(); ++i) {
+      v[i] -= 0.5 * dt * g[i] / m[i / 3];
+      x[i] += dt * v[i];
+    }
+    std::fill(g.begin(), g.end(), 0.0);
+    const double potential = model.addGradient(x, g).total();
+    double kinetic = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      v[i] -= 0.5 * dt * g[i] / m[i / 3];
+      kinetic += 0.5 * m[i / 3] * v[i] * v[i];
+    }
+    const double total = potential + kinetic;
+    if (!std::isfinite(total)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, total / initial);
+    if (worst > 1e6) break;
+  }
+  return worst;
 }
 
 inline std::vector<double> gradientAt(const Model& model, std::span<const double> x) {

@@ -36,6 +36,7 @@ using testing::nodesFromMesh;
 using testing::perturbed;
 using testing::primitiveNodes;
 using testing::rubber;
+using testing::verletEnergyGrowth;
 using testing::vertexAreas;
 constexpr double kPi = std::numbers::pi;
 
@@ -628,35 +629,6 @@ TEST(FiberModel, GradientIsBitIdenticalWithOneAndTwoThreads) {
 
 // ---------------------------------------------------------------------------------------
 // Stable time step.
-
-// Velocity Verlet from x0 with velocity zero; returns max total energy / initial energy
-// (infinity if it became non-finite).
-double verletEnergyGrowth(FiberModel& model, std::vector<double> x, double dt, int steps) {
-  const auto m = model.nodeMasses();
-  std::vector<double> v(x.size(), 0.0), g(x.size());
-  const double initial = model.energy(x).total();
-  double worst = 1;
-  std::fill(g.begin(), g.end(), 0.0);
-  model.addGradient(x, g);
-  for (int step = 0; step < steps; ++step) {
-    for (size_t i = 0; i < x.size(); ++i) {
-      v[i] -= 0.5 * dt * g[i] / m[i / 3];
-      x[i] += dt * v[i];
-    }
-    std::fill(g.begin(), g.end(), 0.0);
-    const double potential = model.addGradient(x, g).total();
-    double kinetic = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      v[i] -= 0.5 * dt * g[i] / m[i / 3];
-      kinetic += 0.5 * m[i / 3] * v[i] * v[i];
-    }
-    const double total = potential + kinetic;
-    if (!std::isfinite(total)) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, total / initial);
-    if (worst > 1e6) break;
-  }
-  return worst;
-}
 
 TEST(FiberModel, StableTimeStepIsStableAndFiveTimesItIsNot) {
   const FiberNodes n = gridSheet(9, 8, 0.02);
