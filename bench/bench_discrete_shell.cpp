@@ -17,39 +17,16 @@
 #include <random>
 #include <vector>
 
+#include "geometry/primitives.hpp"
 #include "models/discrete_shell/discrete_shell_model.hpp"
 #include "shellsim/parallel.hpp"
 
 namespace {
 
-// side x side equilateral lattice of spacing 1 cm in z = 0, counter-clockwise from +z:
-// ~2 side^2 triangles and ~3 side^2 hinges.
-shellsim::Geometry equilateralSheet(int side) {
-  shellsim::Geometry g;
-  const double a = 0.01;
-  for (int r = 0; r < side; ++r) {
-    for (int c = 0; c < side; ++c) {
-      g.positions.insert(g.positions.end(),
-                         {a * (c + 0.5 * (r % 2)), a * std::sqrt(3.0) / 2.0 * r, 0.0});
-    }
-  }
-  const auto id = [side](int r, int c) { return r * side + c; };
-  for (int r = 0; r + 1 < side; ++r) {
-    for (int c = 0; c + 1 < side; ++c) {
-      if (r % 2 == 0) {
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c)});
-        g.triangles.insert(g.triangles.end(), {id(r, c + 1), id(r + 1, c + 1), id(r + 1, c)});
-      } else {
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r + 1, c + 1), id(r + 1, c)});
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c + 1)});
-      }
-    }
-  }
-  return g;
-}
-
 void BM_DiscreteShellForces(benchmark::State& state) {
-  const shellsim::Geometry mesh = equilateralSheet(static_cast<int>(state.range(0)));
+  // side x side equilateral lattice of spacing 1 cm: ~2 side^2 triangles, ~3 side^2 hinges.
+  const int side = static_cast<int>(state.range(0));
+  const shellsim::Geometry mesh = shellsim::makeEquilateralLattice(side, side, 0.01);
   shellsim::MaterialDef material;
   material.poisson = 0.01 * static_cast<double>(state.range(2));
   const shellsim::DiscreteShellModel model(mesh, material);

@@ -274,6 +274,29 @@ Geometry makePrimitive(const PrimitiveDef& primitive) {
                    " is unknown");
 }
 
+Geometry makeEquilateralLattice(int rows, int cols, double spacing) {
+  Geometry g;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      g.positions.insert(g.positions.end(),
+                         {spacing * (c + 0.5 * (r % 2)), spacing * std::sqrt(3.0) / 2.0 * r, 0.0});
+    }
+  }
+  const auto id = [cols](int r, int c) { return r * cols + c; };
+  for (int r = 0; r + 1 < rows; ++r) {
+    for (int c = 0; c + 1 < cols; ++c) {
+      if (r % 2 == 0) {
+        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c)});
+        g.triangles.insert(g.triangles.end(), {id(r, c + 1), id(r + 1, c + 1), id(r + 1, c)});
+      } else {
+        g.triangles.insert(g.triangles.end(), {id(r, c), id(r + 1, c + 1), id(r + 1, c)});
+        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c + 1)});
+      }
+    }
+  }
+  return g;
+}
+
 void applyTransform(Geometry& geometry, const TransformDef& transform) {
   for (size_t d = 0; d < 3; ++d) {
     const double s = transform.scale[d];

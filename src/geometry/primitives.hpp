@@ -25,6 +25,12 @@ namespace shellsim {
 // resolution outside [1, 2048].
 [[nodiscard]] Geometry makePrimitive(const PrimitiveDef& primitive);
 
+// An equilateral triangular lattice of rows x cols points of spacing `spacing` in z = 0
+// (odd rows shifted by half a spacing), triangles counter-clockwise seen from +z: the
+// regular mesh that tests and benchmarks use where the sheet primitive's right triangles
+// would bias a result. No normals.
+[[nodiscard]] Geometry makeEquilateralLattice(int rows, int cols, double spacing);
+
 // Applies scale, then the rotation Rz * Ry * Rx (degrees, x first), then translation to
 // the positions; normals are mapped by the inverse transpose (R S^-1) and renormalised.
 // A transform with an odd number of negative scale factors mirrors the mesh, so the

@@ -42,6 +42,7 @@ namespace ds = discrete_shell;
 using testing::gradientMatchesFiniteDifferences;
 using testing::ModelContract;
 using testing::perturbed;
+using testing::verletEnergyGrowth;
 constexpr double kPi = std::numbers::pi;
 
 MaterialDef plastic(double poisson = 0.3) {
@@ -55,31 +56,6 @@ MaterialDef plastic(double poisson = 0.3) {
 
 double plateRigidity(const MaterialDef& m) {
   return m.youngModulus * std::pow(m.thickness, 3) / (12 * (1 - m.poisson * m.poisson));
-}
-
-// An equilateral triangular lattice of rows x cols points with spacing a in z = 0,
-// counter-clockwise seen from +z.
-Geometry equilateralPatch(int rows, int cols, double a) {
-  Geometry g;
-  for (int r = 0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) {
-      g.positions.insert(g.positions.end(),
-                         {a * (c + 0.5 * (r % 2)), a * std::sqrt(3.0) / 2.0 * r, 0.0});
-    }
-  }
-  const auto id = [cols](int r, int c) { return r * cols + c; };
-  for (int r = 0; r + 1 < rows; ++r) {
-    for (int c = 0; c + 1 < cols; ++c) {
-      if (r % 2 == 0) {
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c)});
-        g.triangles.insert(g.triangles.end(), {id(r, c + 1), id(r + 1, c + 1), id(r + 1, c)});
-      } else {
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r + 1, c + 1), id(r + 1, c)});
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c + 1)});
-      }
-    }
-  }
-  return g;
 }
 
 Geometry primitive(PrimitiveType type, int resolution) {
@@ -363,7 +339,7 @@ testing::ContractCase discreteShellCase(const std::string& which) {
     DiscreteShellParams params;
     if (which == "sphere") g = primitive(PrimitiveType::kSphere, 20);
     if (which == "hemisphere") g = primitive(PrimitiveType::kHemisphere, 16);
-    if (which == "sheet") g = equilateralPatch(8, 9, 0.1);
+    if (which == "sheet") g = makeEquilateralLattice(8, 9, 0.1);
     if (which == "spot" || which == "spot_bending_only") g = spot();
     if (which == "spot_bending_only") {
       params.stretchStiffness = 0.0;
@@ -426,7 +402,7 @@ TEST(DiscreteShell, DetectsAWrongGradient) {
 
 TEST(DiscreteShell, HingesOnInteriorEdgesOnlyRestAnglesOfTheCurvedInput) {
   // Open sheet: every edge is a stencil, interior edges are hinges.
-  const Geometry sheet = equilateralPatch(5, 6, 0.1);
+  const Geometry sheet = makeEquilateralLattice(5, 6, 0.1);
   const DiscreteShellModel flat(sheet, plastic());
   const MeshTopology topology = analyzeTopology(sheet);
   EXPECT_EQ(flat.edgeCount(), topology.edgeCount);
@@ -490,7 +466,7 @@ TEST(DiscreteShell, EquibiaxialStretchStoresThePlaneStressEnergyOnAnyMesh) {
   // E h eps^2 / (1 - nu) per unit area, exact to O(eps) = 1e-5 on every mesh (header
   // comment (a)): an equilateral patch, the primitive sheet (right triangles) and a
   // jittered equilateral patch; for nu below 1/3 (area stiffness 0) and above.
-  Geometry jittered = equilateralPatch(9, 10, 0.05);
+  Geometry jittered = makeEquilateralLattice(9, 10, 0.05);
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-0.01, 0.01);
   for (size_t i = 0; i < jittered.positions.size(); i += 3) {
@@ -499,7 +475,7 @@ TEST(DiscreteShell, EquibiaxialStretchStoresThePlaneStressEnergyOnAnyMesh) {
   }
   const double eps = 1e-5;
   for (const Geometry& g :
-       {equilateralPatch(9, 10, 0.05), primitive(PrimitiveType::kSheet, 10), jittered}) {
+       {makeEquilateralLattice(9, 10, 0.05), primitive(PrimitiveType::kSheet, 10), jittered}) {
     for (double nu : {0.0, 0.3, 0.45}) {
       const MaterialDef m = plastic(nu);
       const double expected = m.youngModulus * m.thickness * eps * eps / (1 - nu) * totalArea(g);
@@ -512,7 +488,7 @@ TEST(DiscreteShell, UniaxialStrainOnAnEquilateralMeshIsExactForPoissonAboveOneTh
   // Uniaxial strain (lateral strain held at 0) stores E h eps^2 / (2 (1 - nu^2)) per area in
   // plane stress. Exact on the equilateral mesh for nu >= 1/3 (header comment (a)); for
   // nu < 1/3 the membrane's Poisson ratio is 1/3 and a warning says so.
-  const Geometry g = equilateralPatch(9, 10, 0.05);
+  const Geometry g = makeEquilateralLattice(9, 10, 0.05);
   const double eps = 1e-5;
   for (double nu : {1.0 / 3.0, 0.4, 0.49}) {
     const MaterialDef m = plastic(nu);
@@ -589,7 +565,7 @@ TEST(DiscreteShell, CylinderBendStoresThePlateEnergyOnAnEquilateralMesh) {
   // 1e-5 at kappa a = 0.02; tolerance 1e-4); the total over a finite patch, whose hinge
   // directions are slightly unbalanced at the boundary, within 2% (measured 0.3-0.9%).
   const double a = 0.01;
-  const Geometry g = equilateralPatch(41, 40, a);
+  const Geometry g = makeEquilateralLattice(41, 40, a);
   for (double nu : {0.0, 0.3}) {
     for (const Vec3& across :
          {Vec3(1, 0, 0), Vec3(0, 1, 0), Vec3(1, 1, 0).normalized(), Vec3(1, 0.3, 0).normalized()}) {
@@ -639,7 +615,7 @@ TEST(DiscreteShell, CylinderBendOnARightTriangleGridDependsOnItsDirection) {
 }
 
 TEST(DiscreteShell, RawStiffnessOverridesAndMasses) {
-  const Geometry g = equilateralPatch(4, 5, 0.1);
+  const Geometry g = makeEquilateralLattice(4, 5, 0.1);
   MaterialDef m = plastic();
   m.stiffness = 55.0;
   const DiscreteShellModel springs(g, m);
@@ -672,7 +648,7 @@ void expectInputError(const Geometry& g, const std::string& needle) {
 }
 
 TEST(DiscreteShell, RejectsBadMeshesNamingTheElement) {
-  const Geometry sheet = equilateralPatch(3, 3, 0.1);  // 9 vertices, 8 triangles
+  const Geometry sheet = makeEquilateralLattice(3, 3, 0.1);  // 9 vertices, 8 triangles
   Geometry cloud;
   cloud.positions = {0, 0, 0, 1, 0, 0, 0, 1, 0};
   expectInputError(cloud, "point cloud");
@@ -713,7 +689,7 @@ TEST(DiscreteShell, RejectsBadMeshesNamingTheElement) {
 // Determinism, Hessian projection, stable step, surface.
 
 TEST(DiscreteShell, GradientIsBitIdenticalWithOneAndTwoThreads) {
-  const Geometry g = equilateralPatch(80, 80, 0.01);
+  const Geometry g = makeEquilateralLattice(80, 80, 0.01);
   const DiscreteShellModel model(g, plastic());
   ASSERT_GT(model.hingeCount(), 10000);
   const auto x = perturbed(g.positions, 0.002, 9);
@@ -767,39 +743,12 @@ TEST(DiscreteShell, ProjectedHessianIsPositiveSemiDefinite) {
             1e-9 * scale);
 }
 
-// Velocity Verlet from x0 at rest velocity; max total energy / initial energy.
-double verletEnergyGrowth(const DiscreteShellModel& model, std::vector<double> x, double dt,
-                          int steps) {
-  const auto m = model.nodeMasses();
-  std::vector<double> v(x.size(), 0.0), g(x.size(), 0.0);
-  const double initial = model.addGradient(x, g).total();
-  double worst = 1;
-  for (int step = 0; step < steps; ++step) {
-    for (size_t i = 0; i < x.size(); ++i) {
-      v[i] -= 0.5 * dt * g[i] / m[i / 3];
-      x[i] += dt * v[i];
-    }
-    std::fill(g.begin(), g.end(), 0.0);
-    const double potential = model.addGradient(x, g).total();
-    double kinetic = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      v[i] -= 0.5 * dt * g[i] / m[i / 3];
-      kinetic += 0.5 * m[i / 3] * v[i] * v[i];
-    }
-    const double total = potential + kinetic;
-    if (!std::isfinite(total)) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, total / initial);
-    if (worst > 1e6) break;
-  }
-  return worst;
-}
-
 TEST(DiscreteShell, StableTimeStepIsBelowTheExactLimitAndNotFarBelowIt) {
   // Against the exact limit 2 / sqrt(lambda_max(M^-1 K)) at rest from a dense eigen-solve,
   // on a curved open mesh (hemisphere) and a flat one; then velocity Verlet stays bounded
   // at the estimate and blows up at 5x it.
   for (const Geometry& g :
-       {primitive(PrimitiveType::kHemisphere, 12), equilateralPatch(6, 7, 0.02)}) {
+       {primitive(PrimitiveType::kHemisphere, 12), makeEquilateralLattice(6, 7, 0.02)}) {
     const DiscreteShellModel model(g, plastic(0.4));
     const double dt = model.stableTimeStep();
     ASSERT_TRUE(std::isfinite(dt));
@@ -823,7 +772,7 @@ TEST(DiscreteShell, StableTimeStepIsBelowTheExactLimitAndNotFarBelowIt) {
 }
 
 TEST(DiscreteShell, SurfaceIsTheMeshAtTheGivenPositions) {
-  const Geometry g = equilateralPatch(3, 4, 0.1);
+  const Geometry g = makeEquilateralLattice(3, 4, 0.1);
   const DiscreteShellModel model(g, plastic());
   std::vector<double> x = g.positions;
   for (double& v : x) v += 1.0;

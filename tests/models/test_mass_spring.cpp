@@ -27,31 +27,6 @@ MaterialDef rubber() {
   return m;
 }
 
-// An equilateral triangular lattice of rows x cols points with spacing a, in z = 0.
-Geometry equilateralPatch(int rows, int cols, double a) {
-  Geometry g;
-  for (int r = 0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) {
-      g.positions.push_back(a * (c + 0.5 * (r % 2)));
-      g.positions.push_back(a * std::sqrt(3.0) / 2.0 * r);
-      g.positions.push_back(0.0);
-    }
-  }
-  auto id = [cols](int r, int c) { return r * cols + c; };
-  for (int r = 0; r + 1 < rows; ++r) {
-    for (int c = 0; c + 1 < cols; ++c) {
-      if (r % 2 == 0) {
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c)});
-        g.triangles.insert(g.triangles.end(), {id(r, c + 1), id(r + 1, c + 1), id(r + 1, c)});
-      } else {
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r + 1, c + 1), id(r + 1, c)});
-        g.triangles.insert(g.triangles.end(), {id(r, c), id(r, c + 1), id(r + 1, c + 1)});
-      }
-    }
-  }
-  return g;
-}
-
 TEST(SpringKernel, GradientAndHessianMatchFiniteDifferences) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
@@ -124,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(MassSpring, ModelContract,
 
 TEST(MassSpring, DetectsAWrongGradient) {
   // The contract check must be able to fail: scale the stiffness used for the energy only.
-  const Geometry g = equilateralPatch(4, 4, 0.1);
+  const Geometry g = makeEquilateralLattice(4, 4, 0.1);
   const MassSpringModel model(g, rubber());
   MaterialDef stiffer = rubber();
   stiffer.youngModulus *= 1.01;
@@ -144,7 +119,7 @@ TEST(MassSpring, VanGelderStiffnessGivesPlaneStressModulusOnEquilateralMesh) {
   // Poisson ratio 1/3 stores W = E h eps^2 / (2 (1 - nu^2)) = (9/16) E h eps^2 per area;
   // the spring network stores sum_e 1/2 k_e (L_e eps cos^2 theta_e)^2, equal to it
   // exactly on an equilateral mesh (sum of cos^4 over a triangle's edges = 9/8).
-  const Geometry g = equilateralPatch(9, 11, 0.05);
+  const Geometry g = makeEquilateralLattice(9, 11, 0.05);
   const MaterialDef material = rubber();
   const MassSpringModel model(g, material);
   const double eps = 1e-5;
@@ -164,7 +139,7 @@ TEST(MassSpring, VanGelderStiffnessGivesPlaneStressModulusOnEquilateralMesh) {
 }
 
 TEST(MassSpring, MassesSumToDensityTimesVolume) {
-  const Geometry g = equilateralPatch(5, 6, 0.1);
+  const Geometry g = makeEquilateralLattice(5, 6, 0.1);
   const MaterialDef material = rubber();
   const MassSpringModel model(g, material);
   double total = 0;
@@ -176,7 +151,7 @@ TEST(MassSpring, MassesSumToDensityTimesVolume) {
 TEST(MassSpring, StableStepIsAProvableBoundAndNotFarBelowIt) {
   // 2 / sqrt(lambda_max(M^-1 K)) from a dense eigen-solve is the exact limit of
   // velocity Verlet at rest; the estimate must not exceed it.
-  const Geometry g = equilateralPatch(5, 5, 0.1);
+  const Geometry g = makeEquilateralLattice(5, 5, 0.1);
   const MassSpringModel model(g, rubber());
   std::vector<Eigen::Triplet<double>> triplets;
   model.addHessian(g.positions, triplets);
@@ -199,7 +174,7 @@ TEST(MassSpring, RejectsPointCloudsAndCoincidentVertices) {
   Geometry cloud;
   cloud.positions = {0, 0, 0, 1, 0, 0, 0, 1, 0};
   EXPECT_THROW(MassSpringModel(cloud, rubber()), InputError);
-  Geometry collapsed = equilateralPatch(3, 3, 0.1);
+  Geometry collapsed = makeEquilateralLattice(3, 3, 0.1);
   for (int c = 0; c < 3; ++c) collapsed.positions[3 + c] = collapsed.positions[c];
   try {
     MassSpringModel model(collapsed, rubber());
@@ -213,7 +188,7 @@ TEST(MassSpring, WarnsWhenThePoissonRatioCannotBeRepresented) {
   MaterialDef material = rubber();
   material.poisson = 0.45;
   MassSpringSetup setup;
-  const MassSpringModel model(equilateralPatch(3, 3, 0.1), material, &setup);
+  const MassSpringModel model(makeEquilateralLattice(3, 3, 0.1), material, &setup);
   ASSERT_EQ(setup.warnings.size(), 1u);
   EXPECT_NE(setup.warnings[0].find("Poisson"), std::string::npos);
 }
