@@ -16,32 +16,17 @@
 #include "shellsim/render.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
+#include "temp_folder.hpp"
 
 namespace shellsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder for one test, removed at the end.
-class TempFolder {
+// A fresh folder per test.
+class TempFolder : public testfiles::TempFolder {
  public:
-  TempFolder() {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::path(testing::TempDir()) /
-            (std::string("shellsim_render_") + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+  TempFolder() : testfiles::TempFolder("shellsim_render_") {}
 };
 
 // A UV sphere mesh with vertex normals: `rings` latitude bands, 2 * rings longitudes.

@@ -11,6 +11,7 @@
 
 #include "shellsim/errors.hpp"
 #include "shellsim/scene.hpp"
+#include "temp_folder.hpp"
 
 namespace shellsim {
 namespace {
@@ -68,30 +69,10 @@ std::vector<std::string> lines(const std::string& s) {
   return out;
 }
 
-// A fresh folder for one test, removed at the end.
-class TempFolder {
+// A fresh folder per test.
+class TempFolder : public testfiles::TempFolder {
  public:
-  TempFolder() {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::path(testing::TempDir()) /
-            (std::string("shellsim_scene_") + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  void write(const fs::path& relative, const std::string& text) const {
-    fs::create_directories((path_ / relative).parent_path());
-    std::ofstream(path_ / relative, std::ios::binary) << text;
-  }
-
- private:
-  fs::path path_;
+  TempFolder() : testfiles::TempFolder("shellsim_scene_") {}
 };
 
 const std::string kTriangleObj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
