@@ -85,11 +85,11 @@ void updateExternalForces(World& world) {
     std::vector<double> area(3 * n, 0.0);
     if (!body.model->nodeAreaVectors(body.positions, area)) {
       // A mesh over the nodes: a third of each triangle's area vector per corner.
-      const Geometry surface = body.model->surface(body.positions);
-      for (size_t t = 0; t + 2 < surface.triangles.size(); t += 3) {
-        const auto a = static_cast<size_t>(surface.triangles[t]);
-        const auto b = static_cast<size_t>(surface.triangles[t + 1]);
-        const auto c = static_cast<size_t>(surface.triangles[t + 2]);
+      const std::vector<int32_t>& triangles = body.pressure->triangles;
+      for (size_t t = 0; t + 2 < triangles.size(); t += 3) {
+        const auto a = static_cast<size_t>(triangles[t]);
+        const auto b = static_cast<size_t>(triangles[t + 1]);
+        const auto c = static_cast<size_t>(triangles[t + 2]);
         const Eigen::Map<const Vec3> pa(&body.positions[3 * a]), pb(&body.positions[3 * b]),
             pc(&body.positions[3 * c]);
         const Vec3 third = (pb - pa).cross(pc - pa) / 6.0;

@@ -362,16 +362,17 @@ World buildWorld(const SceneDef& scene) {
       body.loads.push_back(std::move(group));
     }
     if (def.pressure) {
+      body.pressure = PressureLoad{
+          def.pressure->pressure, Ramp(def.pressure->ramp), def.pressure->releaseOnFracture, {}};
       std::vector<double> probe(3 * n);
       if (!body.model->nodeAreaVectors(body.positions, probe)) {
-        const Geometry surface = body.model->surface(body.positions);
+        Geometry surface = body.model->surface(body.positions);
         if (surface.isPointCloud() || surface.vertexCount() != body.model->nodeCount()) {
           throw InputError(label + ".pressure: the model '" + body.model->name() +
                            "' has no surface normals to push along");
         }
+        body.pressure->triangles = std::move(surface.triangles);
       }
-      body.pressure = PressureLoad{def.pressure->pressure, Ramp(def.pressure->ramp),
-                                   def.pressure->releaseOnFracture};
     }
     if (body.hasLoads()) body.externalForces.assign(3 * n, 0.0);
     world.bodies.push_back(std::move(body));

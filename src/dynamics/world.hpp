@@ -51,6 +51,9 @@ struct PressureLoad {
   double pressure = 0;  // Pa, times the ramp
   Ramp ramp;
   bool releaseOnFracture = true;  // 0 once the body has a crack
+  // For a model without area vectors: its surface mesh over the nodes, (nTriangles, 3),
+  // whose area vectors the pressure then uses (the topology of such models is fixed).
+  std::vector<int32_t> triangles;
 };
 
 // Nodes moved by the script instead of by forces.
