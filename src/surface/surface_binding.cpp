@@ -20,20 +20,13 @@ namespace {
 constexpr size_t kGrain = 256;       // vertices per parallel task
 constexpr int kMaxNeighbours = 32;   // largest K
 constexpr double kCollinear = 1e-4;  // smaller / larger tangent eigenvalue below: a line
+// |N x e^1| / |e^1| below this: the frame is unusable (eq. 18).
 constexpr double kFrameSine = 1e-6;
+// Smallest / largest eigenvalue of the quadratic fit's normal matrix below this: keep the
+// linear fit.
 constexpr double kQuadraticConditioning = 1e-6;
-constexpr double kCurvatureRegularisation = 1e-2;  // smallest / largest eigenvalue of V^T V  // |N
-                                                   // x e^1| / |e^1| below: frame unusable (eq. 18)
-
-Vec3 row(std::span<const double> flat, size_t i) {
-  return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
-}
-
-void setRow(std::span<double> flat, size_t i, const Vec3& v) {
-  flat[3 * i] = v.x();
-  flat[3 * i + 1] = v.y();
-  flat[3 * i + 2] = v.z();
-}
+// Tikhonov term on the quadratic coefficients, relative to the mean diagonal.
+constexpr double kCurvatureRegularisation = 1e-2;
 
 // Eq. (21): smooth on (0, 1], w(0+) = inf, w(1) = w'(1) = 0 (see the header).
 double weightFunction(double t) {

@@ -24,16 +24,6 @@ constexpr double kPi = std::numbers::pi;
 constexpr int kMaxFibersPerNode = 32;  // = the largest neighbourCount
 constexpr size_t kNodeGrain = 256;
 
-Vec3 row(std::span<const double> flat, size_t i) {
-  return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
-}
-
-void setRow(std::span<double> flat, size_t i, const Vec3& v) {
-  flat[3 * i] = v.x();
-  flat[3 * i + 1] = v.y();
-  flat[3 * i + 2] = v.z();
-}
-
 std::string nodeMessage(size_t node, const std::string& what) {
   return "fiber model: node " + std::to_string(node) + ": " + what;
 }

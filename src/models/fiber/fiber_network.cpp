@@ -18,10 +18,6 @@
 namespace shellsim {
 namespace {
 
-Vec3 row(std::span<const double> flat, size_t i) {
-  return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
-}
-
 struct EndPair {
   int32_t first, second;  // first < second
   auto operator<=>(const EndPair&) const = default;
