@@ -5,21 +5,30 @@
 namespace shellsim::fiber {
 
 Mat6 arcLengthHessianReduced(const Reduced& z, int samples) {
-  // l~ = (1/n) sum |e -+ a_i q|;  d2|v|/dv2 = (I - u u^T)/|v|,  dv/d(e, q) = (I, -+a_i I).
+  // l~ = (1/n) sum |w|, w = (e -+ a_i q, eps e):  d2|w|/dw2 = (I - w^ w^T)/|w| with
+  // w^ = (u, r); dw/d(e, q) = [[I, -+a_i I], [eps I, 0]] (fiber_kernel.hpp).
   Mat6 h = Mat6::Zero();
   const double invN = 1.0 / samples;
+  const double eps = kSpeedSmoothing;
+  const double floor2 = eps * eps * z.e.squaredNorm();
+  const Mat3 identity = Mat3::Identity();
   for (int i = 0; i < samples; ++i) {
     const double a = sampleWeight(i, samples);
     for (const double sign : {-1.0, 1.0}) {
       const Vec3 v = z.e + sign * a * z.q;
-      const double length = v.norm();
+      const double length = std::sqrt(v.squaredNorm() + floor2);
       if (!(length > 0)) continue;
       const Vec3 u = v / length;
-      const Mat3 k = invN * (Mat3::Identity() - u * u.transpose()) / length;
-      h.topLeftCorner<3, 3>() += k;
-      h.topRightCorner<3, 3>() += sign * a * k;
-      h.bottomLeftCorner<3, 3>() += sign * a * k;
-      h.bottomRightCorner<3, 3>() += a * a * k;
+      const Vec3 r = (eps / length) * z.e;
+      const double w = invN / length;
+      const Mat3 hvv = w * (identity - u * u.transpose());
+      const Mat3 hrv = -w * (r * u.transpose());  // rows: the eps e part, cols: v
+      const Mat3 hrr = w * (identity - r * r.transpose());
+      const Mat3 hev = hvv + eps * hrv;  // d2/de dv along dw/de = (I, eps I)
+      h.topLeftCorner<3, 3>() += hev + eps * (hrv.transpose() + eps * hrr);
+      h.topRightCorner<3, 3>() += sign * a * hev;
+      h.bottomLeftCorner<3, 3>() += sign * a * hev.transpose();
+      h.bottomRightCorner<3, 3>() += a * a * hvv;
     }
   }
   return h;

@@ -39,6 +39,15 @@
 //     dl/de = (1/n) sum (u_- + u_+),   dl/dq = (1/n) sum a_i (u_+ - u_-)
 // (the printed eq. (35)-(37) carry wrong polynomial coefficients; this is the truth).
 // Hessian: d2|v|/dv2 = (I - u u^T) / |v|, and dv/d(e, q) = (I, +-a_i I).
+// Smoothed samples. |v| is not differentiable at v = 0, and a compressed fiber folding into
+// a hairpin passes through a sample with f' = 0: backward Euler's Newton iterates landed on
+// that kink (a torn sheet, issue 4) and stalled. Each sample therefore uses
+//     |v|_eps = |w|,  w = (v, eps e) in R^6,  eps = kSpeedSmoothing = 1e-3,
+// smooth wherever e != 0, with a relative bias of sqrt(1 + eps^2) - 1 = 5e-7 on a straight
+// fiber and less otherwise; the rest lengths are measured with the same rule, so rest
+// states stay force free. With u = v / |w| and r = eps e / |w|:
+//     dl/de = (1/n) sum (u_- + u_+ + eps r_- + eps r_+),   dl/dq as above,
+//     d2|w|/dw2 = (I - w^ w^T) / |w|, w^ = (u, r), and dw/d(e, q) = [[I, +-a_i I], [eps I, 0]].
 //
 // Tangential angle, eq. (38). The printed sign(<N, f''>) * arccos(<t0, t1>/|t0||t1|) has an
 // infinite derivative at theta = 0, i.e. on every straight fiber (the rest state of a flat
@@ -140,30 +149,39 @@ inline double sampleWeight(int i, int samples) {
   return kTangentWeight * (1.0 - s * s);
 }
 
-// Sampled arc length l~ (wicke2005 eq. (33), midpoint rule, `samples` points per piece)
-// and, if dE/dQ are non-null, its gradient w.r.t. e and q.
+// Smoothing of each sample's speed, |v|_eps = sqrt(|v|^2 + eps^2 |e|^2); see the header
+// comment ("Smoothed samples"). Relative bias of a straight fiber: sqrt(1 + eps^2) - 1 = 5e-7.
+inline constexpr double kSpeedSmoothing = 1e-3;
+
+// Sampled arc length l~ (wicke2005 eq. (33), midpoint rule, `samples` points per piece,
+// smoothed speeds) and, if dE/dQ are non-null, its gradient w.r.t. e and q.
 inline double arcLength(const Reduced& z, int samples, Vec3* dE = nullptr, Vec3* dQ = nullptr) {
   const double invN = 1.0 / samples;
+  const double floor2 = kSpeedSmoothing * kSpeedSmoothing * z.e.squaredNorm();
   double length = 0;
+  double inverseSum = 0;  // sum of 1/|v|_eps, for the gradient of the eps^2 |e|^2 terms
   Vec3 ge = Vec3::Zero(), gq = Vec3::Zero();
   for (int i = 0; i < samples; ++i) {
     const double s = (i + 0.5) * invN;
     const double a = kTangentWeight * (1.0 - s * s);  // = sampleWeight(i, samples)
     const Vec3 vMinus = z.e - a * z.q;                // f1'(s_i)
     const Vec3 vPlus = z.e + a * z.q;                 // f2'(1 - s_i)
-    const double nMinus = vMinus.norm();
-    const double nPlus = vPlus.norm();
+    const double nMinus = std::sqrt(vMinus.squaredNorm() + floor2);
+    const double nPlus = std::sqrt(vPlus.squaredNorm() + floor2);
     length += nMinus + nPlus;
     if (dE != nullptr) {
       // A zero derivative (all three points coincident) contributes no gradient.
-      const Vec3 uMinus = nMinus > 0 ? Vec3(vMinus * (1.0 / nMinus)) : Vec3::Zero();
-      const Vec3 uPlus = nPlus > 0 ? Vec3(vPlus * (1.0 / nPlus)) : Vec3::Zero();
+      const double rMinus = nMinus > 0 ? 1.0 / nMinus : 0.0;
+      const double rPlus = nPlus > 0 ? 1.0 / nPlus : 0.0;
+      const Vec3 uMinus = rMinus * vMinus;
+      const Vec3 uPlus = rPlus * vPlus;
       ge += uMinus + uPlus;
       gq += a * (uPlus - uMinus);
+      inverseSum += rMinus + rPlus;
     }
   }
   if (dE != nullptr) {
-    *dE = invN * ge;
+    *dE = invN * (ge + (kSpeedSmoothing * kSpeedSmoothing * inverseSum) * z.e);
     *dQ = invN * gq;
   }
   return invN * length;
