@@ -111,6 +111,10 @@ struct FiberFractureDef {
   double bendLimit = 1.0;      // gamma_theta: ... or |theta - theta0| exceeds it, rad, > 0
   double brokenRatio = 0.25;   // a crack plane forms at a node once this share of its fibers broke
   int32_t cooldownSteps = 20;  // steps after a crack before the next may form, >= 0
+  // A fiber breaks once it has been past a threshold for this long, net of the time it
+  // spent below (s, >= 0; 0 breaks at once, as in the paper): stress waves that overshoot
+  // for a moment do not break it, a sustained load does.
+  double delay = 0;
   bool operator==(const FiberFractureDef&) const = default;
 };
 
@@ -172,8 +176,8 @@ struct LoadDef {
 
 // Gas pressure inside a closed shell: force p dA along each node's outward normal.
 struct PressureDef {
-  double pressure = 0;        // over-pressure, Pa
-  std::vector<RampKey> ramp;  // factor over time; empty: 1
+  double pressure = 0;            // over-pressure, Pa
+  std::vector<RampKey> ramp;      // factor over time; empty: 1
   bool releaseOnFracture = true;  // the gas escapes once the shell has a crack
   bool operator==(const PressureDef&) const = default;
 };

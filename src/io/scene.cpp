@@ -322,6 +322,14 @@ constexpr FieldSpec kFractureFields[] = {
      .number = 20,
      .range = Range::closed(0, 1000000),
      .meaning = "Steps after a crack before the next one may form (one crack per step at most)."},
+    {.key = "delay",
+     .unit = "s",
+     .number = 0,
+     .range = Range::atLeast(0),
+     .meaning = "A fiber breaks once it has been past a threshold this long, net of the time "
+                "it spent below: a stress wave overshooting for a moment breaks nothing, a "
+                "sustained load does. 0 breaks at once (the paper); a few milliseconds keep "
+                "torn sheets from crumbling under their own vibrations."},
 };
 
 constexpr FieldSpec kRegionFields[] = {
@@ -1066,6 +1074,7 @@ FiberDef readFiber(ObjectReader& r, Problems& problems) {
     d.bendLimit = fr.number("bend_limit");
     d.brokenRatio = fr.number("broken_ratio");
     d.cooldownSteps = fr.integer("cooldown_steps");
+    d.delay = fr.number("delay");
     fr.finish();
     f.fracture = d;
   }

@@ -179,6 +179,43 @@ TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrip
   EXPECT_NEAR(model.energy(nodes.positions).total(), 0.0, 1e-18);
 }
 
+TEST(FiberFracture, DelayLetsBriefOverloadsPassAndBreaksUnderSustainedOnes) {
+  const double h = 0.04;
+  const FiberNodes nodes = gridSheet(11, 11, h);
+  FiberParams params;
+  params.fracture = FiberFractureDef{.stretchLimit = 1.05,
+                                     .bendLimit = 10.0,
+                                     .brokenRatio = 0.2,
+                                     .cooldownSteps = 0,
+                                     .delay = 0.0095};
+  FiberModel model(nodes, rubber(), params);
+  std::vector<double> stretched = nodes.positions;
+  for (size_t i = 0; i < stretched.size() / 3; ++i) {
+    if (stretched[3 * i] > 5.5 * h) stretched[3 * i] += 0.3 * h;  // 30 % across the middle
+  }
+  const double dt = 1e-3;
+  const auto brokenAfter = [&](int overSteps, int underSteps, int repeats) {
+    int64_t broken = 0;
+    for (int r = 0; r < repeats; ++r) {
+      for (int s = 0; s < overSteps; ++s)
+        broken += model.updateInelastic(stretched, dt).brokenElements;
+      for (int s = 0; s < underSteps; ++s)
+        broken += model.updateInelastic(nodes.positions, dt).brokenElements;
+    }
+    return broken;
+  };
+  // An overload of 9 ms, then as long below, ten times over: the net overload time never
+  // reaches the 9.5 ms delay, so nothing breaks.
+  EXPECT_EQ(brokenAfter(9, 9, 10), 0);
+  // Sustained: the fibers across the middle break on the tenth step (10 ms), not the ninth.
+  EXPECT_EQ(brokenAfter(9, 0, 1), 0);
+  EXPECT_GT(brokenAfter(1, 0, 1), 0);
+  // Without a delay they break at once.
+  params.fracture->delay = 0;
+  FiberModel immediate(nodes, rubber(), params);
+  EXPECT_GT(immediate.updateInelastic(stretched, dt).brokenElements, 0);
+}
+
 TEST(FiberFracture, WeakRegionBreaksFirst) {
   const double h = 0.04;
   const FiberNodes nodes = gridSheet(11, 11, h);

@@ -247,6 +247,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   plasticLength_.assign(inelasticCount, 0.0);
   plasticAngle_.assign(inelasticCount, 0.0);
   breakUrgency_.assign(inelasticCount, 0.0);
+  overloadTime_.assign(params_.fracture ? fiberCount : 0, 0.0);
   bendLimit_.assign(inelasticCount, std::numeric_limits<double>::infinity());
   if (params_.fracture) {
     for (size_t f = 0; f < fiberCount; ++f) {
@@ -933,7 +934,11 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
               const double stretchLimit = 1.0 + fractureScale * (fracture->stretchLimit - 1.0);
               const double urgency = std::max((length / restLength) / stretchLimit,
                                               std::abs(angle - restAngle) / bendLimit_[f]);
-              if (urgency > 1.0) {
+              // Past a threshold the fiber accumulates overload time, below it sheds it;
+              // it breaks once the net time reaches the delay (at once for delay 0).
+              double& overload = overloadTime_[f];
+              overload = urgency > 1.0 ? overload + dt : std::max(overload - dt, 0.0);
+              if (urgency > 1.0 && overload >= fracture->delay) {
                 network_.flags[f] = kFiberBroken;
                 breakUrgency_[f] = urgency;
                 lastBreakStep_[j] = inelasticStep_;
@@ -1036,7 +1041,8 @@ bool FiberModel::formCrack(std::span<const double> x) {
   // Rebuild, then carry the state of every fiber that survives (same centre and ends).
   const FiberNetwork old = network_;
   const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
-                            oldBendLimit = bendLimit_, oldUrgency = breakUrgency_;
+                            oldBendLimit = bendLimit_, oldUrgency = breakUrgency_,
+                            oldOverload = overloadTime_;
   buildTopology(nullptr);
   evaluatedX_.clear();  // the cached l, theta belong to the old fibers
   const auto fiberCount = static_cast<size_t>(network_.fiberCount());
@@ -1062,6 +1068,7 @@ bool FiberModel::formCrack(std::span<const double> x) {
       plasticAngle_[f] = oldPlasticAngle[lo];
       bendLimit_[f] = oldBendLimit[lo];
       breakUrgency_[f] = oldUrgency[lo];
+      overloadTime_[f] = oldOverload[lo];
       if ((old.flags[lo] & kFiberBroken) != 0 && (network_.flags[f] & kFiberActive) != 0) {
         network_.flags[f] = kFiberBroken;
       }
@@ -1103,7 +1110,7 @@ struct FiberModelState : ModelState {
   std::vector<CrackDisc> cracks;
   std::vector<uint8_t> crackAtNode, flags;
   std::vector<double> restLength, restAngle, plasticLength, plasticAngle, bendLimit, urgency,
-      restArea, restMeanAngle, stretchK, bendK;
+      overload, restArea, restMeanAngle, stretchK, bendK;
   int32_t cooldown = 0;
   int64_t inelasticStep = 0;
   std::vector<int64_t> lastBreakStep;
@@ -1122,6 +1129,7 @@ std::unique_ptr<ModelState> FiberModel::saveState() const {
   state->plasticAngle = plasticAngle_;
   state->bendLimit = bendLimit_;
   state->urgency = breakUrgency_;
+  state->overload = overloadTime_;
   state->restArea = restArea_;
   state->restMeanAngle = restMeanAngle_;
   state->stretchK = stretchK_;
@@ -1149,6 +1157,7 @@ void FiberModel::restoreState(const ModelState* state) {
   plasticAngle_ = saved->plasticAngle;
   bendLimit_ = saved->bendLimit;
   breakUrgency_ = saved->urgency;
+  overloadTime_ = saved->overload;
   restArea_ = saved->restArea;
   restMeanAngle_ = saved->restMeanAngle;
   stretchK_ = saved->stretchK;
@@ -1218,9 +1227,9 @@ size_t FiberModel::memoryBytes() const {
          bytes(memberOffsets_) + bytes(memberPatch_) + bytes(memberEntry_) + bytes(fiberGradient_) +
          bytes(frameGradient_) + bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_) +
          bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
-         bytes(bendLimit_) + bytes(breakUrgency_) + bytes(areas_) + bytes(mappedStretchK_) +
-         bytes(mappedBendK_) + bytes(originalFibers_) + bytes(lengthNow_) + bytes(angleNow_) +
-         bytes(evaluatedX_);
+         bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) + bytes(areas_) +
+         bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_) + bytes(lengthNow_) +
+         bytes(angleNow_) + bytes(evaluatedX_);
 }
 
 }  // namespace shellsim

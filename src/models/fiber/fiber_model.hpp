@@ -125,20 +125,23 @@
 // Fracture (section 7.2). A fiber whose urgency u = max((l / l0) / gamma_l, |theta - theta0| /
 // gamma_theta) (eq. (27), (28)) exceeds 1 breaks: it leaves the energy for good (a
 // microcrack); a region's fracture scale s gives gamma_l = 1 + s (gamma_l - 1), gamma_theta =
-// s gamma_theta. A node where a fiber broke in this step or during the cooldown before it,
-// whose broken fibers make up `brokenRatio` of its fibers and which has no crack yet, is a
-// crack candidate (eq. (28) chooses among fibers breaking now, not long broken); of all
-// candidates the broken fiber with the largest urgency places the crack: a disc normal to
-// the fiber's rest tangent at the node (e = (p2 - p1)/2, projected into the tangent plane), with
-// the mean rest distance from the node to its fiber ends as radius. The paper centres it at the
-// node; we shift it along the normal halfway to the end of the fiber's more stretched leg (at the
-// current positions), i.e. into the gap that opened, so the node keeps its intact side. At most one
-// crack per step, then `cooldownSteps` steps without one. A crack rebuilds the network from the
-// rest positions with no neighbour pair across any disc (fiber_network.hpp), then the normal
-// patches, the rest angles and the stiffness mapping; each fiber that exists before and after (same
-// centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A node whose
-// patch degenerates (its remaining neighbours are collinear) loses its fibers instead of failing
-// the run. Pieces are the connected components of the nodes joined by active fibers.
+// s gamma_theta. With a `delay` (an addition) a fiber breaks only once the time it spent
+// with u > 1, minus the time it spent below, reaches the delay: explicit integration carries
+// stress waves that overshoot a threshold for a few steps after every crack, and breaking on
+// them crumbled torn sheets into node-sized shards. A node where a fiber broke in this step or
+// during the cooldown before it, whose broken fibers make up `brokenRatio` of its fibers and which
+// has no crack yet, is a crack candidate (eq. (28) chooses among fibers breaking now, not long
+// broken); of all candidates the broken fiber with the largest urgency places the crack: a disc
+// normal to the fiber's rest tangent at the node (e = (p2 - p1)/2, projected into the tangent
+// plane), with the mean rest distance from the node to its fiber ends as radius. The paper centres
+// it at the node; we shift it along the normal halfway to the end of the fiber's more stretched leg
+// (at the current positions), i.e. into the gap that opened, so the node keeps its intact side. At
+// most one crack per step, then `cooldownSteps` steps without one. A crack rebuilds the network
+// from the rest positions with no neighbour pair across any disc (fiber_network.hpp), then the
+// normal patches, the rest angles and the stiffness mapping; each fiber that exists before and
+// after (same centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A
+// node whose patch degenerates (its remaining neighbours are collinear) loses its fibers instead of
+// failing the run. Pieces are the connected components of the nodes joined by active fibers.
 #pragma once
 
 #include <Eigen/Core>
@@ -276,6 +279,7 @@ class FiberModel : public Model {
   std::vector<double> plasticAngle_;    // theta_plastic, rad
   std::vector<double> bendLimit_;       // gamma_theta, rad (eq. (29) lowers it)
   std::vector<double> breakUrgency_;    // u of eq. (28) when the fiber broke, 0 if intact
+  std::vector<double> overloadTime_;    // s past a threshold, net (FiberFractureDef::delay)
   std::vector<CrackDisc> cracks_;       // every crack so far, in order of formation
   std::vector<uint8_t> crackAtNode_;    // (nNodes), 1 where a crack was placed
   int32_t cooldown_ = 0;                // steps left before the next crack may form
