@@ -8,8 +8,9 @@
 //   Verlet (method:0) at the largest step that survives 2000 steps (found by search,
 //   counter dt_over_estimate) versus Newmark beta 1/4 (method:1) and backward Euler
 //   (method:2) at 20x and 100x the estimate (factor), and the same with frozenHessian
-//   (method:3, 4). fiber:1 repeats explicit, Newmark and Euler with the fiber model on a
-//   17 x 17 node sheet.
+//   (method:3, 4). model:1 repeats explicit, Newmark and Euler with the fiber model on a
+//   17 x 17 node sheet, model:2 with the discrete-shell model on the 33 x 33 sheet (also
+//   at 10x).
 // Run (Release build):
 //   build/rel/bench/shellsim_bench --benchmark_filter='Implicit|StiffSheet'
 #include <benchmark/benchmark.h>
@@ -107,9 +108,12 @@ double largestExplicitFactor(int resolution, const std::string& model) {
   return best;
 }
 
+// model: 0 mass-spring, 1 fiber, 2 discrete shell.
+constexpr const char* kStiffSheetModels[] = {"mass_spring", "fiber", "discrete_shell"};
+
 void BM_StiffSheetStep(benchmark::State& state) {
-  const std::string model = state.range(2) == 0 ? "mass_spring" : "fiber";
-  const int resolution = state.range(2) == 0 ? 32 : 16;
+  const std::string model = kStiffSheetModels[state.range(2)];
+  const int resolution = state.range(2) == 1 ? 16 : 32;
   // 0 explicit; 1 Newmark, 2 backward Euler (full Newton); 3, 4 the same, frozenHessian.
   const int method = static_cast<int>(state.range(0));
   World world = buildWorld(aluminiumScene(resolution, model));
@@ -145,7 +149,9 @@ BENCHMARK(BM_StiffSheetStep)
     ->ArgsProduct({{1, 2, 3, 4}, {20, 100}, {0}})
     ->Args({0, 0, 1})
     ->ArgsProduct({{1, 2}, {20, 100}, {1}})
-    ->ArgNames({"method", "factor", "fiber"})
+    ->Args({0, 0, 2})
+    ->ArgsProduct({{1, 2}, {10, 20, 100}, {2}})
+    ->ArgNames({"method", "factor", "model"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
