@@ -7,6 +7,7 @@
 #include <ostream>
 #include <system_error>
 
+#include "core/palette.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 
@@ -83,7 +84,8 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
       record.obstacleOffsets.push_back(o.path.offset(world.time));
     }
   }
-  for (const Body& body : world.bodies) {
+  for (size_t bodyIndex = 0; bodyIndex < world.bodies.size(); ++bodyIndex) {
+    const Body& body = world.bodies[bodyIndex];
     const std::vector<int32_t> pieces = body.model->nodePieces();
     record.bodies.push_back(
         {kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
@@ -98,6 +100,17 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } else {
       surface = body.model->surface(body.positions);
+      // A torn point cloud has no connectivity for the renderer to find its pieces in:
+      // each point (a node) carries its piece's colour (core/palette.hpp; entry body + piece,
+      // as the renderer colours mesh components), once there is more than one piece.
+      const bool torn = !pieces.empty() && *std::max_element(pieces.begin(), pieces.end()) > 0;
+      if (torn && surface.isPointCloud() && surface.vertexCount() == std::ssize(pieces)) {
+        surface.colors.resize(3 * pieces.size());
+        for (size_t i = 0; i < pieces.size(); ++i) {
+          const float* c = piecePaletteColor(static_cast<int64_t>(bodyIndex) + pieces[i]);
+          std::copy(c, c + 3, &surface.colors[3 * i]);
+        }
+      }
     }
     for (OutputFormat format : formats_) {
       char name[64];

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/palette.hpp"
 #include "core/spatial.hpp"
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
@@ -43,14 +44,6 @@ constexpr int kSurfelNeighbours = 6;
 // Radius = factor x mean distance to those neighbours. On a square grid of spacing h the
 // mean is ~1.14 h, so discs get ~0.9 h: they overlap and cover the holes between points.
 constexpr double kSurfelRadiusFactor = 0.8;
-
-// Palette for bodies and pieces: light, saturated and far apart in hue, so that
-// neighbouring fragments read as separate under shading (Okabe-Ito inspired).
-constexpr float kPalette[][3] = {
-    {0.90f, 0.55f, 0.20f}, {0.25f, 0.55f, 0.85f}, {0.35f, 0.70f, 0.40f}, {0.85f, 0.35f, 0.45f},
-    {0.60f, 0.45f, 0.80f}, {0.90f, 0.80f, 0.30f}, {0.30f, 0.75f, 0.75f}, {0.75f, 0.55f, 0.45f},
-};
-constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
 
 void checkDevice(RTCDevice device, const char* what) {
   const RTCError error = rtcGetDeviceError(device);
@@ -178,14 +171,14 @@ std::vector<float> componentColors(const Geometry& mesh, int32_t offset) {
   for (size_t i = 0; i < n; ++i) {
     const int32_t root = find(static_cast<int32_t>(i));
     if (componentOf[root] < 0) componentOf[root] = count++;
-    const float* c = kPalette[(componentOf[root] + offset) % kPaletteSize];
+    const float* c = piecePaletteColor(componentOf[root] + offset);
     std::copy(c, c + 3, &colors[3 * i]);
   }
   return colors;
 }
 
 std::array<float, 3> detail::paletteColor(int32_t index) {
-  const float* c = kPalette[index % kPaletteSize];
+  const float* c = piecePaletteColor(index);
   return {c[0], c[1], c[2]};
 }
 

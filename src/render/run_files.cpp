@@ -177,7 +177,7 @@ std::vector<RenderBody> loadFrame(const RunInfo& run, const RunFrame& frame,
     body.geometry = readGeometry(frame.files[b]);
     body.color = paletteColor(paletteOffset + static_cast<int32_t>(b));
     // Pieces after fracture get their own colours; a point cloud keeps the colours of its
-    // file, if any (its pieces are not known without connectivity).
+    // file (the recorder colours a torn point cloud's pieces, core/palette.hpp).
     if (!body.geometry.isPointCloud() && body.geometry.colors.empty()) {
       body.geometry.colors =
           componentColors(body.geometry, paletteOffset + static_cast<int32_t>(b));
