@@ -50,17 +50,23 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
   // (This file is compiled with -fno-math-errno so that sqrt vectorizes.)
   const double invN = 1.0 / samples;
   constexpr double kEps2 = kSpeedSmoothing * kSpeedSmoothing;
-  alignas(64) double floor2[FiberBatch::kLanes];  // eps^2 |e|^2
-  alignas(64) double inverseSum[FiberBatch::kLanes];
-  alignas(64) double speed2[2][FiberBatch::kLanes];   // |v_-|^2 + floor2, |v_+|^2 + floor2
-  alignas(64) double inverse[2][FiberBatch::kLanes];  // 1 / |v_-+|_eps
+  constexpr int kLanes = FiberBatch::kLanes;
+  // The gradient needs only three sums of the samples' inverse speeds r_-+ = 1/|v_-+|_eps:
+  // with u_-+ = r_-+ (e -+ a_i q),
+  //   sum (u_- + u_+) = S0 e + S1 q,   sum a_i (u_+ - u_-) = S1 e + S2 q,
+  //   S0 = sum (r_- + r_+),  S1 = sum a_i (r_+ - r_-),  S2 = sum a_i^2 (r_- + r_+),
+  // so dl/de = (1/n) ((1 + eps^2) S0 e + S1 q) (the eps^2 S0 e from the smoothing) and
+  // dl/dq = (1/n) (S1 e + S2 q): per sample three scalars instead of two 3-vectors.
+  alignas(64) double floor2[kLanes];      // eps^2 |e|^2
+  alignas(64) double sums[3][kLanes];     // S0, S1, S2
+  alignas(64) double speed2[2][kLanes];   // |v_-|^2 + floor2, |v_+|^2 + floor2
+  alignas(64) double inverse[2][kLanes];  // r_-, r_+
   for (int k = 0; k < count; ++k) {
     floor2[k] = kEps2 * (b.e[0][k] * b.e[0][k] + b.e[1][k] * b.e[1][k] + b.e[2][k] * b.e[2][k]);
-    b.length[k] = inverseSum[k] = 0;
-    for (int c = 0; c < 3; ++c) b.lengthE[c][k] = b.lengthQ[c][k] = 0;
+    b.length[k] = sums[0][k] = sums[1][k] = sums[2][k] = 0;
   }
   // Arc length: arcLength's sum over samples, sample by sample for all lanes, with
-  // |v|_eps = |v|_eps^2 / |v|_eps and the inverse from inverseSqrt.
+  // |v|_eps = |v|_eps^2 r and r from inverseSqrt.
   for (int i = 0; i < samples; ++i) {
     const double s = (i + 0.5) * invN;
     const double a = kTangentWeight * (1.0 - s * s);  // = sampleWeight(i, samples)
@@ -81,21 +87,19 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
       const double rMinus = inverse[0][k];
       const double rPlus = inverse[1][k];
       b.length[k] += speed2[0][k] * rMinus + speed2[1][k] * rPlus;
-      if (!wantGradient) continue;
-      inverseSum[k] += rMinus + rPlus;
-      for (int c = 0; c < 3; ++c) {
-        const double uMinus = rMinus * (b.e[c][k] - a * b.q[c][k]);
-        const double uPlus = rPlus * (b.e[c][k] + a * b.q[c][k]);
-        b.lengthE[c][k] += uMinus + uPlus;
-        b.lengthQ[c][k] += a * (uPlus - uMinus);
-      }
+      sums[0][k] += rMinus + rPlus;
+      sums[1][k] += a * (rPlus - rMinus);
+      sums[2][k] += (a * a) * (rMinus + rPlus);
     }
   }
   for (int k = 0; k < count; ++k) {
     b.length[k] *= invN;
+    const double s0 = invN * (1.0 + kEps2) * sums[0][k];
+    const double s1 = invN * sums[1][k];
+    const double s2 = invN * sums[2][k];
     for (int c = 0; c < 3; ++c) {
-      b.lengthE[c][k] = invN * (b.lengthE[c][k] + (kEps2 * inverseSum[k]) * b.e[c][k]);
-      b.lengthQ[c][k] *= invN;
+      b.lengthE[c][k] = s0 * b.e[c][k] + s1 * b.q[c][k];
+      b.lengthQ[c][k] = s1 * b.e[c][k] + s2 * b.q[c][k];
     }
   }
 
