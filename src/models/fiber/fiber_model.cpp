@@ -473,11 +473,15 @@ int FiberModel::fillBatch(std::span<const double> x, size_t nodeBegin, size_t no
   const std::vector<int32_t>& offsets = network_.centreOffsets;
   const std::vector<int32_t>& fiberNodes = network_.fiberNodes;
   const auto fiberBegin = static_cast<size_t>(offsets[nodeBegin]);
+  // The frames first, in a loop of their own: they are independent of each other, so the
+  // processor overlaps their chains of sums, square root and division.
+  for (size_t j = nodeBegin; j < nodeEnd; ++j) {
+    if (offsets[j] != offsets[j + 1]) frames[j - nodeBegin] = patchFrame(x, j);
+  }
   for (size_t j = nodeBegin; j < nodeEnd; ++j) {
     const auto begin = static_cast<size_t>(offsets[j]);
     const auto end = static_cast<size_t>(offsets[j + 1]);
-    if (begin == end) continue;
-    const PatchFrame& frame = frames[j - nodeBegin] = patchFrame(x, j);
+    const PatchFrame& frame = frames[j - nodeBegin];
     const double* centre = &x[3 * j];
     for (size_t f = begin; f < end; ++f) {
       const size_t k = f - fiberBegin;
@@ -584,7 +588,12 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
             const auto begin = static_cast<size_t>(offsets[j]);
             const auto end = static_cast<size_t>(offsets[j + 1]);
             int count = 0;
-            double sumArea = 0, sumAreaChange2 = 0, sumAngle = 0, sumAngleChange2 = 0;
+            // A_j - A_j0 = (1/n) sum_k (A_k - A_k0) and H_j - H_j0 = (1/n) sum_k (theta_k -
+            // theta_k0), as A_j0, H_j0 are the means of the rest values (refreshRestMeans):
+            // summed as differences, with A_k - A_k0 = pi/4 (l - l0)(l + l0), every term is
+            // exactly 0 at rest, whatever the compiler contracts into FMAs.
+            double sumAreaChange = 0, sumAreaChange2 = 0, sumAngle = 0, sumAngleChange = 0,
+                   sumAngleChange2 = 0;
             for (size_t f = begin; f < end; ++f) {
               const size_t k = f - fiberBegin;
               lanesOut.restLength[k] = network_.restLength[f];
@@ -598,12 +607,14 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
                 angleNow_[f] = angle;
               }
               const double restLength = lanesOut.restLength[k];
-              const double areaChange = kPi / 4 * (length * length - restLength * restLength);
+              const double areaChange =
+                  kPi / 4 * ((length - restLength) * (length + restLength));  // A_k - A_k0
               ++count;
-              sumArea += kPi / 4 * length * length;
+              sumAreaChange += areaChange;
               sumAreaChange2 += lanesOut.areaWeight[k] * areaChange * areaChange;
               sumAngle += angle;
               const double angleChange = angle - lanesOut.restAngle[k];
+              sumAngleChange += angleChange;
               sumAngleChange2 += fiberBendWeight_[f] * angleChange * angleChange;
             }
             if (count == 0) {
@@ -617,8 +628,8 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
               continue;
             }
             const double invCount = 1.0 / count;
-            const double areaError = sumArea * invCount - restArea_[j];         // A_j - A_j0
-            const double angleError = sumAngle * invCount - restMeanAngle_[j];  // H_j - H_j0
+            const double areaError = sumAreaChange * invCount;    // A_j - A_j0
+            const double angleError = sumAngleChange * invCount;  // H_j - H_j0
             nodeStretch_[j] =
                 0.5 * stretchK_[j] * (areaError * areaError + sumAreaChange2 * invCount);
             nodeBend_[j] =
@@ -649,7 +660,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
           for (int k = 0; k < used; ++k) {
             const double length = batch.length[k];
             const double restLength = lanesOut.restLength[k];
-            const double areaChange = kPi / 4 * (length * length - restLength * restLength);
+            const double areaChange = kPi / 4 * ((length - restLength) * (length + restLength));
             const double dEdLength = lanesOut.stretchScale[k] *
                                      (lanesOut.areaError[k] + lanesOut.areaWeight[k] * areaChange) *
                                      length;
