@@ -18,7 +18,7 @@ namespace {
 // With AVX-512: vrsqrt14pd (relative error < 2^-14) and two Newton steps
 // y <- y (3/2 - x/2 y^2) (error < 2^-27, then a few ulp), no division or square root; an x
 // below the smallest normal double (1e-308, i.e. a sample speed below 1e-154 m) counts as
-// 0. Otherwise 1 / std::sqrt(x), vectorized by the compiler.
+// 0. Otherwise 1 / std::sqrt(x), vectorized by the compiler, with the same cut-off.
 void inverseSqrt(const double* __restrict x, double* __restrict out, int count) {
 #if defined(__AVX512F__)
   const __m512d half = _mm512_set1_pd(0.5);
@@ -36,8 +36,13 @@ void inverseSqrt(const double* __restrict x, double* __restrict out, int count) 
     _mm512_store_pd(out + k, _mm512_maskz_mov_pd(normal, y));
   }
 #else
+  // The division runs on every lane and the zero is selected after it: a division inside
+  // a conditional would keep the compiler from vectorizing (it may not trap where the
+  // source would not divide).
+  constexpr double kSmallest = std::numeric_limits<double>::min();
   for (int k = 0; k < count; ++k) {
-    out[k] = x[k] > 0 ? 1.0 / std::sqrt(x[k] > 0 ? x[k] : 1.0) : 0.0;
+    const double inverse = 1.0 / std::sqrt(std::max(x[k], kSmallest));
+    out[k] = x[k] >= kSmallest ? inverse : 0.0;
   }
 #endif
 }
@@ -115,6 +120,8 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
   }
   inverseSqrt(s2, invS, count);
   constexpr double kBeta = kTangentWeight;
+  alignas(64) double angleU[kLanes];      // u = y / (2 |e|^2)
+  alignas(64) double angleInvEE[kLanes];  // 1 / |e|^2, 0 for e = 0
   for (int k = 0; k < count; ++k) {
     const double e[3] = {b.e[0][k], b.e[1][k], b.e[2][k]};
     const double q[3] = {b.q[0][k], b.q[1][k], b.q[2][k]};
@@ -126,12 +133,27 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
     const double yNum = eN * qe - ee * qN;  // Y
     // s > 0 exactly when ee > 0 (s^2 >= 1e-24 |e|^2); invS is 0 otherwise.
     const bool valid = ee > 0;
-    const double invEE = valid ? 1.0 / (valid ? ee : 1.0) : 0.0;
+    const double inverseEE = 1.0 / (valid ? ee : 1.0);  // unconditional, see inverseSqrt
+    const double invEE = valid ? inverseEE : 0.0;
+    const double u = 0.5 * (2.0 * kBeta * invS[k] * yNum) * invEE;
+    angleU[k] = u;
+    angleInvEE[k] = invEE;
+    b.angle[k] = 2.0 * atanRational(u);
+  }
+  if (!wantGradient) return;
+  for (int k = 0; k < count; ++k) {
+    const double e[3] = {b.e[0][k], b.e[1][k], b.e[2][k]};
+    const double q[3] = {b.q[0][k], b.q[1][k], b.q[2][k]};
+    const double n[3] = {b.normal[0][k], b.normal[1][k], b.normal[2][k]};
+    const double eN = e[0] * n[0] + e[1] * n[1] + e[2] * n[2];
+    const double qe = q[0] * e[0] + q[1] * e[1] + q[2] * e[2];
+    const double qN = q[0] * n[0] + q[1] * n[1] + q[2] * n[2];
+    const double ee = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+    const double yNum = eN * qe - ee * qN;  // Y
+    const double invEE = angleInvEE[k];
     const double k1 = 2.0 * kBeta * invS[k];
     const double y = k1 * yNum;
-    const double u = 0.5 * y * invEE;
-    b.angle[k] = 2.0 * atanRational(u);
-    if (!wantGradient) continue;
+    const double u = angleU[k];
     // dtheta = c du, c = 2 / (1 + u^2), du = dy / (2 |e|^2) - y / |e|^4 (e, 0);
     // dy/de = 2 beta (dY/de / s - Y P e / s^3), dy/dq = 2 beta dY/dq / s,
     // dy/dN = 2 beta (dY/dN / s + Y (e.N) e / s^3). Invalid lanes have invS = invEE = 0.
