@@ -24,13 +24,21 @@
 // energy above is the definition, the gradient is derived from it.)
 //
 // Gradient, three passes, none sharing a write (DESIGN.md principle 5):
-//   1. per centre node j (parallel): l_k, theta_k and their gradients for k in F_j; A_j,
-//      H_j, E_s(j), E_b(j); the multipliers dE/dl_k = K_s/n_j [(A_j - A_j0) + (A_k - A_k0)]
-//      pi/2 l_k and dE/dtheta_k = K_b A_j0 / n_j [alpha (H_j - H_j0) + (1 - alpha) w_k^2 (theta_k -
-//      theta_k0)]; the fiber's gradient w.r.t. its reduced coordinates (e, q), 6 numbers, into
-//      fiberGradient[k].
-//   2. per node (parallel): sum over its incident (fiber, slot) in ascending order of
-//      the slot's share of fiberGradient (fiberSlotGradient).
+//   1. per centre node j (parallel, in batches of consecutive nodes whose fibers are
+//      evaluated lane-parallel, fiber_kernel.hpp FiberBatch): l_k, theta_k and their
+//      gradients for k in F_j; A_j - A_j0 = (1/n_j) sum_k (A_k - A_k0) and H_j - H_j0 =
+//      (1/n_j) sum_k (theta_k - theta_k0) (A_j0, H_j0 are the means of the rest values; as
+//      sums of differences they are exactly 0 at rest); E_s(j), E_b(j); the multipliers
+//      dE/dl_k = K_s/n_j [(A_j - A_j0) + (A_k - A_k0)] pi/2 l_k and dE/dtheta_k = K_b A_j0 /
+//      n_j [alpha (H_j - H_j0) + (1 - alpha) w_k^2 (theta_k - theta_k0)]; the fiber's gradient
+//      (g_e, g_q) w.r.t. its reduced coordinates, pulled back to its two end slots
+//      (fiberSlotGradient) into fiberGradient[k], its centre slot summed over F_j; dE/dN_j
+//      through the patch frame (see "Chain rule" below), whose shares go to the end slots of
+//      F_j or the centre where the member is one of them, else to nodeGradient[j].
+//      The rest lengths and angles are measured with the same batch code (measureRestShape),
+//      so the rest state is force free bit for bit.
+//   2. per node (parallel): its centre row, then its incident end slots in ascending (fiber,
+//      slot) order, then its shares c_i1 dE/df1 + c_i2 dE/df2 of the patches that left them.
 //   3. energies: deterministicSum over the per-node energies.
 //
 // Stiffness mapping (material -> K_s,j, K_b,j), per node from its rest fibers and its area
@@ -159,6 +167,10 @@
 
 namespace shellsim {
 
+namespace fiber {
+struct FiberBatch;
+}
+
 // Simulation nodes of a fiber shell.
 struct FiberNodes {
   std::vector<double> positions;  // (nNodes, 3), m: the rest configuration
@@ -248,6 +260,16 @@ class FiberModel : public Model {
   // Forms a crack at the most urgent candidate, if any (see the header); true if it did.
   bool formCrack(std::span<const double> x);
 
+  // The end of the batch of nodes that starts at nodeBegin: consecutive nodes, at most
+  // FiberBatch::kLanes of them, whose fibers fit in one FiberBatch, none past nodeLimit.
+  size_t batchEnd(size_t nodeBegin, size_t nodeLimit) const;
+  // Gathers (e, q, N_j(x)) of the fibers of nodes [nodeBegin, nodeEnd) into lanes 0, 1, ...
+  // of `batch` (lane k = fiber centreOffsets[nodeBegin] + k), sets frames[j - nodeBegin] =
+  // patchFrame(x, j) for the nodes with fibers, pads, and returns the padded lane count.
+  int fillBatch(std::span<const double> x, size_t nodeBegin, size_t nodeEnd,
+                fiber::FiberBatch& batch, PatchFrame* frames) const;
+  // restLength and restAngle of every fiber at the rest positions, by the batch code.
+  void measureRestShape();
   // Pass 1 and 3 (and pass 2 if `gradient` is non-empty).
   EnergyParts evaluate(std::span<const double> x, std::span<double> gradient,
                        double* meanAngleOut) const;
@@ -294,16 +316,27 @@ class FiberModel : public Model {
   std::vector<int32_t> patchOffsets_;  // (nNodes + 1)
   std::vector<int32_t> patchNodes_;    // (nEntries)
   std::vector<double> patchWeights_;   // (nEntries, 2), 1/m
-  // The transpose: node i appears in the patches memberPatch_[m] at entry memberEntry_[m],
-  // m in [memberOffsets_[i], memberOffsets_[i + 1]), ascending patch index.
+  // Where evaluate() adds entry e's share of its patch's frame gradient: kCentreRow (the patch's
+  // own node), a row 2 f + slot / 2 of fiberGradient_ (an end of a fiber centred there), or
+  // kPassTwo (left to pass 2).
+  static constexpr int32_t kCentreRow = -1;
+  static constexpr int32_t kPassTwo = -2;
+  std::vector<int32_t> patchTarget_;  // (nEntries)
+  // The transpose of the kPassTwo entries: node i appears in the patches memberPatch_[m] at
+  // entry memberEntry_[m], m in [memberOffsets_[i], memberOffsets_[i + 1]), ascending patch.
   std::vector<int32_t> memberOffsets_;  // (nNodes + 1)
-  std::vector<int32_t> memberPatch_;    // (nEntries)
-  std::vector<int32_t> memberEntry_;    // (nEntries)
+  std::vector<int32_t> memberPatch_;    // (nPassTwoEntries)
+  std::vector<int32_t> memberEntry_;    // (nPassTwoEntries)
+  // Node i's end slots as rows of fiberGradient_: endRows_[endRowOffsets_[i] .. [i + 1]),
+  // row 2 f + slot / 2 for its incidences (f, slot != 1), ascending.
+  std::vector<int32_t> endRowOffsets_;  // (nNodes + 1)
+  std::vector<int32_t> endRows_;        // (2 nFibers)
   // Scratch of one evaluation.
-  mutable std::vector<double> fiberGradient_;  // (nFibers, 6): dE/de, dE/dq per fiber
-  mutable std::vector<double> frameGradient_;  // (nNodes, 6): dE/df1, dE/df2 per patch
-  mutable std::vector<double> nodeStretch_;    // (nNodes), J
-  mutable std::vector<double> nodeBend_;       // (nNodes), J
+  mutable std::vector<double> fiberGradient_;  // (nFibers, 2, 3): dE/dp1, dE/dp2 of its ends
+  // (nNodes, 3, 3): dE/df1, dE/df2 of node j's patch, dE/dp of the fibers centred at j
+  mutable std::vector<double> nodeGradient_;
+  mutable std::vector<double> nodeStretch_;  // (nNodes), J
+  mutable std::vector<double> nodeBend_;     // (nNodes), J
   // l_k and theta_k of the last gradient evaluation and its x, for updateInelastic (only
   // with plasticity or fracture).
   mutable std::vector<double> lengthNow_;   // (nFibers), m
