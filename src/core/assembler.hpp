@@ -83,6 +83,35 @@ inline double deterministicSum(std::span<const double> values) {
       [](double a, double b) { return a + b; }, tbb::simple_partitioner());
 }
 
+// Pass 2 (any layout of the per-element gradients): for every node n, in parallel,
+//   gradient[n] += sum over n's incidence entries i, in their order, of
+//                  (slots[o], slots[o + kStride], slots[o + 2 kStride]),  o = kScale * i.
+// kScale = 3, kStride = 1 for the (nElements, K, 3) layout of assembleEnergyGradient; a
+// layout in lanes (batches of L elements, (nBatches, K, 3, L)) stores the offsets o
+// themselves as entries and uses kScale = 1, kStride = L.
+template <size_t kScale, size_t kStride>
+void gatherIncidentGradients(const Incidence& incidence, std::span<const double> slots,
+                             std::span<double> gradient) {
+  const size_t nodeCount = incidence.offsets.size() - 1;
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, nodeCount, kAssemblyGrain),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      const int32_t* entries = incidence.entries.data();
+                      const double* source = slots.data();
+                      for (size_t n = r.begin(); n != r.end(); ++n) {
+                        double sum[3] = {0, 0, 0};
+                        for (int32_t i = incidence.offsets[n]; i < incidence.offsets[n + 1]; ++i) {
+                          const double* g = source + kScale * static_cast<size_t>(entries[i]);
+                          sum[0] += g[0];
+                          sum[1] += g[kStride];
+                          sum[2] += g[2 * kStride];
+                        }
+                        gradient[3 * n] += sum[0];
+                        gradient[3 * n + 1] += sum[1];
+                        gradient[3 * n + 2] += sum[2];
+                      }
+                    });
+}
+
 // Scratch buffers of one assembly, kept between calls to avoid reallocations.
 struct AssemblyScratch {
   std::vector<double> elementEnergy;    // (nElements)
@@ -123,26 +152,7 @@ double assembleEnergyGradient(std::span<const int32_t> elementNodes, const Incid
                       }
                     });
 
-  if (wantGradient) {
-    const size_t nodeCount = incidence.offsets.size() - 1;
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, nodeCount, kAssemblyGrain),
-        [&](const tbb::blocked_range<size_t>& r) {
-          for (size_t n = r.begin(); n != r.end(); ++n) {
-            double sum[3] = {0, 0, 0};
-            for (int32_t i = incidence.offsets[n]; i < incidence.offsets[n + 1]; ++i) {
-              const double* g =
-                  &scratch.elementGradient[3 * static_cast<size_t>(incidence.entries[i])];
-              sum[0] += g[0];
-              sum[1] += g[1];
-              sum[2] += g[2];
-            }
-            gradient[3 * n] += sum[0];
-            gradient[3 * n + 1] += sum[1];
-            gradient[3 * n + 2] += sum[2];
-          }
-        });
-  }
+  if (wantGradient) gatherIncidentGradients<3, 1>(incidence, scratch.elementGradient, gradient);
   return deterministicSum(scratch.elementEnergy);
 }
 

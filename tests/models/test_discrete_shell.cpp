@@ -253,6 +253,61 @@ TEST_P(DiscreteShellKernelDerivatives, EdgeAndTriangleDerivativesMatchFiniteDiff
   }
 }
 
+TEST_P(DiscreteShellKernelDerivatives, HingeEdgeLanesMatchTheScalarHingeAndEdgeKernels) {
+  // The batched kernel of the force evaluation against hingeEnergy + edgeEnergy, lane by
+  // lane: sampled hinges, one with a zero edge (x0 = x1: zero derivatives) and a padding lane
+  // (all nodes at the origin, zero parameters: exact zeros).
+  constexpr int kLanes = ds::kLanes;
+  std::mt19937 rng(static_cast<unsigned>(GetParam()) + 300);
+  std::uniform_real_distribution<double> u(-kPi, kPi);
+  std::uniform_real_distribution<double> scale(0.5, 1.5);
+  for (int trial = 0; trial < 10; ++trial) {
+    double x[12 * kLanes] = {}, parameters[4 * kLanes] = {};
+    std::array<Vec3, 4> hinges[kLanes];
+    for (int l = 0; l < kLanes - 1; ++l) {
+      double feature = 0;
+      hinges[l] = sampleHinge(GetParam(), rng, &feature);
+      if (l == kLanes - 2) hinges[l][1] = hinges[l][0];
+      for (int c = 0; c < 4; ++c) {
+        for (int i = 0; i < 3; ++i) x[(3 * c + i) * kLanes + l] = hinges[l][c][i];
+      }
+      parameters[l] = u(rng);                                                          // theta0
+      parameters[kLanes + l] = 3.7 * scale(rng);                                       // k_h
+      parameters[2 * kLanes + l] = scale(rng) * (hinges[l][1] - hinges[l][0]).norm();  // L
+      parameters[3 * kLanes + l] = 2.5 * scale(rng);                                   // k_e
+    }
+    double bending[kLanes], stretching[kLanes], gradient[12 * kLanes];
+    ds::hingeEdgeEnergyLanes(x, parameters, bending, stretching, gradient);
+    for (int l = 0; l < kLanes; ++l) {
+      Vec3 h[4] = {hinges[l][0], hinges[l][1], hinges[l][2], hinges[l][3]};
+      Vec3 gh[4], ge[2];
+      const Vec3 edge[2] = {h[0], h[1]};
+      const double eh = ds::hingeEnergy(parameters[kLanes + l], parameters[l], h, gh);
+      const double ee =
+          ds::edgeEnergy(parameters[3 * kLanes + l], parameters[2 * kLanes + l], edge, ge);
+      gh[0] += ge[0];
+      gh[1] += ge[1];
+      double norm = 0;
+      for (const Vec3& v : gh) norm = std::max(norm, v.norm());
+      const std::string where = "trial " + std::to_string(trial) + ", lane " + std::to_string(l);
+      EXPECT_NEAR(bending[l], eh, 1e-13 * std::max(eh, 1.0)) << where;
+      EXPECT_NEAR(stretching[l], ee, 1e-13 * std::max(ee, 1.0)) << where;
+      for (int c = 0; c < 4; ++c) {
+        for (int i = 0; i < 3; ++i) {
+          EXPECT_NEAR(gradient[(3 * c + i) * kLanes + l], gh[c][i], 1e-12 * norm) << where;
+        }
+      }
+      if (l == kLanes - 1) {  // padding: exact zeros
+        EXPECT_EQ(bending[l], 0.0);
+        EXPECT_EQ(stretching[l], 0.0);
+        for (int c = 0; c < 4; ++c) {
+          for (int i = 0; i < 3; ++i) EXPECT_EQ(gradient[(3 * c + i) * kLanes + l], 0.0);
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, DiscreteShellKernelDerivatives,
                          ::testing::Values(HingeShape::kRandom, HingeShape::kNearlyFlat,
                                            HingeShape::kNearlyFoldedPositive,
