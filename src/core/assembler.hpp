@@ -5,7 +5,8 @@
 // Assembly runs in two parallel passes that never share a write:
 //   pass 1, per element: kernel -> elementEnergy[e], elementGradient[e][k][0..2]
 //   pass 2, per node:    gradient[n] += sum of elementGradient over the node's incidences,
-//                        visited in ascending (element, slot) order.
+//                        visited in ascending (element, slot) order (even and odd
+//                        entries in two partial sums).
 // The energy is summed with a deterministic blocked reduction. Every floating-point sum
 // therefore happens in an order independent of the thread count, so results are
 // bit-identical for 1 or N threads.
@@ -84,11 +85,11 @@ inline double deterministicSum(std::span<const double> values) {
 }
 
 // Pass 2 (any layout of the per-element gradients): for every node n, in parallel,
-//   gradient[n] += sum over n's incidence entries i, in their order, of
+//   gradient[n] += sum over n's incidence entries i, in a fixed order, of
 //                  (slots[o], slots[o + kStride], slots[o + 2 kStride]),  o = kScale * i.
 // kScale = 3, kStride = 1 for the (nElements, K, 3) layout of assembleEnergyGradient; a
-// layout in lanes (batches of L elements, (nBatches, K, 3, L)) stores the offsets o
-// themselves as entries and uses kScale = 1, kStride = L.
+// layout in lanes (batches of L elements, (nBatches, K, L, 3)) stores the offsets o
+// themselves as entries and uses kScale = 1, kStride = 1.
 template <size_t kScale, size_t kStride>
 void gatherIncidentGradients(const Incidence& incidence, std::span<const double> slots,
                              std::span<double> gradient) {
@@ -98,16 +99,24 @@ void gatherIncidentGradients(const Incidence& incidence, std::span<const double>
                       const int32_t* entries = incidence.entries.data();
                       const double* source = slots.data();
                       for (size_t n = r.begin(); n != r.end(); ++n) {
-                        double sum[3] = {0, 0, 0};
-                        for (int32_t i = incidence.offsets[n]; i < incidence.offsets[n + 1]; ++i) {
-                          const double* g = source + kScale * static_cast<size_t>(entries[i]);
-                          sum[0] += g[0];
-                          sum[1] += g[kStride];
-                          sum[2] += g[2 * kStride];
+                        // Two partial sums (even and odd entries) halve the chain of
+                        // dependent additions; the order is still fixed.
+                        double even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
+                        int32_t i = incidence.offsets[n];
+                        const int32_t end = incidence.offsets[n + 1];
+                        for (; i + 1 < end; i += 2) {
+                          const double* a = source + kScale * static_cast<size_t>(entries[i]);
+                          const double* b = source + kScale * static_cast<size_t>(entries[i + 1]);
+                          for (size_t c = 0; c < 3; ++c) {
+                            even[c] += a[c * kStride];
+                            odd[c] += b[c * kStride];
+                          }
                         }
-                        gradient[3 * n] += sum[0];
-                        gradient[3 * n + 1] += sum[1];
-                        gradient[3 * n + 2] += sum[2];
+                        if (i < end) {
+                          const double* a = source + kScale * static_cast<size_t>(entries[i]);
+                          for (size_t c = 0; c < 3; ++c) even[c] += a[c * kStride];
+                        }
+                        for (size_t c = 0; c < 3; ++c) gradient[3 * n + c] += even[c] + odd[c];
                       }
                     });
 }

@@ -294,16 +294,63 @@ TEST_P(DiscreteShellKernelDerivatives, HingeEdgeLanesMatchTheScalarHingeAndEdgeK
       EXPECT_NEAR(stretching[l], ee, 1e-13 * std::max(ee, 1.0)) << where;
       for (int c = 0; c < 4; ++c) {
         for (int i = 0; i < 3; ++i) {
-          EXPECT_NEAR(gradient[(3 * c + i) * kLanes + l], gh[c][i], 1e-12 * norm) << where;
+          EXPECT_NEAR(gradient[(c * kLanes + l) * 3 + i], gh[c][i], 1e-12 * norm) << where;
         }
       }
       if (l == kLanes - 1) {  // padding: exact zeros
         EXPECT_EQ(bending[l], 0.0);
         EXPECT_EQ(stretching[l], 0.0);
         for (int c = 0; c < 4; ++c) {
-          for (int i = 0; i < 3; ++i) EXPECT_EQ(gradient[(3 * c + i) * kLanes + l], 0.0);
+          for (int i = 0; i < 3; ++i) EXPECT_EQ(gradient[(c * kLanes + l) * 3 + i], 0.0);
         }
       }
+    }
+  }
+}
+
+TEST_P(DiscreteShellKernelDerivatives, TriangleLanesMatchTheScalarTriangleKernel) {
+  // triangleEnergyLanes against triangleEnergy: the two triangles of sampled hinges, one
+  // zero-area triangle (zero derivatives) and a padding lane (exact zeros).
+  constexpr int kLanes = ds::kLanes;
+  std::mt19937 rng(static_cast<unsigned>(GetParam()) + 400);
+  std::uniform_real_distribution<double> scale(0.5, 1.5);
+  for (int trial = 0; trial < 10; ++trial) {
+    double x[9 * kLanes] = {}, parameters[2 * kLanes] = {};
+    std::array<Vec3, 3> triangles[kLanes] = {};
+    for (int l = 0; l + 1 < kLanes; l += 2) {
+      double feature = 0;
+      const auto h = sampleHinge(GetParam(), rng, &feature);
+      triangles[l] = {h[0], h[1], h[2]};
+      triangles[l + 1] = {h[1], h[0], h[3]};
+    }
+    triangles[kLanes - 2] = {Vec3(0, 0, 0), Vec3(1, 1, 1), Vec3(2, 2, 2)};  // zero area
+    triangles[kLanes - 1] = {};                                             // padding
+    for (int l = 0; l < kLanes - 1; ++l) {
+      for (int c = 0; c < 3; ++c) {
+        for (int i = 0; i < 3; ++i) x[(3 * c + i) * kLanes + l] = triangles[l][c][i];
+      }
+      parameters[l] = 4.0 * scale(rng);  // k_T
+      parameters[kLanes + l] = scale(rng) * ds::triangleArea(triangles[l][0], triangles[l][1],
+                                                             triangles[l][2]);  // A0
+    }
+    double energy[kLanes], gradient[9 * kLanes];
+    ds::triangleEnergyLanes(x, parameters, energy, gradient);
+    for (int l = 0; l < kLanes; ++l) {
+      const Vec3 t[3] = {triangles[l][0], triangles[l][1], triangles[l][2]};
+      Vec3 g[3];
+      const double e = ds::triangleEnergy(parameters[l], parameters[kLanes + l], t, g);
+      double norm = 0;
+      for (const Vec3& v : g) norm = std::max(norm, v.norm());
+      const std::string where = "trial " + std::to_string(trial) + ", lane " + std::to_string(l);
+      EXPECT_NEAR(energy[l], e, 1e-13 * std::max(e, 1.0)) << where;
+      for (int c = 0; c < 3; ++c) {
+        for (int i = 0; i < 3; ++i) {
+          const double lane = gradient[(c * kLanes + l) * 3 + i];
+          EXPECT_NEAR(lane, g[c][i], 1e-12 * norm) << where;
+          if (l >= kLanes - 2) EXPECT_EQ(lane, 0.0) << where;
+        }
+      }
+      if (l == kLanes - 1) EXPECT_EQ(energy[l], 0.0);
     }
   }
 }

@@ -108,9 +108,20 @@ double dihedralAngleHessian(const Vec3 (&x)[4], Vec3 (&g)[4], Mat12& hessian) {
   return theta;
 }
 
-void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict parameters,
-                          double* __restrict bending, double* __restrict stretching,
-                          double* __restrict gradient) {
+// GCC keeps to 256-bit vectors by default even where the target has 512-bit ones; the eight
+// lanes fit one 512-bit register (measured ~20% faster for the whole force evaluation on a
+// Xeon with AVX-512). No effect on targets without AVX-512; not a clang attribute.
+#if defined(__GNUC__) && !defined(__clang__)
+#define SHELLSIM_PREFER_512 __attribute__((target("prefer-vector-width=512")))
+#else
+#define SHELLSIM_PREFER_512
+#endif
+
+SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(const double* __restrict x,
+                                              const double* __restrict parameters,
+                                              double* __restrict bending,
+                                              double* __restrict stretching,
+                                              double* __restrict gradient) {
   constexpr double kPi = std::numbers::pi;
   // Plain loops over lanes with selects instead of branches: GCC vectorizes them (and
   // needs -fno-math-errno for the square root, set on the library target).
@@ -172,10 +183,43 @@ void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict p
       const double vA = cA * nA[i];
       const double vB = cB * nB[i];
       const double ge = edgeScale * e[i];
-      gradient[(0 * 3 + i) * kLanes + l] = (1 - sA) * vA + (1 - sB) * vB - ge;
-      gradient[(1 * 3 + i) * kLanes + l] = sA * vA + sB * vB + ge;
-      gradient[(2 * 3 + i) * kLanes + l] = -vA;
-      gradient[(3 * 3 + i) * kLanes + l] = -vB;
+      gradient[(0 * kLanes + l) * 3 + i] = (1 - sA) * vA + (1 - sB) * vB - ge;
+      gradient[(1 * kLanes + l) * 3 + i] = sA * vA + sB * vB + ge;
+      gradient[(2 * kLanes + l) * 3 + i] = -vA;
+      gradient[(3 * kLanes + l) * 3 + i] = -vB;
+    }
+  }
+}
+
+SHELLSIM_PREFER_512 void triangleEnergyLanes(const double* __restrict x,
+                                             const double* __restrict parameters,
+                                             double* __restrict energy,
+                                             double* __restrict gradient) {
+  for (int l = 0; l < kLanes; ++l) {
+    const auto p = [&](int slot, int axis) { return x[(slot * 3 + axis) * kLanes + l]; };
+    double e[3][3];  // e_i, the edge opposite x_i: x2 - x1, x0 - x2, x1 - x0
+    for (int i = 0; i < 3; ++i) {
+      e[0][i] = p(2, i) - p(1, i);
+      e[1][i] = p(0, i) - p(2, i);
+      e[2][i] = p(1, i) - p(0, i);
+    }
+    // n = (x1 - x0) x (x2 - x0) = e_2 x (-e_1)
+    const double n[3] = {e[1][1] * e[2][2] - e[1][2] * e[2][1],
+                         e[1][2] * e[2][0] - e[1][0] * e[2][2],
+                         e[1][0] * e[2][1] - e[1][1] * e[2][0]};
+    const double norm = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    const double k = parameters[l];
+    const double excess = 0.5 * norm - parameters[kLanes + l];
+    energy[l] = 0.5 * k * excess * excess;
+    // dE/dx_i = k (A - A0) 1/2 nh x e_i = c n x e_i, c = k (A - A0) / (2 |n|) (0 if n = 0).
+    const double normSafe = norm > 0 ? norm : 1.0;
+    const double c = norm > 0 ? 0.5 * k * excess / normSafe : 0.0;
+    const double m[3] = {c * n[0], c * n[1], c * n[2]};
+    for (int v = 0; v < 3; ++v) {
+      double* g = gradient + 3 * (v * kLanes + l);
+      g[0] = m[1] * e[v][2] - m[2] * e[v][1];
+      g[1] = m[2] * e[v][0] - m[0] * e[v][2];
+      g[2] = m[0] * e[v][1] - m[1] * e[v][0];
     }
   }
 }

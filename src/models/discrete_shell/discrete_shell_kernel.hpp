@@ -226,10 +226,17 @@ inline constexpr int kLanes = 8;
 // parameters: (4, kLanes): theta0 (rad), k_h (N m), rest length L of the edge x0 - x1 (m),
 //   its stiffness k_e (N/m).
 // Writes the energies bending and stretching, (kLanes) each, J, and dE/dx into gradient,
-// (4, 3, kLanes), J/m.
+// (4 slots, kLanes, 3 axes), J/m: the three components of a slot side by side, as the gather
+// pass reads them.
 void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict parameters,
                           double* __restrict bending, double* __restrict stretching,
                           double* __restrict gradient);
+
+// The triangle stencil (triangleEnergy) for kLanes triangles at a time, the same way.
+// x: (3 slots, 3 axes, kLanes), m. parameters: (2, kLanes): k_T (N/m^3), A0 (m^2).
+// Writes energy, (kLanes), J, and gradient, (3 slots, kLanes, 3 axes), J/m.
+void triangleEnergyLanes(const double* __restrict x, const double* __restrict parameters,
+                         double* __restrict energy, double* __restrict gradient);
 
 // ---- positive semi-definite projection -------------------------------------------------
 

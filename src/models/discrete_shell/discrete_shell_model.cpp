@@ -356,6 +356,17 @@ void DiscreteShellModel::buildForceLayout(std::span<const int32_t> hingeEdge) {
   const auto lanes = static_cast<size_t>(hingeBatches_) * kLanes;
   laneNodes_.assign(4 * lanes, 0);
   laneParameters_.assign(4 * lanes, 0.0);
+  const size_t triangleCount = triangleRestArea_.size();
+  const auto triangleLanes = static_cast<size_t>(triangleBatches_) * kLanes;
+  laneTriangleNodes_.assign(3 * triangleLanes, 0);
+  laneTriangleParameters_.assign(2 * triangleLanes, 0.0);
+  for (size_t t = 0; t < (triangleBatches_ > 0 ? triangleCount : 0); ++t) {
+    const size_t base = 3 * (t - t % kLanes) + t % kLanes;  // (batch, slot 0, lane)
+    for (size_t c = 0; c < 3; ++c) laneTriangleNodes_[base + c * kLanes] = triangles_[3 * t + c];
+    const size_t parameterBase = 2 * (t - t % kLanes) + t % kLanes;
+    laneTriangleParameters_[parameterBase] = triangleStiffness_[t];
+    laneTriangleParameters_[parameterBase + kLanes] = triangleRestArea_[t];
+  }
   for (size_t k = 0; k < (fused ? hingeCount : 0); ++k) {
     const size_t base = 4 * (k - k % kLanes) + k % kLanes;  // (batch, slot 0, lane)
     const auto edge = static_cast<size_t>(hingeEdge[k]);
@@ -367,7 +378,7 @@ void DiscreteShellModel::buildForceLayout(std::span<const int32_t> hingeEdge) {
   }
   // The node of every slot and its offset in slotGradient_, family after family: slot c of
   // element e of a family with K slots starting at `base` is at
-  // base + 3 K kLanes (e / kLanes) + 3 kLanes c + e % kLanes (then +kLanes: y, +2 kLanes: z).
+  // base + 3 K kLanes (e / kLanes) + 3 (kLanes c + e % kLanes) (then +1: y, +2: z).
   std::vector<int32_t> slotNodes;
   std::vector<int32_t> slotOffsets;
   size_t base = 0;
@@ -376,7 +387,7 @@ void DiscreteShellModel::buildForceLayout(std::span<const int32_t> hingeEdge) {
       for (size_t c = 0; c < k; ++c) {
         slotNodes.push_back(node(e, c));
         slotOffsets.push_back(
-            static_cast<int32_t>(base + 3 * k * (e - e % kLanes) + 3 * kLanes * c + e % kLanes));
+            static_cast<int32_t>(base + 3 * k * (e - e % kLanes) + 3 * (kLanes * c + e % kLanes)));
       }
     }
     base += 3 * k * kLanes * ((count + kLanes - 1) / kLanes);
@@ -405,8 +416,9 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
                                             std::span<double> gradient) const {
   using discrete_shell::kLanes;
   // Fixed chunks of kChunk batches are the parallel tasks; each sums its energies in
-  // element order and the chunks are added in order, so the sums do not depend on the
-  // thread count. Chunks: the hinge batches, then boundary edges, then triangles.
+  // element order (lane by lane, then the lanes in order) and the chunks are added in
+  // order, so the sums do not depend on the thread count. Chunks: the hinge batches, then
+  // the boundary edges, then the triangle batches.
   constexpr int64_t kChunk = 128;
   const auto chunksOf = [](int64_t batches) { return (batches + kChunk - 1) / kChunk; };
   const int64_t hingeChunks = chunksOf(hingeBatches_);
@@ -416,47 +428,34 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
   double* const slots = slotGradient_.data();
   double* const edgeSlots = slots + 12 * kLanes * hingeBatches_;
   double* const triangleSlots = edgeSlots + 6 * kLanes * boundaryEdgeBatches_;
+  const double* const xs = x.data();
 
-  // Boundary edges or triangles [begin, end), one by one, into their lanes.
-  const auto scalarFamily = [&]<int K>(size_t begin, size_t end, double* familySlots,
-                                       const auto& nodes, const auto& kernel) {
-    double energy = 0;
-    Vec3 xs[K], g[K];
-    for (size_t e = begin; e < end; ++e) {
-      for (int c = 0; c < K; ++c) xs[c] = vertex(x, nodes(e, c));
-      energy += kernel(e, xs, g);
-      double* out = familySlots + 3 * K * (e - e % kLanes) + e % kLanes;
-      for (int c = 0; c < K; ++c) {
-        for (int i = 0; i < 3; ++i) out[(3 * c + i) * kLanes] = g[c][i];
+  // Node positions of one batch, (K, 3, kLanes), from its nodes (K, kLanes). Lanes
+  // innermost: contiguous stores, gathered loads.
+  const auto gatherLanes = [xs]<int K>(const int32_t* nodes, double* positions) {
+    for (int c = 0; c < K; ++c) {
+      for (int i = 0; i < 3; ++i) {
+        for (int l = 0; l < kLanes; ++l) {
+          positions[(3 * c + i) * kLanes + l] =
+              xs[3 * static_cast<size_t>(nodes[c * kLanes + l]) + static_cast<size_t>(i)];
+        }
       }
     }
-    return energy;
   };
 
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(0, chunks, 1), [&](const tbb::blocked_range<int64_t>& r) {
         for (int64_t chunk = r.begin(); chunk != r.end(); ++chunk) {
           double stretching = 0, bending = 0;
+          double positions[12 * kLanes];  // (K, 3, kLanes)
+          double laneStretching[kLanes], laneBending[kLanes];
+          double sumStretching[kLanes] = {}, sumBending[kLanes] = {};
           if (chunk < hingeChunks) {
             const int64_t first = chunk * kChunk;
             const int64_t last = std::min(first + kChunk, hingeBatches_);
-            const double* const xs = x.data();
-            double positions[12 * kLanes];  // (4, 3, kLanes)
-            double laneBending[kLanes], laneStretching[kLanes];
-            double sumBending[kLanes] = {}, sumStretching[kLanes] = {};
-            for (int64_t b = first; b < last; ++b) {
-              const auto batch = static_cast<size_t>(b);
-              const int32_t* nodes = &laneNodes_[4 * kLanes * batch];
-              // Lanes innermost: contiguous stores, gathered loads (vectorizes to gathers where
-              // the target has them).
-              for (int c = 0; c < 4; ++c) {
-                for (int i = 0; i < 3; ++i) {
-                  for (int l = 0; l < kLanes; ++l) {
-                    positions[(3 * c + i) * kLanes + l] =
-                        xs[3 * static_cast<size_t>(nodes[c * kLanes + l]) + static_cast<size_t>(i)];
-                  }
-                }
-              }
+            for (auto batch = static_cast<size_t>(first); batch < static_cast<size_t>(last);
+                 ++batch) {
+              gatherLanes.template operator()<4>(&laneNodes_[4 * kLanes * batch], positions);
               discrete_shell::hingeEdgeEnergyLanes(positions, &laneParameters_[4 * kLanes * batch],
                                                    laneBending, laneStretching,
                                                    slots + 12 * kLanes * batch);
@@ -465,35 +464,37 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
                 sumStretching[l] += laneStretching[l];
               }
             }
-            for (int l = 0; l < kLanes; ++l) {
-              bending += sumBending[l];
-              stretching += sumStretching[l];
-            }
           } else if (chunk < hingeChunks + edgeChunks) {
+            // Boundary edges one by one (few), into their lanes.
             const auto begin = static_cast<size_t>((chunk - hingeChunks) * kChunk * kLanes);
             const size_t end = std::min(begin + kChunk * kLanes, boundaryEdges_.size());
-            stretching = scalarFamily.template operator()<2>(
-                begin, end, edgeSlots,
-                [this](size_t e, int c) {
-                  return edgeNodes_[2 * static_cast<size_t>(boundaryEdges_[e]) +
-                                    static_cast<size_t>(c)];
-                },
-                [this](size_t e, const Vec3(&xs)[2], Vec3(&g)[2]) {
-                  const auto edge = static_cast<size_t>(boundaryEdges_[e]);
-                  return discrete_shell::edgeEnergy(edgeStiffness_[edge], edgeRestLength_[edge], xs,
-                                                    g);
-                });
+            Vec3 ends[2], g[2];
+            for (size_t e = begin; e < end; ++e) {
+              const auto edge = static_cast<size_t>(boundaryEdges_[e]);
+              for (size_t c = 0; c < 2; ++c) ends[c] = vertex(x, edgeNodes_[2 * edge + c]);
+              stretching +=
+                  discrete_shell::edgeEnergy(edgeStiffness_[edge], edgeRestLength_[edge], ends, g);
+              double* out = edgeSlots + 6 * (e - e % kLanes) + 3 * (e % kLanes);
+              for (int c = 0; c < 2; ++c) {
+                for (int i = 0; i < 3; ++i) out[3 * kLanes * c + i] = g[c][i];
+              }
+            }
           } else {
-            const auto begin =
-                static_cast<size_t>((chunk - hingeChunks - edgeChunks) * kChunk * kLanes);
-            const size_t end = std::min(begin + kChunk * kLanes, triangleRestArea_.size());
-            stretching = scalarFamily.template operator()<3>(
-                begin, end, triangleSlots,
-                [this](size_t t, int c) { return triangles_[3 * t + static_cast<size_t>(c)]; },
-                [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3]) {
-                  return discrete_shell::triangleEnergy(triangleStiffness_[t], triangleRestArea_[t],
-                                                        xs, g);
-                });
+            const int64_t first = (chunk - hingeChunks - edgeChunks) * kChunk;
+            const int64_t last = std::min(first + kChunk, triangleBatches_);
+            for (auto batch = static_cast<size_t>(first); batch < static_cast<size_t>(last);
+                 ++batch) {
+              gatherLanes.template operator()<3>(&laneTriangleNodes_[3 * kLanes * batch],
+                                                 positions);
+              discrete_shell::triangleEnergyLanes(
+                  positions, &laneTriangleParameters_[2 * kLanes * batch], laneStretching,
+                  triangleSlots + 9 * kLanes * batch);
+              for (int l = 0; l < kLanes; ++l) sumStretching[l] += laneStretching[l];
+            }
+          }
+          for (int l = 0; l < kLanes; ++l) {
+            bending += sumBending[l];
+            stretching += sumStretching[l];
           }
           chunkEnergy_[2 * static_cast<size_t>(chunk)] = stretching;
           chunkEnergy_[2 * static_cast<size_t>(chunk) + 1] = bending;
@@ -505,8 +506,7 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
     parts.stretching += chunkEnergy_[2 * static_cast<size_t>(chunk)];
     parts.bending += chunkEnergy_[2 * static_cast<size_t>(chunk) + 1];
   }
-  if (!gradient.empty())
-    gatherIncidentGradients<1, kLanes>(slotIncidence_, slotGradient_, gradient);
+  if (!gradient.empty()) gatherIncidentGradients<1, 1>(slotIncidence_, slotGradient_, gradient);
   return parts;
 }
 
