@@ -264,6 +264,7 @@ TEST_P(DiscreteShellKernelDerivatives, HingeEdgeLanesMatchTheScalarHingeAndEdgeK
   for (int trial = 0; trial < 10; ++trial) {
     double x[12 * kLanes] = {}, parameters[4 * kLanes] = {};
     std::array<Vec3, 4> hinges[kLanes];
+    hinges[kLanes - 1].fill(Vec3::Zero());  // padding (Eigen does not zero by default)
     for (int l = 0; l < kLanes - 1; ++l) {
       double feature = 0;
       hinges[l] = sampleHinge(GetParam(), rng, &feature);
@@ -277,7 +278,8 @@ TEST_P(DiscreteShellKernelDerivatives, HingeEdgeLanesMatchTheScalarHingeAndEdgeK
       parameters[3 * kLanes + l] = 2.5 * scale(rng);                                   // k_e
     }
     double bending[kLanes], stretching[kLanes], gradient[12 * kLanes];
-    ds::hingeEdgeEnergyLanes(x, parameters, bending, stretching, gradient);
+    double shape[2 * kLanes];
+    ds::hingeEdgeEnergyLanes(x, parameters, bending, stretching, gradient, shape);
     for (int l = 0; l < kLanes; ++l) {
       Vec3 h[4] = {hinges[l][0], hinges[l][1], hinges[l][2], hinges[l][3]};
       Vec3 gh[4], ge[2];
@@ -291,6 +293,8 @@ TEST_P(DiscreteShellKernelDerivatives, HingeEdgeLanesMatchTheScalarHingeAndEdgeK
       for (const Vec3& v : gh) norm = std::max(norm, v.norm());
       const std::string where = "trial " + std::to_string(trial) + ", lane " + std::to_string(l);
       EXPECT_NEAR(bending[l], eh, 1e-13 * std::max(eh, 1.0)) << where;
+      EXPECT_NEAR(shape[l], ds::dihedralAngle(h[0], h[1], h[2], h[3]), 1e-12) << where;
+      EXPECT_NEAR(shape[kLanes + l], (h[1] - h[0]).norm(), 1e-15 * (h[1] - h[0]).norm()) << where;
       EXPECT_NEAR(stretching[l], ee, 1e-13 * std::max(ee, 1.0)) << where;
       for (int c = 0; c < 4; ++c) {
         for (int i = 0; i < 3; ++i) {
@@ -324,7 +328,7 @@ TEST_P(DiscreteShellKernelDerivatives, TriangleLanesMatchTheScalarTriangleKernel
       triangles[l + 1] = {h[1], h[0], h[3]};
     }
     triangles[kLanes - 2] = {Vec3(0, 0, 0), Vec3(1, 1, 1), Vec3(2, 2, 2)};  // zero area
-    triangles[kLanes - 1] = {};                                             // padding
+    triangles[kLanes - 1].fill(Vec3::Zero());                               // padding
     for (int l = 0; l < kLanes - 1; ++l) {
       for (int c = 0; c < 3; ++c) {
         for (int i = 0; i < 3; ++i) x[(3 * c + i) * kLanes + l] = triangles[l][c][i];
@@ -334,7 +338,8 @@ TEST_P(DiscreteShellKernelDerivatives, TriangleLanesMatchTheScalarTriangleKernel
                                                              triangles[l][2]);  // A0
     }
     double energy[kLanes], gradient[9 * kLanes];
-    ds::triangleEnergyLanes(x, parameters, energy, gradient);
+    double area[kLanes];
+    ds::triangleEnergyLanes(x, parameters, energy, gradient, area);
     for (int l = 0; l < kLanes; ++l) {
       const Vec3 t[3] = {triangles[l][0], triangles[l][1], triangles[l][2]};
       Vec3 g[3];
@@ -343,6 +348,8 @@ TEST_P(DiscreteShellKernelDerivatives, TriangleLanesMatchTheScalarTriangleKernel
       for (const Vec3& v : g) norm = std::max(norm, v.norm());
       const std::string where = "trial " + std::to_string(trial) + ", lane " + std::to_string(l);
       EXPECT_NEAR(energy[l], e, 1e-13 * std::max(e, 1.0)) << where;
+      const double a = ds::triangleArea(t[0], t[1], t[2]);
+      EXPECT_NEAR(area[l], a, 1e-14 * (t[1] - t[0]).norm() * (t[2] - t[0]).norm()) << where;
       for (int c = 0; c < 3; ++c) {
         for (int i = 0; i < 3; ++i) {
           const double lane = gradient[(c * kLanes + l) * 3 + i];

@@ -117,11 +117,9 @@ double dihedralAngleHessian(const Vec3 (&x)[4], Vec3 (&g)[4], Mat12& hessian) {
 #define SHELLSIM_PREFER_512
 #endif
 
-SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(const double* __restrict x,
-                                              const double* __restrict parameters,
-                                              double* __restrict bending,
-                                              double* __restrict stretching,
-                                              double* __restrict gradient) {
+SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(
+    const double* __restrict x, const double* __restrict parameters, double* __restrict bending,
+    double* __restrict stretching, double* __restrict gradient, double* __restrict shape) {
   constexpr double kPi = std::numbers::pi;
   // Plain loops over lanes with selects instead of branches: GCC vectorizes them (and
   // needs -fno-math-errno for the square root, set on the library target).
@@ -147,6 +145,8 @@ SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(const double* __restrict x,
     const double fBe = fB[0] * e[0] + fB[1] * e[1] + fB[2] * e[2];
     const double eLen = std::sqrt(ee);
     const double theta = atan2Poly(-nAfB * eLen, nAnB);  // as dihedralAngle
+    shape[l] = theta;
+    shape[kLanes + l] = eLen;
     // One division: r = 1 / (|nA|^2 |nB|^2 |e|^2), each factor replaced by 1 where it is 0.
     // (Comparisons and the arms of selects unconditional: GCC does not if-convert an
     // operation that only some paths evaluate, as it could trap.)
@@ -193,8 +193,8 @@ SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(const double* __restrict x,
 
 SHELLSIM_PREFER_512 void triangleEnergyLanes(const double* __restrict x,
                                              const double* __restrict parameters,
-                                             double* __restrict energy,
-                                             double* __restrict gradient) {
+                                             double* __restrict energy, double* __restrict gradient,
+                                             double* __restrict area) {
   for (int l = 0; l < kLanes; ++l) {
     const auto p = [&](int slot, int axis) { return x[(slot * 3 + axis) * kLanes + l]; };
     double e[3][3];  // e_i, the edge opposite x_i: x2 - x1, x0 - x2, x1 - x0
@@ -209,7 +209,8 @@ SHELLSIM_PREFER_512 void triangleEnergyLanes(const double* __restrict x,
                          e[1][0] * e[2][1] - e[1][1] * e[2][0]};
     const double norm = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
     const double k = parameters[l];
-    const double excess = 0.5 * norm - parameters[kLanes + l];
+    area[l] = 0.5 * norm;
+    const double excess = area[l] - parameters[kLanes + l];
     energy[l] = 0.5 * k * excess * excess;
     // dE/dx_i = k (A - A0) 1/2 nh x e_i = c n x e_i, c = k (A - A0) / (2 |n|) (0 if n = 0).
     const double normSafe = norm > 0 ? norm : 1.0;

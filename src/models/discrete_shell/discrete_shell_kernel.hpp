@@ -225,18 +225,22 @@ inline constexpr int kLanes = 8;
 // x: node positions, (4 slots x0..x3, 3 axes, kLanes), m.
 // parameters: (4, kLanes): theta0 (rad), k_h (N m), rest length L of the edge x0 - x1 (m),
 //   its stiffness k_e (N/m).
-// Writes the energies bending and stretching, (kLanes) each, J, and dE/dx into gradient,
+// Writes the energies bending and stretching, (kLanes) each, J, dE/dx into gradient,
 // (4 slots, kLanes, 3 axes), J/m: the three components of a slot side by side, as the gather
-// pass reads them.
+// pass reads them, and shape, (2, kLanes): theta (rad) and |x1 - x0| (m). Rest values taken
+// from shape (not from dihedralAngle or Eigen's norm, which may round differently, e.g. with
+// FMA) make the energy and forces at rest exactly zero.
 void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict parameters,
                           double* __restrict bending, double* __restrict stretching,
-                          double* __restrict gradient);
+                          double* __restrict gradient, double* __restrict shape);
 
 // The triangle stencil (triangleEnergy) for kLanes triangles at a time, the same way.
 // x: (3 slots, 3 axes, kLanes), m. parameters: (2, kLanes): k_T (N/m^3), A0 (m^2).
-// Writes energy, (kLanes), J, and gradient, (3 slots, kLanes, 3 axes), J/m.
+// Writes energy, (kLanes), J, gradient, (3 slots, kLanes, 3 axes), J/m, and area, (kLanes),
+// m^2 (rest areas taken from it make the rest state exactly force-free, as for hinges).
 void triangleEnergyLanes(const double* __restrict x, const double* __restrict parameters,
-                         double* __restrict energy, double* __restrict gradient);
+                         double* __restrict energy, double* __restrict gradient,
+                         double* __restrict area);
 
 // ---- positive semi-definite projection -------------------------------------------------
 

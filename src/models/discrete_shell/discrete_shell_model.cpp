@@ -286,7 +286,7 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
   hasEdgeTerm_ = anyNonZero(edgeStiffness_);
   hasAreaTerm_ = anyNonZero(triangleStiffness_);
   hasBending_ = anyNonZero(hingeStiffness_);
-  buildForceLayout(hingeEdge);
+  buildForceLayout(mesh.positions, hingeEdge);
 
   // Stable step: Gershgorin on S = M^-1/2 K M^-1/2 at rest. At rest every stencil's
   // residual (l - L, A - A0, theta - theta0) is exactly zero, so its Hessian is the rank-one
@@ -343,7 +343,8 @@ EnergyParts DiscreteShellModel::energy(std::span<const double> x) const {
 }
 
 // Lanes and slots of the force evaluation (the members' comments in the header).
-void DiscreteShellModel::buildForceLayout(std::span<const int32_t> hingeEdge) {
+void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
+                                          std::span<const int32_t> hingeEdge) {
   using discrete_shell::kLanes;
   const auto batches = [](size_t count) {
     return static_cast<int64_t>((count + kLanes - 1) / kLanes);
@@ -375,6 +376,44 @@ void DiscreteShellModel::buildForceLayout(std::span<const int32_t> hingeEdge) {
     laneParameters_[base + kLanes] = hingeStiffness_[k];
     laneParameters_[base + 2 * kLanes] = edgeRestLength_[edge];
     laneParameters_[base + 3 * kLanes] = edgeStiffness_[edge];
+  }
+  // Rest angles, hinge-edge lengths and triangle areas of the lanes from the lane kernels
+  // themselves at the rest positions, so that d, l - L and A - A0 are exactly 0 at rest
+  // (the scalar values above may differ in the last bit, e.g. with FMA). The energies and
+  // gradients of this pass are discarded.
+  {
+    std::vector<double> positions(12 * kLanes), gradient(12 * kLanes);
+    std::vector<double> energy(kLanes), energy2(kLanes), shape(2 * kLanes);
+    const auto gather = [&](const int32_t* nodes, int k) {
+      for (int c = 0; c < k; ++c) {
+        for (int i = 0; i < 3; ++i) {
+          for (int l = 0; l < kLanes; ++l) {
+            positions[static_cast<size_t>((3 * c + i) * kLanes + l)] =
+                restPositions[3 * static_cast<size_t>(nodes[c * kLanes + l]) +
+                              static_cast<size_t>(i)];
+          }
+        }
+      }
+    };
+    for (size_t b = 0; b < static_cast<size_t>(hingeBatches_); ++b) {
+      double* parameters = &laneParameters_[4 * kLanes * b];
+      gather(&laneNodes_[4 * kLanes * b], 4);
+      discrete_shell::hingeEdgeEnergyLanes(positions.data(), parameters, energy.data(),
+                                           energy2.data(), gradient.data(), shape.data());
+      for (size_t l = 0; l < kLanes && kLanes * b + l < hingeCount; ++l) {
+        parameters[l] = shape[l];                        // theta0
+        parameters[2 * kLanes + l] = shape[kLanes + l];  // L
+      }
+    }
+    for (size_t b = 0; b < static_cast<size_t>(triangleBatches_); ++b) {
+      double* parameters = &laneTriangleParameters_[2 * kLanes * b];
+      gather(&laneTriangleNodes_[3 * kLanes * b], 3);
+      discrete_shell::triangleEnergyLanes(positions.data(), parameters, energy.data(),
+                                          gradient.data(), shape.data());
+      for (size_t l = 0; l < kLanes && kLanes * b + l < triangleCount; ++l) {
+        parameters[kLanes + l] = shape[l];  // A0
+      }
+    }
   }
   // The node of every slot and its offset in slotGradient_, family after family: slot c of
   // element e of a family with K slots starting at `base` is at
@@ -448,7 +487,7 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
         for (int64_t chunk = r.begin(); chunk != r.end(); ++chunk) {
           double stretching = 0, bending = 0;
           double positions[12 * kLanes];  // (K, 3, kLanes)
-          double laneStretching[kLanes], laneBending[kLanes];
+          double laneStretching[kLanes], laneBending[kLanes], shape[2 * kLanes];
           double sumStretching[kLanes] = {}, sumBending[kLanes] = {};
           if (chunk < hingeChunks) {
             const int64_t first = chunk * kChunk;
@@ -458,7 +497,7 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
               gatherLanes.template operator()<4>(&laneNodes_[4 * kLanes * batch], positions);
               discrete_shell::hingeEdgeEnergyLanes(positions, &laneParameters_[4 * kLanes * batch],
                                                    laneBending, laneStretching,
-                                                   slots + 12 * kLanes * batch);
+                                                   slots + 12 * kLanes * batch, shape);
               for (int l = 0; l < kLanes; ++l) {
                 sumBending[l] += laneBending[l];
                 sumStretching[l] += laneStretching[l];
@@ -488,7 +527,7 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
                                                  positions);
               discrete_shell::triangleEnergyLanes(
                   positions, &laneTriangleParameters_[2 * kLanes * batch], laneStretching,
-                  triangleSlots + 9 * kLanes * batch);
+                  triangleSlots + 9 * kLanes * batch, shape);
               for (int l = 0; l < kLanes; ++l) sumStretching[l] += laneStretching[l];
             }
           }

@@ -195,7 +195,7 @@ class DiscreteShellModel : public Model {
                    std::span<double> energies) const;
 
  private:
-  void buildForceLayout(std::span<const int32_t> hingeEdge);
+  void buildForceLayout(std::span<const double> restPositions, std::span<const int32_t> hingeEdge);
 
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;
@@ -219,10 +219,12 @@ class DiscreteShellModel : public Model {
   std::vector<int32_t> boundaryEdges_;      // edges with no hinge, (nBoundaryEdges)
   std::vector<int32_t> laneNodes_;          // (nBatches, 4, kLanes) hinge nodes; padding: node 0
   std::vector<double> laneParameters_;      // (nBatches, 4, kLanes): theta0, k_h, L and k_e of
-                                            // the hinge's edge; padding: 0
+                                            // the hinge's edge (theta0, L: the lane kernel's
+                                            // values at rest); padding: 0
   std::vector<int32_t> laneTriangleNodes_;  // (nTriangleBatches, 3, kLanes); padding: 0
-  std::vector<double> laneTriangleParameters_;  // (nTriangleBatches, 2, kLanes): k_T, A0
-  Incidence slotIncidence_;  // node -> offsets into slotGradient_ of its stencil slots
+  std::vector<double>
+      laneTriangleParameters_;  // (nTriangleBatches, 2, kLanes): k_T, A0 (kernel value)
+  Incidence slotIncidence_;     // node -> offsets into slotGradient_ of its stencil slots
   int64_t hingeBatches_ = 0, boundaryEdgeBatches_ = 0, triangleBatches_ = 0;  // with slots
   double stableStep_ = 0;                                                     // s
   // Per-stencil gradients, layout in lanes: (hingeBatches_, 4, kLanes, 3) for hinge + edge,
