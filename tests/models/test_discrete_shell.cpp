@@ -354,10 +354,14 @@ TEST_P(DiscreteShellKernelDerivatives, TriangleLanesMatchTheScalarTriangleKernel
         for (int i = 0; i < 3; ++i) {
           const double lane = gradient[(c * kLanes + l) * 3 + i];
           EXPECT_NEAR(lane, g[c][i], 1e-12 * norm) << where;
-          if (l >= kLanes - 2) EXPECT_EQ(lane, 0.0) << where;
+          if (l >= kLanes - 2) {
+            EXPECT_EQ(lane, 0.0) << where;
+          }
         }
       }
-      if (l == kLanes - 1) EXPECT_EQ(energy[l], 0.0);
+      if (l == kLanes - 1) {
+        EXPECT_EQ(energy[l], 0.0);
+      }
     }
   }
 }
