@@ -5,7 +5,8 @@
 // Assembly runs in two parallel passes that never share a write:
 //   pass 1, per element: kernel -> elementEnergy[e], elementGradient[e][k][0..2]
 //   pass 2, per node:    gradient[n] += sum of elementGradient over the node's incidences,
-//                        visited in ascending (element, slot) order.
+//                        visited in ascending (element, slot) order (even and odd
+//                        entries in two partial sums).
 // The energy is summed with a deterministic blocked reduction. Every floating-point sum
 // therefore happens in an order independent of the thread count, so results are
 // bit-identical for 1 or N threads.
@@ -83,6 +84,43 @@ inline double deterministicSum(std::span<const double> values) {
       [](double a, double b) { return a + b; }, tbb::simple_partitioner());
 }
 
+// Pass 2 (any layout of the per-element gradients): for every node n, in parallel,
+//   gradient[n] += sum over n's incidence entries i, in a fixed order, of
+//                  (slots[o], slots[o + kStride], slots[o + 2 kStride]),  o = kScale * i.
+// kScale = 3, kStride = 1 for the (nElements, K, 3) layout of assembleEnergyGradient; a
+// layout in lanes (batches of L elements, (nBatches, K, L, 3)) stores the offsets o
+// themselves as entries and uses kScale = 1, kStride = 1.
+template <size_t kScale, size_t kStride>
+void gatherIncidentGradients(const Incidence& incidence, std::span<const double> slots,
+                             std::span<double> gradient) {
+  const size_t nodeCount = incidence.offsets.size() - 1;
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, nodeCount, kAssemblyGrain),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      const int32_t* entries = incidence.entries.data();
+                      const double* source = slots.data();
+                      for (size_t n = r.begin(); n != r.end(); ++n) {
+                        // Two partial sums (even and odd entries) halve the chain of
+                        // dependent additions; the order is still fixed.
+                        double even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
+                        int32_t i = incidence.offsets[n];
+                        const int32_t end = incidence.offsets[n + 1];
+                        for (; i + 1 < end; i += 2) {
+                          const double* a = source + kScale * static_cast<size_t>(entries[i]);
+                          const double* b = source + kScale * static_cast<size_t>(entries[i + 1]);
+                          for (size_t c = 0; c < 3; ++c) {
+                            even[c] += a[c * kStride];
+                            odd[c] += b[c * kStride];
+                          }
+                        }
+                        if (i < end) {
+                          const double* a = source + kScale * static_cast<size_t>(entries[i]);
+                          for (size_t c = 0; c < 3; ++c) even[c] += a[c * kStride];
+                        }
+                        for (size_t c = 0; c < 3; ++c) gradient[3 * n + c] += even[c] + odd[c];
+                      }
+                    });
+}
+
 // Scratch buffers of one assembly, kept between calls to avoid reallocations.
 struct AssemblyScratch {
   std::vector<double> elementEnergy;    // (nElements)
@@ -123,26 +161,7 @@ double assembleEnergyGradient(std::span<const int32_t> elementNodes, const Incid
                       }
                     });
 
-  if (wantGradient) {
-    const size_t nodeCount = incidence.offsets.size() - 1;
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, nodeCount, kAssemblyGrain),
-        [&](const tbb::blocked_range<size_t>& r) {
-          for (size_t n = r.begin(); n != r.end(); ++n) {
-            double sum[3] = {0, 0, 0};
-            for (int32_t i = incidence.offsets[n]; i < incidence.offsets[n + 1]; ++i) {
-              const double* g =
-                  &scratch.elementGradient[3 * static_cast<size_t>(incidence.entries[i])];
-              sum[0] += g[0];
-              sum[1] += g[1];
-              sum[2] += g[2];
-            }
-            gradient[3 * n] += sum[0];
-            gradient[3 * n + 1] += sum[1];
-            gradient[3 * n + 2] += sum[2];
-          }
-        });
-  }
+  if (wantGradient) gatherIncidentGradients<3, 1>(incidence, scratch.elementGradient, gradient);
   return deterministicSum(scratch.elementEnergy);
 }
 

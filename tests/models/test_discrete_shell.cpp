@@ -253,6 +253,119 @@ TEST_P(DiscreteShellKernelDerivatives, EdgeAndTriangleDerivativesMatchFiniteDiff
   }
 }
 
+TEST_P(DiscreteShellKernelDerivatives, HingeEdgeLanesMatchTheScalarHingeAndEdgeKernels) {
+  // The batched kernel of the force evaluation against hingeEnergy + edgeEnergy, lane by
+  // lane: sampled hinges, one with a zero edge (x0 = x1: zero derivatives) and a padding lane
+  // (all nodes at the origin, zero parameters: exact zeros).
+  constexpr int kLanes = ds::kLanes;
+  std::mt19937 rng(static_cast<unsigned>(GetParam()) + 300);
+  std::uniform_real_distribution<double> u(-kPi, kPi);
+  std::uniform_real_distribution<double> scale(0.5, 1.5);
+  for (int trial = 0; trial < 10; ++trial) {
+    double x[12 * kLanes] = {}, parameters[4 * kLanes] = {};
+    std::array<Vec3, 4> hinges[kLanes];
+    hinges[kLanes - 1].fill(Vec3::Zero());  // padding (Eigen does not zero by default)
+    for (int l = 0; l < kLanes - 1; ++l) {
+      double feature = 0;
+      hinges[l] = sampleHinge(GetParam(), rng, &feature);
+      if (l == kLanes - 2) hinges[l][1] = hinges[l][0];
+      for (int c = 0; c < 4; ++c) {
+        for (int i = 0; i < 3; ++i) x[(3 * c + i) * kLanes + l] = hinges[l][c][i];
+      }
+      parameters[l] = u(rng);                                                          // theta0
+      parameters[kLanes + l] = 3.7 * scale(rng);                                       // k_h
+      parameters[2 * kLanes + l] = scale(rng) * (hinges[l][1] - hinges[l][0]).norm();  // L
+      parameters[3 * kLanes + l] = 2.5 * scale(rng);                                   // k_e
+    }
+    double bending[kLanes], stretching[kLanes], gradient[12 * kLanes];
+    double shape[2 * kLanes];
+    ds::hingeEdgeEnergyLanes(x, parameters, bending, stretching, gradient, shape);
+    for (int l = 0; l < kLanes; ++l) {
+      Vec3 h[4] = {hinges[l][0], hinges[l][1], hinges[l][2], hinges[l][3]};
+      Vec3 gh[4], ge[2];
+      const Vec3 edge[2] = {h[0], h[1]};
+      const double eh = ds::hingeEnergy(parameters[kLanes + l], parameters[l], h, gh);
+      const double ee =
+          ds::edgeEnergy(parameters[3 * kLanes + l], parameters[2 * kLanes + l], edge, ge);
+      gh[0] += ge[0];
+      gh[1] += ge[1];
+      double norm = 0;
+      for (const Vec3& v : gh) norm = std::max(norm, v.norm());
+      const std::string where = "trial " + std::to_string(trial) + ", lane " + std::to_string(l);
+      EXPECT_NEAR(bending[l], eh, 1e-13 * std::max(eh, 1.0)) << where;
+      EXPECT_NEAR(shape[l], ds::dihedralAngle(h[0], h[1], h[2], h[3]), 1e-12) << where;
+      EXPECT_NEAR(shape[kLanes + l], (h[1] - h[0]).norm(), 1e-15 * (h[1] - h[0]).norm()) << where;
+      EXPECT_NEAR(stretching[l], ee, 1e-13 * std::max(ee, 1.0)) << where;
+      for (int c = 0; c < 4; ++c) {
+        for (int i = 0; i < 3; ++i) {
+          EXPECT_NEAR(gradient[(c * kLanes + l) * 3 + i], gh[c][i], 1e-12 * norm) << where;
+        }
+      }
+      if (l == kLanes - 1) {  // padding: exact zeros
+        EXPECT_EQ(bending[l], 0.0);
+        EXPECT_EQ(stretching[l], 0.0);
+        for (int c = 0; c < 4; ++c) {
+          for (int i = 0; i < 3; ++i) EXPECT_EQ(gradient[(c * kLanes + l) * 3 + i], 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(DiscreteShellKernelDerivatives, TriangleLanesMatchTheScalarTriangleKernel) {
+  // triangleEnergyLanes against triangleEnergy: the two triangles of sampled hinges, one
+  // zero-area triangle (zero derivatives) and a padding lane (exact zeros).
+  constexpr int kLanes = ds::kLanes;
+  std::mt19937 rng(static_cast<unsigned>(GetParam()) + 400);
+  std::uniform_real_distribution<double> scale(0.5, 1.5);
+  for (int trial = 0; trial < 10; ++trial) {
+    double x[9 * kLanes] = {}, parameters[2 * kLanes] = {};
+    std::array<Vec3, 3> triangles[kLanes] = {};
+    for (int l = 0; l + 1 < kLanes; l += 2) {
+      double feature = 0;
+      const auto h = sampleHinge(GetParam(), rng, &feature);
+      triangles[l] = {h[0], h[1], h[2]};
+      triangles[l + 1] = {h[1], h[0], h[3]};
+    }
+    triangles[kLanes - 2] = {Vec3(0, 0, 0), Vec3(1, 1, 1), Vec3(2, 2, 2)};  // zero area
+    triangles[kLanes - 1].fill(Vec3::Zero());                               // padding
+    for (int l = 0; l < kLanes - 1; ++l) {
+      for (int c = 0; c < 3; ++c) {
+        for (int i = 0; i < 3; ++i) x[(3 * c + i) * kLanes + l] = triangles[l][c][i];
+      }
+      parameters[l] = 4.0 * scale(rng);  // k_T
+      parameters[kLanes + l] = scale(rng) * ds::triangleArea(triangles[l][0], triangles[l][1],
+                                                             triangles[l][2]);  // A0
+    }
+    double energy[kLanes], gradient[9 * kLanes];
+    double area[kLanes];
+    ds::triangleEnergyLanes(x, parameters, energy, gradient, area);
+    for (int l = 0; l < kLanes; ++l) {
+      const Vec3 t[3] = {triangles[l][0], triangles[l][1], triangles[l][2]};
+      Vec3 g[3];
+      const double e = ds::triangleEnergy(parameters[l], parameters[kLanes + l], t, g);
+      double norm = 0;
+      for (const Vec3& v : g) norm = std::max(norm, v.norm());
+      const std::string where = "trial " + std::to_string(trial) + ", lane " + std::to_string(l);
+      EXPECT_NEAR(energy[l], e, 1e-13 * std::max(e, 1.0)) << where;
+      const double a = ds::triangleArea(t[0], t[1], t[2]);
+      EXPECT_NEAR(area[l], a, 1e-14 * (t[1] - t[0]).norm() * (t[2] - t[0]).norm()) << where;
+      for (int c = 0; c < 3; ++c) {
+        for (int i = 0; i < 3; ++i) {
+          const double lane = gradient[(c * kLanes + l) * 3 + i];
+          EXPECT_NEAR(lane, g[c][i], 1e-12 * norm) << where;
+          if (l >= kLanes - 2) {
+            EXPECT_EQ(lane, 0.0) << where;
+          }
+        }
+      }
+      if (l == kLanes - 1) {
+        EXPECT_EQ(energy[l], 0.0);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, DiscreteShellKernelDerivatives,
                          ::testing::Values(HingeShape::kRandom, HingeShape::kNearlyFlat,
                                            HingeShape::kNearlyFoldedPositive,

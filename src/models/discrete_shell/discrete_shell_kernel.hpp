@@ -83,6 +83,7 @@
 #include <numbers>
 
 #include "core/assembler.hpp"
+#include "core/atan2.hpp"
 
 namespace shellsim::discrete_shell {
 
@@ -159,7 +160,7 @@ inline double dihedralAngle(const Vec3& x0, const Vec3& x1, const Vec3& x2, cons
   const Vec3 nB = fB.cross(e);
   // (nA x nB) . e = -(nA . fB) |e|^2 ((a x b) x (c x d) = ((a x b) . d) c - ((a x b) . c) d);
   // both arguments divided by |e|.
-  return std::atan2(-nA.dot(fB) * e.norm(), nA.dot(nB));
+  return atan2Poly(-nA.dot(fB) * e.norm(), nA.dot(nB));
 }
 
 // theta and its gradient dtheta/dx_i (see the header comment).
@@ -171,7 +172,7 @@ inline double dihedralAngleGradient(const Vec3 (&x)[4], Vec3 (&g)[4]) {
   const Vec3 nB = fB.cross(e);
   const double ee = e.squaredNorm();
   const double eLen = std::sqrt(ee);
-  const double theta = std::atan2(-nA.dot(fB) * eLen, nA.dot(nB));  // as dihedralAngle
+  const double theta = atan2Poly(-nA.dot(fB) * eLen, nA.dot(nB));  // as dihedralAngle
   const double nA2 = nA.squaredNorm();
   const double nB2 = nB.squaredNorm();
   if (!(nA2 > 0) || !(nB2 > 0) || !(ee > 0)) {
@@ -207,6 +208,39 @@ inline double hingeEnergy(double stiffness, double restAngle, const Vec3 (&x)[4]
 // Same, with the 12x12 Hessian.
 double hingeEnergyHessian(double stiffness, double restAngle, const Vec3 (&x)[4], Vec3 (&g)[4],
                           Mat12& hessian);
+
+// ---- hinge and its edge, in batches ------------------------------------------------------
+
+// The hinge and edge stencils of one interior edge fused, for kLanes hinges at a time in
+// structure-of-arrays form (lane l = one hinge), so that the loops over lanes vectorize:
+// E_l = 1/2 k_h wrap(theta - theta0)^2 (bending)  +  1/2 k_e (|x1 - x0| - L)^2 (stretching),
+// the same formulas as hingeEnergy and edgeEnergy above (the edge of the hinge is its edge
+// stencil x0 - x1), with atan2Poly for theta, one square root (|e|) and two divisions per
+// hinge: one in atan2Poly, one for both 1/|e|^2 and 1/(|nA|^2 |nB|^2). wrap() is the
+// branch-free x -+ 2 pi for |x| < 3 pi, all a difference of two angles in (-pi, pi] needs.
+// Degenerate lanes (zero edge or normal) give zero derivatives as the scalar kernels do; a
+// lane with all four nodes equal and zero stiffnesses (padding) gives exact zeros.
+inline constexpr int kLanes = 8;
+
+// x: node positions, (4 slots x0..x3, 3 axes, kLanes), m.
+// parameters: (4, kLanes): theta0 (rad), k_h (N m), rest length L of the edge x0 - x1 (m),
+//   its stiffness k_e (N/m).
+// Writes the energies bending and stretching, (kLanes) each, J, dE/dx into gradient,
+// (4 slots, kLanes, 3 axes), J/m: the three components of a slot side by side, as the gather
+// pass reads them, and shape, (2, kLanes): theta (rad) and |x1 - x0| (m). Rest values taken
+// from shape (not from dihedralAngle or Eigen's norm, which may round differently, e.g. with
+// FMA) make the energy and forces at rest exactly zero.
+void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict parameters,
+                          double* __restrict bending, double* __restrict stretching,
+                          double* __restrict gradient, double* __restrict shape);
+
+// The triangle stencil (triangleEnergy) for kLanes triangles at a time, the same way.
+// x: (3 slots, 3 axes, kLanes), m. parameters: (2, kLanes): k_T (N/m^3), A0 (m^2).
+// Writes energy, (kLanes), J, gradient, (3 slots, kLanes, 3 axes), J/m, and area, (kLanes),
+// m^2 (rest areas taken from it make the rest state exactly force-free, as for hinges).
+void triangleEnergyLanes(const double* __restrict x, const double* __restrict parameters,
+                         double* __restrict energy, double* __restrict gradient,
+                         double* __restrict area);
 
 // ---- positive semi-definite projection -------------------------------------------------
 

@@ -180,7 +180,8 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
     return triangles_[3 * static_cast<size_t>(h.triangle) +
                       static_cast<size_t>((h.corner + offset) % 3)];
   };
-  std::vector<double> edgeArea;  // sum of incident rest triangle areas, (nEdges)
+  std::vector<double> edgeArea;    // sum of incident rest triangle areas, (nEdges)
+  std::vector<int32_t> hingeEdge;  // the edge of each hinge, (nHinges)
   for (size_t begin = 0; begin < halfEdges.size();) {
     size_t end = begin + 1;
     while (end < halfEdges.size() && halfEdges[end].key == halfEdges[begin].key) ++end;
@@ -196,9 +197,11 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
     double area = 0;
     for (size_t k = begin; k < end; ++k)
       area += triangleRestArea_[static_cast<size_t>(halfEdges[k].triangle)];
+    const auto edgeIndex = static_cast<int32_t>(edgeArea.size());
     edgeNodes_.push_back(lo);
     edgeNodes_.push_back(hi);
     edgeArea.push_back(area);
+    if (end - begin == 1) boundaryEdges_.push_back(edgeIndex);
     if (end - begin == 2) {
       const HalfEdge& first = halfEdges[begin];
       const HalfEdge& second = halfEdges[begin + 1];
@@ -213,6 +216,7 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
       }
       hingeNodes_.insert(hingeNodes_.end(),
                          {corner(first, 0), corner(first, 1), corner(first, 2), corner(second, 2)});
+      hingeEdge.push_back(edgeIndex);
     }
     begin = end;
   }
@@ -282,9 +286,7 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
   hasEdgeTerm_ = anyNonZero(edgeStiffness_);
   hasAreaTerm_ = anyNonZero(triangleStiffness_);
   hasBending_ = anyNonZero(hingeStiffness_);
-  edgeIncidence_ = buildIncidence(edgeNodes_, nodeCount_);
-  triangleIncidence_ = buildIncidence(triangles_, nodeCount_);
-  hingeIncidence_ = buildIncidence(hingeNodes_, nodeCount_);
+  buildForceLayout(mesh.positions, hingeEdge);
 
   // Stable step: Gershgorin on S = M^-1/2 K M^-1/2 at rest. At rest every stencil's
   // residual (l - L, A - A0, theta - theta0) is exactly zero, so its Hessian is the rank-one
@@ -340,32 +342,210 @@ EnergyParts DiscreteShellModel::energy(std::span<const double> x) const {
   return addGradient(x, {});
 }
 
+// Lanes and slots of the force evaluation (the members' comments in the header).
+void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
+                                          std::span<const int32_t> hingeEdge) {
+  using discrete_shell::kLanes;
+  const auto batches = [](size_t count) {
+    return static_cast<int64_t>((count + kLanes - 1) / kLanes);
+  };
+  const size_t hingeCount = hingeRestAngle_.size();
+  const bool fused = hasEdgeTerm_ || hasBending_;
+  hingeBatches_ = fused ? batches(hingeCount) : 0;
+  boundaryEdgeBatches_ = hasEdgeTerm_ ? batches(boundaryEdges_.size()) : 0;
+  triangleBatches_ = hasAreaTerm_ ? batches(triangleRestArea_.size()) : 0;
+  const auto lanes = static_cast<size_t>(hingeBatches_) * kLanes;
+  laneNodes_.assign(4 * lanes, 0);
+  laneParameters_.assign(4 * lanes, 0.0);
+  const size_t triangleCount = triangleRestArea_.size();
+  const auto triangleLanes = static_cast<size_t>(triangleBatches_) * kLanes;
+  laneTriangleNodes_.assign(3 * triangleLanes, 0);
+  laneTriangleParameters_.assign(2 * triangleLanes, 0.0);
+  for (size_t t = 0; t < (triangleBatches_ > 0 ? triangleCount : 0); ++t) {
+    const size_t base = 3 * (t - t % kLanes) + t % kLanes;  // (batch, slot 0, lane)
+    for (size_t c = 0; c < 3; ++c) laneTriangleNodes_[base + c * kLanes] = triangles_[3 * t + c];
+    const size_t parameterBase = 2 * (t - t % kLanes) + t % kLanes;
+    laneTriangleParameters_[parameterBase] = triangleStiffness_[t];
+    laneTriangleParameters_[parameterBase + kLanes] = triangleRestArea_[t];
+  }
+  for (size_t k = 0; k < (fused ? hingeCount : 0); ++k) {
+    const size_t base = 4 * (k - k % kLanes) + k % kLanes;  // (batch, slot 0, lane)
+    const auto edge = static_cast<size_t>(hingeEdge[k]);
+    for (size_t c = 0; c < 4; ++c) laneNodes_[base + c * kLanes] = hingeNodes_[4 * k + c];
+    laneParameters_[base] = hingeRestAngle_[k];
+    laneParameters_[base + kLanes] = hingeStiffness_[k];
+    laneParameters_[base + 2 * kLanes] = edgeRestLength_[edge];
+    laneParameters_[base + 3 * kLanes] = edgeStiffness_[edge];
+  }
+  // Rest angles, hinge-edge lengths and triangle areas of the lanes from the lane kernels
+  // themselves at the rest positions, so that d, l - L and A - A0 are exactly 0 at rest
+  // (the scalar values above may differ in the last bit, e.g. with FMA). The energies and
+  // gradients of this pass are discarded.
+  {
+    std::vector<double> positions(12 * kLanes), gradient(12 * kLanes);
+    std::vector<double> energy(kLanes), energy2(kLanes), shape(2 * kLanes);
+    const auto gather = [&](const int32_t* nodes, int k) {
+      for (int c = 0; c < k; ++c) {
+        for (int i = 0; i < 3; ++i) {
+          for (int l = 0; l < kLanes; ++l) {
+            positions[static_cast<size_t>((3 * c + i) * kLanes + l)] =
+                restPositions[3 * static_cast<size_t>(nodes[c * kLanes + l]) +
+                              static_cast<size_t>(i)];
+          }
+        }
+      }
+    };
+    for (size_t b = 0; b < static_cast<size_t>(hingeBatches_); ++b) {
+      double* parameters = &laneParameters_[4 * kLanes * b];
+      gather(&laneNodes_[4 * kLanes * b], 4);
+      discrete_shell::hingeEdgeEnergyLanes(positions.data(), parameters, energy.data(),
+                                           energy2.data(), gradient.data(), shape.data());
+      for (size_t l = 0; l < kLanes && kLanes * b + l < hingeCount; ++l) {
+        parameters[l] = shape[l];                        // theta0
+        parameters[2 * kLanes + l] = shape[kLanes + l];  // L
+      }
+    }
+    for (size_t b = 0; b < static_cast<size_t>(triangleBatches_); ++b) {
+      double* parameters = &laneTriangleParameters_[2 * kLanes * b];
+      gather(&laneTriangleNodes_[3 * kLanes * b], 3);
+      discrete_shell::triangleEnergyLanes(positions.data(), parameters, energy.data(),
+                                          gradient.data(), shape.data());
+      for (size_t l = 0; l < kLanes && kLanes * b + l < triangleCount; ++l) {
+        parameters[kLanes + l] = shape[l];  // A0
+      }
+    }
+  }
+  // The node of every slot and its offset in slotGradient_, family after family: slot c of
+  // element e of a family with K slots starting at `base` is at
+  // base + 3 K kLanes (e / kLanes) + 3 (kLanes c + e % kLanes) (then +1: y, +2: z).
+  std::vector<int32_t> slotNodes;
+  std::vector<int32_t> slotOffsets;
+  size_t base = 0;
+  const auto addFamily = [&](size_t count, size_t k, const auto& node) {
+    for (size_t e = 0; e < count; ++e) {
+      for (size_t c = 0; c < k; ++c) {
+        slotNodes.push_back(node(e, c));
+        slotOffsets.push_back(
+            static_cast<int32_t>(base + 3 * k * (e - e % kLanes) + 3 * (kLanes * c + e % kLanes)));
+      }
+    }
+    base += 3 * k * kLanes * ((count + kLanes - 1) / kLanes);
+  };
+  if (hingeBatches_ > 0) {
+    addFamily(hingeCount, 4, [&](size_t e, size_t c) { return hingeNodes_[4 * e + c]; });
+  }
+  if (boundaryEdgeBatches_ > 0) {
+    addFamily(boundaryEdges_.size(), 2, [&](size_t e, size_t c) {
+      return edgeNodes_[2 * static_cast<size_t>(boundaryEdges_[e]) + c];
+    });
+  }
+  if (triangleBatches_ > 0) {
+    addFamily(triangleRestArea_.size(), 3,
+              [&](size_t e, size_t c) { return triangles_[3 * e + c]; });
+  }
+  if (base > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    fail("mesh too large: more than 2^31 gradient slots");
+  }
+  slotIncidence_ = buildIncidence(slotNodes, nodeCount_);
+  for (int32_t& entry : slotIncidence_.entries) entry = slotOffsets[static_cast<size_t>(entry)];
+  slotGradient_.assign(base, 0.0);
+}
+
 EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
                                             std::span<double> gradient) const {
+  using discrete_shell::kLanes;
+  // Fixed chunks of kChunk batches are the parallel tasks; each sums its energies in
+  // element order (lane by lane, then the lanes in order) and the chunks are added in
+  // order, so the sums do not depend on the thread count. Chunks: the hinge batches, then
+  // the boundary edges, then the triangle batches.
+  constexpr int64_t kChunk = 128;
+  const auto chunksOf = [](int64_t batches) { return (batches + kChunk - 1) / kChunk; };
+  const int64_t hingeChunks = chunksOf(hingeBatches_);
+  const int64_t edgeChunks = chunksOf(boundaryEdgeBatches_);
+  const int64_t chunks = hingeChunks + edgeChunks + chunksOf(triangleBatches_);
+  chunkEnergy_.resize(2 * static_cast<size_t>(chunks));
+  double* const slots = slotGradient_.data();
+  double* const edgeSlots = slots + 12 * kLanes * hingeBatches_;
+  double* const triangleSlots = edgeSlots + 6 * kLanes * boundaryEdgeBatches_;
+  const double* const xs = x.data();
+
+  // Node positions of one batch, (K, 3, kLanes), from its nodes (K, kLanes). Lanes
+  // innermost: contiguous stores, gathered loads.
+  const auto gatherLanes = [xs]<int K>(const int32_t* nodes, double* positions) {
+    for (int c = 0; c < K; ++c) {
+      for (int i = 0; i < 3; ++i) {
+        for (int l = 0; l < kLanes; ++l) {
+          positions[(3 * c + i) * kLanes + l] =
+              xs[3 * static_cast<size_t>(nodes[c * kLanes + l]) + static_cast<size_t>(i)];
+        }
+      }
+    }
+  };
+
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, chunks, 1), [&](const tbb::blocked_range<int64_t>& r) {
+        for (int64_t chunk = r.begin(); chunk != r.end(); ++chunk) {
+          double stretching = 0, bending = 0;
+          double positions[12 * kLanes];  // (K, 3, kLanes)
+          double laneStretching[kLanes], laneBending[kLanes], shape[2 * kLanes];
+          double sumStretching[kLanes] = {}, sumBending[kLanes] = {};
+          if (chunk < hingeChunks) {
+            const int64_t first = chunk * kChunk;
+            const int64_t last = std::min(first + kChunk, hingeBatches_);
+            for (auto batch = static_cast<size_t>(first); batch < static_cast<size_t>(last);
+                 ++batch) {
+              gatherLanes.template operator()<4>(&laneNodes_[4 * kLanes * batch], positions);
+              discrete_shell::hingeEdgeEnergyLanes(positions, &laneParameters_[4 * kLanes * batch],
+                                                   laneBending, laneStretching,
+                                                   slots + 12 * kLanes * batch, shape);
+              for (int l = 0; l < kLanes; ++l) {
+                sumBending[l] += laneBending[l];
+                sumStretching[l] += laneStretching[l];
+              }
+            }
+          } else if (chunk < hingeChunks + edgeChunks) {
+            // Boundary edges one by one (few), into their lanes.
+            const auto begin = static_cast<size_t>((chunk - hingeChunks) * kChunk * kLanes);
+            const size_t end = std::min(begin + kChunk * kLanes, boundaryEdges_.size());
+            Vec3 ends[2], g[2];
+            for (size_t e = begin; e < end; ++e) {
+              const auto edge = static_cast<size_t>(boundaryEdges_[e]);
+              for (size_t c = 0; c < 2; ++c) ends[c] = vertex(x, edgeNodes_[2 * edge + c]);
+              stretching +=
+                  discrete_shell::edgeEnergy(edgeStiffness_[edge], edgeRestLength_[edge], ends, g);
+              double* out = edgeSlots + 6 * (e - e % kLanes) + 3 * (e % kLanes);
+              for (int c = 0; c < 2; ++c) {
+                for (int i = 0; i < 3; ++i) out[3 * kLanes * c + i] = g[c][i];
+              }
+            }
+          } else {
+            const int64_t first = (chunk - hingeChunks - edgeChunks) * kChunk;
+            const int64_t last = std::min(first + kChunk, triangleBatches_);
+            for (auto batch = static_cast<size_t>(first); batch < static_cast<size_t>(last);
+                 ++batch) {
+              gatherLanes.template operator()<3>(&laneTriangleNodes_[3 * kLanes * batch],
+                                                 positions);
+              discrete_shell::triangleEnergyLanes(
+                  positions, &laneTriangleParameters_[2 * kLanes * batch], laneStretching,
+                  triangleSlots + 9 * kLanes * batch, shape);
+              for (int l = 0; l < kLanes; ++l) sumStretching[l] += laneStretching[l];
+            }
+          }
+          for (int l = 0; l < kLanes; ++l) {
+            bending += sumBending[l];
+            stretching += sumStretching[l];
+          }
+          chunkEnergy_[2 * static_cast<size_t>(chunk)] = stretching;
+          chunkEnergy_[2 * static_cast<size_t>(chunk) + 1] = bending;
+        }
+      });
+
   EnergyParts parts;
-  if (hasEdgeTerm_) {
-    parts.stretching = assembleEnergyGradient<2>(
-        edgeNodes_, edgeIncidence_, x, gradient, edgeScratch_,
-        [this](size_t k, const Vec3(&xs)[2], Vec3(&g)[2]) {
-          return discrete_shell::edgeEnergy(edgeStiffness_[k], edgeRestLength_[k], xs, g);
-        });
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    parts.stretching += chunkEnergy_[2 * static_cast<size_t>(chunk)];
+    parts.bending += chunkEnergy_[2 * static_cast<size_t>(chunk) + 1];
   }
-  // A family whose stiffnesses are all zero (the area term for nu < 1/3, bending or
-  // stretching switched off by a raw override) contributes exact zeros: skipped.
-  if (hasAreaTerm_) {
-    parts.stretching += assembleEnergyGradient<3>(
-        triangles_, triangleIncidence_, x, gradient, triangleScratch_,
-        [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3]) {
-          return discrete_shell::triangleEnergy(triangleStiffness_[t], triangleRestArea_[t], xs, g);
-        });
-  }
-  if (hasBending_) {
-    parts.bending = assembleEnergyGradient<4>(
-        hingeNodes_, hingeIncidence_, x, gradient, hingeScratch_,
-        [this](size_t k, const Vec3(&xs)[4], Vec3(&g)[4]) {
-          return discrete_shell::hingeEnergy(hingeStiffness_[k], hingeRestAngle_[k], xs, g);
-        });
-  }
+  if (!gradient.empty()) gatherIncidentGradients<1, 1>(slotIncidence_, slotGradient_, gradient);
   return parts;
 }
 

@@ -9,9 +9,12 @@
 // h0 = A0 / (3 |e0|) a sixth of the two heights; theta the signed dihedral angle of
 // discrete_shell_kernel.hpp, the difference wrapped to [-pi, pi]). Every interior edge of
 // a consistently oriented manifold mesh is one hinge; boundary edges have none.
-// The stencils and their derivatives are in discrete_shell_kernel.hpp; each family is
-// assembled by the shared assembler (core/assembler.hpp), so results are bit-identical
-// for any thread count.
+// The stencils and their derivatives are in discrete_shell_kernel.hpp. Forces: the hinge
+// and the edge of every interior edge are evaluated together, eight hinges at a time in
+// vectorized lanes, the triangles eight at a time too, the boundary edges one by one; every
+// stencil writes its
+// own gradient slots, which the assembler's gather pass (core/assembler.hpp) sums per node
+// in a fixed order, so results are bit-identical for any thread count.
 //
 // Stiffness per element. A single k_L, k_A for the whole mesh (as the slides write it)
 // makes the membrane depend on the mesh resolution (sum over edges of |e0| grows as 1/a
@@ -192,6 +195,8 @@ class DiscreteShellModel : public Model {
                    std::span<double> energies) const;
 
  private:
+  void buildForceLayout(std::span<const double> restPositions, std::span<const int32_t> hingeEdge);
+
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;
   bool hasEdgeTerm_ = false, hasAreaTerm_ = false, hasBending_ = false;  // a k != 0
@@ -205,9 +210,27 @@ class DiscreteShellModel : public Model {
   std::vector<double> hingeRestAngle_;     // theta0, (nHinges), rad
   std::vector<double> hingeStiffness_;     // k_h, (nHinges), N m
   std::vector<double> mass_;               // (nNodes), kg
-  Incidence edgeIncidence_, triangleIncidence_, hingeIncidence_;
-  double stableStep_ = 0;  // s
-  mutable AssemblyScratch edgeScratch_, triangleScratch_, hingeScratch_;
+  // Force evaluation (addGradient, DiscreteShellModel.cpp). The hinge and the edge stencils
+  // of each interior edge run fused, kLanes hinges at a time
+  // (discrete_shell::hingeEdgeEnergyLanes), triangles kLanes at a time too
+  // (triangleEnergyLanes), boundary edges one by one. Every
+  // stencil writes its gradient into its own slots of slotGradient_, summed per node by one
+  // gather pass. A family whose stiffnesses are all zero has no slots (skipped).
+  std::vector<int32_t> boundaryEdges_;      // edges with no hinge, (nBoundaryEdges)
+  std::vector<int32_t> laneNodes_;          // (nBatches, 4, kLanes) hinge nodes; padding: node 0
+  std::vector<double> laneParameters_;      // (nBatches, 4, kLanes): theta0, k_h, L and k_e of
+                                            // the hinge's edge (theta0, L: the lane kernel's
+                                            // values at rest); padding: 0
+  std::vector<int32_t> laneTriangleNodes_;  // (nTriangleBatches, 3, kLanes); padding: 0
+  std::vector<double>
+      laneTriangleParameters_;  // (nTriangleBatches, 2, kLanes): k_T, A0 (kernel value)
+  Incidence slotIncidence_;     // node -> offsets into slotGradient_ of its stencil slots
+  int64_t hingeBatches_ = 0, boundaryEdgeBatches_ = 0, triangleBatches_ = 0;  // with slots
+  double stableStep_ = 0;                                                     // s
+  // Per-stencil gradients, layout in lanes: (hingeBatches_, 4, kLanes, 3) for hinge + edge,
+  // then (boundaryEdgeBatches_, 2, kLanes, 3), then (triangleBatches_, 3, kLanes, 3).
+  mutable std::vector<double> slotGradient_;
+  mutable std::vector<double> chunkEnergy_;  // (nChunks, 2): stretching, bending, J
 };
 
 }  // namespace shellsim
