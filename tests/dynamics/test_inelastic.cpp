@@ -3,14 +3,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
 
+#include "core/palette.hpp"
 #include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/implicit.hpp"
+#include "dynamics/recorder.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
+#include "geometry/primitives.hpp"
+#include "shellsim/io.hpp"
 #include "shellsim/parallel.hpp"
+#include "temp_folder.hpp"
 
 namespace shellsim {
 namespace {
@@ -184,9 +193,14 @@ TEST(Plasticity, DentStaysAfterTheLoadIsGoneAndSpringsBackWithoutPlasticity) {
 }
 
 // A 0.5 m fiber sheet of 13 x 13 nodes pulled apart at its left and right edges, with a
-// weak point on its top edge; `dense` > 0 embeds a dense sheet mesh of that resolution.
-World tearingSheet(int dense) {
+// weak point on its top edge; `dense` > 0 embeds a dense sheet mesh of that resolution;
+// `file` replaces the sheet's geometry (the same sheet as a point cloud, say).
+World tearingSheet(int dense, const std::filesystem::path& file = {}) {
   BodyDef body = sheetBody(dense > 0 ? dense : 12);
+  if (!file.empty()) {
+    body.primitive.reset();
+    body.file = file;
+  }
   body.model = "fiber";
   body.material.damping = 5;
   if (dense > 0) body.fiber.nodeCount = 169;
@@ -249,6 +263,58 @@ TEST(Fracture, TornSheetSurfaceSplitsWithoutStretchedTriangles) {
   }
   EXPECT_GT(right - left, 0.5 + 0.25);
   EXPECT_GT(torn.vertexCount(), rest.vertexCount()) << "split vertices along the cracks";
+}
+
+TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloudsColoured) {
+  const testfiles::TempFolder folder("shellsim_torn_frames_");
+  // The pulled sheet once as its mesh and once as a point cloud (the mesh's vertices).
+  World meshWorld = tearingSheet(0);
+  Geometry cloud = makePrimitive(*sceneWith(sheetBody(12)).bodies[0].primitive);
+  cloud.triangles.clear();
+  cloud.normals.clear();
+  writePly(folder.path() / "sheet.ply", cloud);
+  World cloudWorld = tearingSheet(0, folder.path() / "sheet.ply");
+  PhaseTimes times;
+  for (World* world : {&meshWorld, &cloudWorld}) {
+    computeAccelerations(*world);
+    const double dt = 0.5 * stableTimeStep(*world);
+    while (world->time < 1.0) step(*world, dt, times);
+    Recorder recorder(folder.path() / (world == &meshWorld ? "mesh" : "cloud"),
+                      {OutputFormat::kPly});
+    recorder.writeFrame(*world, 0, 0, 0.0);
+  }
+  const auto piecesOf = [](const World& world) { return world.bodies[0].model->nodePieces(); };
+  // Mesh: every triangle lies within one piece.
+  const std::vector<int32_t> meshPieces = piecesOf(meshWorld);
+  ASSERT_GE(*std::max_element(meshPieces.begin(), meshPieces.end()), 1) << "the sheet tore";
+  const Geometry mesh = readGeometry(folder.path() / "mesh" / "frames" / "sheet_00000.ply");
+  ASSERT_GT(mesh.triangleCount(), 0);
+  for (size_t t = 0; t < mesh.triangles.size(); t += 3) {
+    const auto piece = [&](size_t c) {
+      return meshPieces[static_cast<size_t>(mesh.triangles[t + c])];
+    };
+    EXPECT_TRUE(piece(0) == piece(1) && piece(1) == piece(2)) << "triangle " << t / 3;
+  }
+  // Point cloud: each point carries its piece's colour, the same within a piece, and
+  // different pieces (fewer than the palette's entries here) differ.
+  const std::vector<int32_t> cloudPieces = piecesOf(cloudWorld);
+  ASSERT_GE(*std::max_element(cloudPieces.begin(), cloudPieces.end()), 1) << "the cloud tore";
+  const Geometry points = readGeometry(folder.path() / "cloud" / "frames" / "sheet_00000.ply");
+  ASSERT_EQ(points.colors.size(), 3 * cloudPieces.size());
+  std::map<int32_t, std::array<float, 3>> colourOf;
+  for (size_t i = 0; i < cloudPieces.size(); ++i) {
+    const std::array<float, 3> c{points.colors[3 * i], points.colors[3 * i + 1],
+                                 points.colors[3 * i + 2]};
+    const auto [it, inserted] = colourOf.emplace(cloudPieces[i], c);
+    EXPECT_NEAR(it->second[0], c[0], 1e-2);
+    EXPECT_NEAR(it->second[1], c[1], 1e-2);
+    EXPECT_NEAR(it->second[2], c[2], 1e-2);
+  }
+  if (colourOf.size() <= static_cast<size_t>(kPiecePaletteSize)) {
+    std::set<std::array<float, 3>> distinct;
+    for (const auto& [piece, colour] : colourOf) distinct.insert(colour);
+    EXPECT_EQ(distinct.size(), colourOf.size());
+  }
 }
 
 TEST(Fracture, TearingIsBitIdenticalWithOneAndTwoThreads) {

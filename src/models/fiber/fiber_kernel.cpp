@@ -138,7 +138,7 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
     const double u = 0.5 * (2.0 * kBeta * invS[k] * yNum) * invEE;
     angleU[k] = u;
     angleInvEE[k] = invEE;
-    b.angle[k] = 2.0 * atanRational(u);
+    b.angle[k] = 2.0 * atan2Poly(u, 1.0);
   }
   if (!wantGradient) return;
   for (int k = 0; k < count; ++k) {

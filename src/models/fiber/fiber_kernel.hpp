@@ -116,6 +116,7 @@
 #include <cmath>
 
 #include "core/assembler.hpp"
+#include "core/atan2.hpp"
 
 namespace shellsim::fiber {
 
@@ -187,34 +188,6 @@ inline double arcLength(const Reduced& z, int samples, Vec3* dE = nullptr, Vec3*
   return invN * length;
 }
 
-// atan(x) for every x: Cephes' rational approximation (reduction to |x| <= 0.66 through
-// atan(x) = pi/4 + atan((x - 1)/(x + 1)) or pi/2 + atan(-1/x), then x + x z P(z)/Q(z),
-// z = x^2, with a (4, 5) rational), within 1 ulp of std::atan (checked on 2e7 random
-// arguments over 60 binades). It has no branches, so the batch loops below vectorize through
-// it; the scalar kernel uses it too, so both measure the same theta.
-inline double atanRational(double x) {
-  constexpr double kP[5] = {-8.750608600031904122785e-1, -1.615753718733365076637e1,
-                            -7.500855792314704667340e1, -1.228866684490136173410e2,
-                            -6.485021904942025371773e1};
-  constexpr double kQ[5] = {2.485846490142306297962e1, 1.650270098316988542046e2,
-                            4.328810604912902668951e2, 4.853903996359136964868e2,
-                            1.945506571482613964425e2};
-  constexpr double kTan3PiOver8 = 2.41421356237309504880;
-  constexpr double kMoreBits = 6.123233995736765886130e-17;  // pi/2 - double(pi/2)
-  const double ax = std::abs(x);
-  const bool big = ax > kTan3PiOver8;
-  const bool mid = ax > 0.66;
-  const double num = big ? -1.0 : (mid ? ax - 1.0 : ax);
-  const double den = big ? ax : (mid ? ax + 1.0 : 1.0);
-  const double r = num / den;
-  const double base = big ? 1.57079632679489661923 : (mid ? 0.78539816339744830962 : 0.0);
-  const double extra = big ? kMoreBits : (mid ? 0.5 * kMoreBits : 0.0);
-  const double z = r * r;
-  const double p = (((kP[0] * z + kP[1]) * z + kP[2]) * z + kP[3]) * z + kP[4];
-  const double q = ((((z + kQ[0]) * z + kQ[1]) * z + kQ[2]) * z + kQ[3]) * z + kQ[4];
-  return std::copysign(base + ((r + r * (z * p / q)) + extra), x);
-}
-
 // The pieces of theta = 2 atan(u), u = y / (2 |e|^2), and of their derivatives.
 struct AngleTerms {
   double y;     // <t0 x t1, b>
@@ -245,7 +218,9 @@ inline AngleTerms angleTerms(const Reduced& z, const Vec3& normal) {
 inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = nullptr,
                            Vec3* dQ = nullptr, Vec3* dN = nullptr) {
   const AngleTerms t = angleTerms(z, normal);
-  const double theta = 2.0 * atanRational(t.u);
+  // atan2Poly (core/atan2.hpp) has no branches, so the batch loops vectorize through it;
+  // the scalar kernel uses it too, so both measure the same theta.
+  const double theta = 2.0 * atan2Poly(t.u, 1.0);
   if (dE != nullptr) {
     constexpr double kBeta = kTangentWeight;
     if (!(t.ee > 0) || !(t.s > 0)) {

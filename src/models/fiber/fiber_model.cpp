@@ -1036,7 +1036,18 @@ Geometry FiberModel::surface(std::span<const double> x) const {
   Geometry g;
   g.positions.assign(x.begin(), x.end());
   if (!triangles_.empty()) {
-    g.triangles = triangles_;
+    if (cracks_.empty()) {
+      g.triangles = triangles_;
+    } else {
+      // A torn mesh keeps the triangles within one piece: none is drawn across a crack.
+      const std::vector<int32_t> pieces = nodePieces();
+      const auto piece = [&](int32_t v) { return pieces[static_cast<size_t>(v)]; };
+      for (size_t t = 0; t + 2 < triangles_.size(); t += 3) {
+        const int32_t a = triangles_[t], b = triangles_[t + 1], c = triangles_[t + 2];
+        if (piece(a) == piece(b) && piece(b) == piece(c))
+          g.triangles.insert(g.triangles.end(), {a, b, c});
+      }
+    }
     computeVertexNormals(g);
   } else {
     g.normals = referenceNormals(x);
