@@ -2,9 +2,8 @@
 // triangle on equilateral sheets of ~10^4 hinges (in cache), ~10^5 and ~10^6, with 1 and
 // 2 threads. An evaluation runs the edge and hinge stencil families and, when the Poisson
 // ratio is >= 1/3, the triangle (area) family; one gather pass sums their gradients per node.
-// Run (Release build; add -DCMAKE_CXX_FLAGS=-march=native for the "native" figures):
-//   build/rel/bench/shellsim_bench --benchmark_filter=DiscreteShellForces \
-//       --benchmark_repetitions=3
+// Run (Release build; -march=native is the default, SHELLSIM_NATIVE_ARCH=OFF gives "rel"):
+//   build/rel/bench/shellsim_bench --benchmark_filter=DiscreteShellForces --benchmark_repetitions=3
 // Measured 2026-11-26 on a 2-core Xeon @ 2.8 GHz (AVX-512) shared with other jobs, load
 // average 4-6 (uptime) during the runs, so 2 threads cannot get two cores and real time
 // is inflated. Figures: the smallest CPU time per evaluation of 3 rounds x 3 repetitions,
