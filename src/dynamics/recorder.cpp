@@ -87,11 +87,11 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
   for (size_t bodyIndex = 0; bodyIndex < world.bodies.size(); ++bodyIndex) {
     const Body& body = world.bodies[bodyIndex];
     const std::vector<int32_t> pieces = body.model->nodePieces();
-    record.bodies.push_back(
-        {kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
-         gravitationalEnergy(body, world.gravity),
-         pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1,
-         body.brokenElements, body.cracks});
+    const int32_t pieceCount =
+        pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1;
+    record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
+                             gravitationalEnergy(body, world.gravity), pieceCount,
+                             body.brokenElements, body.cracks});
     Geometry surface;
     if (body.embedded) {
       const auto start = std::chrono::steady_clock::now();
@@ -103,8 +103,7 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
       // A torn point cloud has no connectivity for the renderer to find its pieces in:
       // each point (a node) carries its piece's colour (core/palette.hpp; entry body + piece,
       // as the renderer colours mesh components), once there is more than one piece.
-      const bool torn = !pieces.empty() && *std::max_element(pieces.begin(), pieces.end()) > 0;
-      if (torn && surface.isPointCloud() && surface.vertexCount() == std::ssize(pieces)) {
+      if (pieceCount > 1 && surface.isPointCloud() && surface.vertexCount() == std::ssize(pieces)) {
         surface.colors.resize(3 * pieces.size());
         for (size_t i = 0; i < pieces.size(); ++i) {
           const float* c = piecePaletteColor(static_cast<int64_t>(bodyIndex) + pieces[i]);

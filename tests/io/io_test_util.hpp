@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -18,6 +17,7 @@
 
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
+#include "temp_folder.hpp"
 
 namespace shellsim::test {
 
@@ -25,26 +25,12 @@ inline Geometry parseText(GeometryFormat format, std::string_view text, const st
   return parseGeometry(format, std::as_bytes(std::span(text.data(), text.size())), name);
 }
 
-// A fresh folder per test (tests run as separate processes under CTest).
-class ScratchDir {
+// A fresh folder per test (testfiles::TempFolder), with the readers' tests' file helpers.
+class ScratchDir : public testfiles::TempFolder {
  public:
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("shellsim-io-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
-             std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
+  ScratchDir() : TempFolder("shellsim_io_") {}
 
-  [[nodiscard]] std::filesystem::path file(const std::string& name) const { return path_ / name; }
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] std::filesystem::path file(const std::string& name) const { return path() / name; }
 
   std::filesystem::path write(const std::string& name, std::string_view bytes) const {
     const auto p = file(name);
@@ -52,9 +38,6 @@ class ScratchDir {
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
-
- private:
-  std::filesystem::path path_;
 };
 
 inline std::string readFile(const std::filesystem::path& path) {
