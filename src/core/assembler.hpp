@@ -165,4 +165,54 @@ double assembleEnergyGradient(std::span<const int32_t> elementNodes, const Incid
   return deterministicSum(scratch.elementEnergy);
 }
 
+// Hessians of K-node stencils as 3x3 node blocks (Model::hessianBlocks): element e owns
+// the K^2 blocks (a, b), a, b < K, in that order, block (a, b) coupling nodes
+// elementNodes[eK + a] (rows) and elementNodes[eK + b] (columns).
+//   stencilBlockNodes: appends their node pairs, shape (nElements K^2, 2);
+//   stencilHessianBlocks: `kernel(e, const Vec3 (&x)[K], Vec3 (&g)[K], Matrix<3K, 3K>& h)`
+//     fills element e's Hessian h, written to values[(e K^2 + a K + b) 9 ..] row-major,
+//     in parallel; every element writes its own slots, so the values do not depend on the
+//     thread count.
+template <int K>
+void stencilBlockNodes(std::span<const int32_t> elementNodes, std::vector<int32_t>& pairs) {
+  const size_t count = elementNodes.size() / K;
+  pairs.reserve(pairs.size() + 2 * K * K * count);
+  for (size_t e = 0; e < count; ++e) {
+    for (int a = 0; a < K; ++a) {
+      for (int b = 0; b < K; ++b) {
+        pairs.push_back(elementNodes[e * K + static_cast<size_t>(a)]);
+        pairs.push_back(elementNodes[e * K + static_cast<size_t>(b)]);
+      }
+    }
+  }
+}
+
+template <int K, class Kernel>
+void stencilHessianBlocks(std::span<const int32_t> elementNodes, std::span<const double> positions,
+                          std::span<double> values, const Kernel& kernel) {
+  const size_t count = elementNodes.size() / K;
+  constexpr size_t kPerElement = 9 * K * K;
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 256), [&](const tbb::blocked_range<size_t>& r) {
+        Vec3 x[K];
+        Vec3 g[K];
+        Eigen::Matrix<double, 3 * K, 3 * K> h;
+        for (size_t e = r.begin(); e != r.end(); ++e) {
+          for (int k = 0; k < K; ++k) {
+            x[k] =
+                row(positions, static_cast<size_t>(elementNodes[e * K + static_cast<size_t>(k)]));
+          }
+          kernel(e, x, g, h);
+          double* out = values.data() + kPerElement * e;
+          for (int a = 0; a < K; ++a) {
+            for (int b = 0; b < K; ++b) {
+              for (int i = 0; i < 3; ++i) {
+                for (int j = 0; j < 3; ++j) *out++ = h(3 * a + i, 3 * b + j);
+              }
+            }
+          }
+        }
+      });
+}
+
 }  // namespace shellsim

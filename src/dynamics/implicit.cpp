@@ -1,5 +1,8 @@
 #include "dynamics/implicit.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <Eigen/SparseCholesky>
 #include <Eigen/SparseCore>
 #include <algorithm>
@@ -9,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/block_cholesky.hpp"
 #include "dynamics/contact.hpp"
 #include "shellsim/errors.hpp"
 
@@ -26,11 +30,61 @@ struct LinearSolverCache {
   // each triplet's index into matrix.valuePtr() (-1: a pinned row or column).
   std::vector<int> tripletRows, tripletCols, freeIndex;
   std::vector<int> slot;
-  // The pattern the symbolic factorization was made for.
-  std::vector<int> outer, inner;
+  // Bumped whenever the matrix pattern is rebuilt; the symbolic factorization was made for
+  // pattern analyzedPattern.
+  uint64_t pattern = 0;
+  uint64_t analyzedPattern = 0;
   bool analyzed = false;
   bool factorized = false;  // cholesky holds the factor of a matrix with this pattern
+  // Block path (Model::hessianBlocks), built once per topology version and free-dof map.
+  // The matrix's 3x3 blocks are numbered by column node, then row node; block k of column
+  // node b holds entries (3a' + i, 3b' + j) (a', b' free node indices) at
+  // valuePtr()[blockSlots[3k + j] + i], and is the sum, in this order, of the model's
+  // blocks contributions[contributionOffsets[k] .. contributionOffsets[k + 1]).
+  bool blockLayout = false;                  // the current layout is valid for the model
+  uint64_t blockTopology = 0;                // Model::topologyVersion() it was built for
+  std::vector<double> blockValues;           // (nModelBlocks, 3, 3), hessianBlocks output
+  std::vector<int32_t> columnBlockOffsets;   // (nFreeNodes + 1), matrix blocks per column
+  std::vector<int32_t> blockSlots;           // (nMatrixBlocks, 3)
+  std::vector<int32_t> contributionOffsets;  // (nMatrixBlocks + 1)
+  std::vector<int32_t> contributions;        // model block indices
+  // The factorization: BlockCholesky on the block path, Eigen's scalar SimplicialLLT on
+  // the triplet path.
   Eigen::SimplicialLLT<SparseMatrix, Eigen::Lower, Eigen::AMDOrdering<int>> cholesky;
+  BlockCholesky blockCholesky;
+  std::vector<int32_t> blockRow;  // (nMatrixBlocks), free row node of each matrix block
+  Eigen::Index factorRows = 0;    // size of the system the factor is of
+
+  // The symbolic analysis of `matrix` (pattern changed).
+  void analyze() {
+    if (blockLayout) {
+      blockCholesky.analyze(static_cast<int32_t>(columnBlockOffsets.size() - 1), columnBlockOffsets,
+                            blockRow);
+    } else {
+      cholesky.analyzePattern(matrix);
+    }
+    factorized = false;
+  }
+  // Numeric factorization of `matrix`; false if it is not positive definite.
+  bool factorize() {
+    if (blockLayout) {
+      factorized = blockCholesky.factorize(
+          std::span<const double>(matrix.valuePtr(), static_cast<size_t>(matrix.nonZeros())),
+          blockSlots);
+    } else {
+      cholesky.factorize(matrix);
+      factorized = cholesky.info() == Eigen::Success;
+    }
+    factorRows = matrix.rows();
+    return factorized;
+  }
+  // The last factor's solution of F x = b.
+  [[nodiscard]] Vector solve(const Vector& b) const {
+    if (!blockLayout) return cholesky.solve(b);
+    Vector x = b;
+    blockCholesky.solve(std::span<double>(x.data(), static_cast<size_t>(x.size())));
+    return x;
+  }
 };
 
 namespace {
@@ -87,12 +141,16 @@ class NewtonSolver {
         mass_(body.model->nodeMasses()) {}
 
   // Minimizes Phi starting from body.positions (pinned dofs already at their targets);
-  // forceScale is F of the convergence test. Leaves the result in body.positions.
-  NewtonReport solve(double forceScale) {
+  // forceScale is F of the convergence test. Leaves the result in body.positions. `known`
+  // is the elastic gradient at the positions, where valid (see KnownGradient): on entry at
+  // the start, on return at the result (valid when the last evaluation was there).
+  NewtonReport solve(double forceScale, KnownGradient& known) {
     NewtonReport report;
     std::vector<double>& x = body_.positions;
     const size_t dofs = x.size();
-    std::vector<double> gradient(dofs), trial(dofs);
+    known.gradient.resize(dofs);
+    std::vector<double>& gradient = known.gradient;
+    std::vector<double> trial(dofs);
     Vector g(free_.count), d(free_.count);
     report.usedIterativeSolver = free_.count > settings_.directMaxDofs;
     if (free_.count == 0) {
@@ -107,12 +165,16 @@ class NewtonSolver {
     }
     const double lengthScale = (hi - lo).norm();
     double previousTau = 0;
-    bool frozenUsable = settings_.frozenHessian && free_.count <= settings_.directMaxDofs;
+    const bool frozenAllowed = settings_.frozenHessian && free_.count <= settings_.directMaxDofs;
     double frozenFrom = -1;  // residual before the last frozen iteration, or -1
     for (int32_t iteration = 0;; ++iteration) {
-      body_.model->prepare(x);
-      std::fill(gradient.begin(), gradient.end(), 0.0);
-      const double elastic = body_.model->addGradient(x, gradient).total();
+      const bool stale = body_.model->prepare(x);
+      if (!known.valid || stale) {
+        std::fill(gradient.begin(), gradient.end(), 0.0);
+        known.energy = body_.model->addGradient(x, gradient);
+        known.valid = true;
+      }
+      const double elastic = known.energy.total();
       double scale = 0;
       const double phi = elastic + extraTerms(x, &scale);
       scale += std::abs(elastic);
@@ -134,44 +196,49 @@ class NewtonSolver {
       }
       if (iteration == settings_.maxIterations) return report;
       ++report.iterations;
-      if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) frozenUsable = false;
+      // A frozen iteration that contracted too little: refresh the factor at this iterate.
+      bool frozenUsable =
+          frozenAllowed && !(frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom);
       frozenFrom = -1;
-      if (frozenUsable && cache_.factorized && cache_.cholesky.rows() == free_.count) {
+      if (frozenUsable && cache_.factorized && cache_.factorRows == free_.count) {
         // Modified Newton: the last factor (possibly from an earlier step) as the Hessian.
-        d = cache_.cholesky.solve(-g);
+        d = cache_.solve(-g);
         if (d.allFinite()) {
           if (d.lpNorm<Eigen::Infinity>() <= settings_.stepTolerance * lengthScale) {
             for (size_t k = 0; k < dofs; ++k) {
               if (free_.index[k] >= 0) x[k] += d[free_.index[k]];
             }
+            known.valid = false;
             ++report.frozenIterations;
             report.converged = true;
             return report;
           }
-          if (lineSearch(x, trial, d, phi, scale, g.dot(d)) > 0) {
+          if (lineSearch(x, trial, d, phi, scale, g.dot(d), known) > 0) {
             ++report.frozenIterations;
             frozenFrom = residual;
             continue;
           }
         }
-        frozenUsable = false;
       }
       assemble(x);
       const double forcing = std::min(0.1, residual);
       // Levenberg-Marquardt-like memory: start below the shift the last iteration needed.
       double tau = previousTau / kShiftGrowth >= initialShift() ? previousTau / kShiftGrowth : 0.0;
       for (int32_t shift = 0;; ++shift) {
-        tau = direction(g, tau, forcing, d, report);
+        // With frozen iterations, the factor is refreshed here rather than used to
+        // precondition: it was found too far from this iterate's Hessian.
+        tau = direction(g, tau, forcing, !frozenAllowed, d, report);
         if (tau == 0 && d.lpNorm<Eigen::Infinity>() <= settings_.stepTolerance * lengthScale) {
           // An unshifted Newton step at the rounding level of the positions: the residual
           // is at its rounding floor (stiff materials) and Phi cannot resolve the step.
           for (size_t k = 0; k < dofs; ++k) {
             if (free_.index[k] >= 0) x[k] += d[free_.index[k]];
           }
+          known.valid = false;
           report.converged = true;
           return report;
         }
-        if (lineSearch(x, trial, d, phi, scale, g.dot(d)) > 0) break;
+        if (lineSearch(x, trial, d, phi, scale, g.dot(d), known) > 0) break;
         if (shift == settings_.maxShifts) {
           fail("the line search found no decrease of the incremental potential", iteration);
         }
@@ -213,6 +280,10 @@ class NewtonSolver {
   // Hess Phi on the free dofs into cache_.matrix; the symbolic factorization is redone only
   // when the pattern changed.
   void assemble(std::span<const double> x) {
+    if (assembleBlocks(x)) {
+      finishAssembly();
+      return;
+    }
     auto& model = cache_.modelTriplets;
     model.clear();
     if (!body_.model->addHessian(x, model)) {
@@ -244,6 +315,13 @@ class NewtonSolver {
     } else {
       rebuildPattern();
     }
+    finishAssembly();
+  }
+
+  // The diagonal and mass vectors of the shift, and the symbolic factorization when the
+  // pattern changed.
+  void finishAssembly() {
+    const SparseMatrix& H = cache_.matrix;
     diagonalMass_.resize(free_.count);
     baseDiagonal_.resize(free_.count);
     for (size_t k = 0; k < free_.index.size(); ++k) {
@@ -253,18 +331,143 @@ class NewtonSolver {
       baseDiagonal_[f] = H.valuePtr()[cache_.diagonal[static_cast<size_t>(f)]];
     }
     if (free_.count > settings_.directMaxDofs) return;
-    const bool samePattern =
-        cache_.analyzed && cache_.outer.size() == static_cast<size_t>(free_.count) + 1 &&
-        std::equal(cache_.outer.begin(), cache_.outer.end(), H.outerIndexPtr()) &&
-        cache_.inner.size() == static_cast<size_t>(H.nonZeros()) &&
-        std::equal(cache_.inner.begin(), cache_.inner.end(), H.innerIndexPtr());
-    if (!samePattern) {
-      cache_.cholesky.analyzePattern(H);
-      cache_.outer.assign(H.outerIndexPtr(), H.outerIndexPtr() + free_.count + 1);
-      cache_.inner.assign(H.innerIndexPtr(), H.innerIndexPtr() + H.nonZeros());
+    if (!cache_.analyzed || cache_.analyzedPattern != cache_.pattern) {
+      cache_.analyze();
+      cache_.analyzedPattern = cache_.pattern;
       cache_.analyzed = true;
       cache_.factorized = false;
     }
+  }
+
+  // The block path: Hess Phi from Model::hessianBlocks into the cached layout, in parallel
+  // over column nodes, each matrix block summed in a fixed order (deterministic for any
+  // thread count). Returns false if the model offers no blocks.
+  bool assembleBlocks(std::span<const double> x) {
+    const uint64_t topology = body_.model->topologyVersion();
+    const bool layoutValid =
+        cache_.blockLayout && cache_.blockTopology == topology &&
+        cache_.freeIndex.size() == free_.index.size() &&
+        std::equal(free_.index.begin(), free_.index.end(), cache_.freeIndex.begin());
+    if (!layoutValid && !buildBlockLayout(topology)) return false;
+    if (!body_.model->hessianBlocks(x, cache_.blockValues)) return false;
+    double* values = cache_.matrix.valuePtr();
+    const double* source = cache_.blockValues.data();
+    const auto freeNodes = cache_.columnBlockOffsets.size() - 1;
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, freeNodes, 64), [&](const tbb::blocked_range<size_t>& r) {
+          for (size_t column = r.begin(); column != r.end(); ++column) {
+            for (auto k = static_cast<size_t>(cache_.columnBlockOffsets[column]);
+                 k < static_cast<size_t>(cache_.columnBlockOffsets[column + 1]); ++k) {
+              double sum[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+              for (auto c = static_cast<size_t>(cache_.contributionOffsets[k]);
+                   c < static_cast<size_t>(cache_.contributionOffsets[k + 1]); ++c) {
+                const double* block = source + 9 * static_cast<size_t>(cache_.contributions[c]);
+                for (int e = 0; e < 9; ++e) sum[e] += block[e];
+              }
+              for (int j = 0; j < 3; ++j) {
+                double* out = values + cache_.blockSlots[3 * k + static_cast<size_t>(j)];
+                for (int i = 0; i < 3; ++i) out[i] = sum[3 * i + j];
+              }
+            }
+          }
+        });
+    for (size_t k = 0; k < free_.index.size(); ++k) {
+      const int f = free_.index[k];
+      if (f >= 0)
+        values[cache_.diagonal[static_cast<size_t>(f)]] += potential_.alpha * mass_[k / 3];
+    }
+    return true;
+  }
+
+  // The block layout for the model's current topology and the free dofs: the matrix
+  // pattern (every free node's diagonal block included, so that tau M can be added in
+  // place), block slots and contribution lists. Returns false if the model has no blocks.
+  bool buildBlockLayout(uint64_t topology) {
+    cache_.blockLayout = false;
+    const std::vector<int32_t> pairs = body_.model->hessianBlockNodes();
+    if (pairs.empty()) return false;
+    const size_t modelBlocks = pairs.size() / 2;
+    // Free node index of each node (all three dofs of a node are free or pinned together).
+    const size_t nodes = free_.index.size() / 3;
+    std::vector<int32_t> freeNode(nodes, -1);
+    int32_t freeNodes = 0;
+    for (size_t i = 0; i < nodes; ++i) {
+      if (free_.index[3 * i] >= 0) freeNode[i] = freeNodes++;
+    }
+    // (column, row, model block) of every free-free block, plus the diagonal blocks.
+    struct Entry {
+      int32_t column, row, block;
+    };
+    std::vector<Entry> entries;
+    entries.reserve(modelBlocks + static_cast<size_t>(freeNodes));
+    for (size_t t = 0; t < modelBlocks; ++t) {
+      const int32_t row = freeNode[static_cast<size_t>(pairs[2 * t])];
+      const int32_t column = freeNode[static_cast<size_t>(pairs[2 * t + 1])];
+      if (row >= 0 && column >= 0) entries.push_back({column, row, static_cast<int32_t>(t)});
+    }
+    for (int32_t f = 0; f < freeNodes; ++f) entries.push_back({f, f, -1});
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return a.column != b.column ? a.column < b.column
+                                  : (a.row != b.row ? a.row < b.row : a.block < b.block);
+    });
+    cache_.columnBlockOffsets.assign(static_cast<size_t>(freeNodes) + 1, 0);
+    cache_.contributionOffsets.assign(1, 0);
+    cache_.contributions.clear();
+    std::vector<int32_t>& blockRow = cache_.blockRow;
+    blockRow.clear();
+    for (size_t e = 0; e < entries.size(); ++e) {
+      const bool newBlock = e == 0 || entries[e].column != entries[e - 1].column ||
+                            entries[e].row != entries[e - 1].row;
+      if (newBlock) {
+        if (e > 0)
+          cache_.contributionOffsets.push_back(static_cast<int32_t>(cache_.contributions.size()));
+        blockRow.push_back(entries[e].row);
+        ++cache_.columnBlockOffsets[static_cast<size_t>(entries[e].column) + 1];
+      }
+      if (entries[e].block >= 0) cache_.contributions.push_back(entries[e].block);
+    }
+    cache_.contributionOffsets.push_back(static_cast<int32_t>(cache_.contributions.size()));
+    for (size_t f = 0; f < static_cast<size_t>(freeNodes); ++f) {
+      cache_.columnBlockOffsets[f + 1] += cache_.columnBlockOffsets[f];
+    }
+    // The scalar pattern: column 3b' + j holds rows 3a' + i of its column node's blocks.
+    const auto matrixBlocks = blockRow.size();
+    SparseMatrix& H = cache_.matrix;
+    H.resize(free_.count, free_.count);
+    H.resizeNonZeros(static_cast<Eigen::Index>(9 * matrixBlocks));
+    int* outer = H.outerIndexPtr();
+    int* inner = H.innerIndexPtr();
+    cache_.blockSlots.resize(3 * matrixBlocks);
+    int slot = 0;
+    for (size_t f = 0; f < static_cast<size_t>(freeNodes); ++f) {
+      for (int j = 0; j < 3; ++j) {
+        outer[3 * f + static_cast<size_t>(j)] = slot;
+        for (auto k = static_cast<size_t>(cache_.columnBlockOffsets[f]);
+             k < static_cast<size_t>(cache_.columnBlockOffsets[f + 1]); ++k) {
+          cache_.blockSlots[3 * k + static_cast<size_t>(j)] = slot;
+          for (int i = 0; i < 3; ++i) inner[slot++] = 3 * blockRow[k] + i;
+        }
+      }
+    }
+    outer[free_.count] = slot;
+    std::fill(H.valuePtr(), H.valuePtr() + slot, 0.0);
+    cache_.diagonal.resize(static_cast<size_t>(free_.count));
+    for (size_t f = 0; f < static_cast<size_t>(freeNodes); ++f) {
+      for (auto k = static_cast<size_t>(cache_.columnBlockOffsets[f]);
+           k < static_cast<size_t>(cache_.columnBlockOffsets[f + 1]); ++k) {
+        if (blockRow[k] != static_cast<int32_t>(f)) continue;
+        for (int j = 0; j < 3; ++j)
+          cache_.diagonal[3 * f + static_cast<size_t>(j)] =
+              cache_.blockSlots[3 * k + static_cast<size_t>(j)] + j;
+      }
+    }
+    cache_.blockValues.resize(9 * modelBlocks);
+    cache_.freeIndex = free_.index;
+    cache_.tripletRows.clear();  // the triplet path's scatter slots no longer match
+    cache_.blockTopology = topology;
+    cache_.blockLayout = true;
+    ++cache_.pattern;
+    return true;
   }
 
   // Builds cache_.matrix from the model's triplets with setFromTriplets and records where
@@ -307,6 +510,8 @@ class NewtonSolver {
       cache_.slot[t] = r >= 0 && c >= 0 ? find(r, c) : -1;
     }
     cache_.freeIndex = free_.index;
+    cache_.blockLayout = false;
+    ++cache_.pattern;
   }
 
   // tau_0 = max(alpha, 1e-4 max_i K_ii / m_i).
@@ -328,7 +533,8 @@ class NewtonSolver {
 
   // Solves (H + tau M) d = -g, raising tau from `tau` until the factorization succeeds;
   // returns the tau used.
-  double direction(const Vector& g, double tau, double forcing, Vector& d, NewtonReport& report) {
+  double direction(const Vector& g, double tau, double forcing, bool mayReuse, Vector& d,
+                   NewtonReport& report) {
     if (free_.count > settings_.directMaxDofs) {
       setShift(tau);
       const Vector inverseDiagonal = jacobi();
@@ -337,22 +543,22 @@ class NewtonSolver {
           [&](const Vector& r) -> Vector { return inverseDiagonal.cwiseProduct(r); }, d);
       return tau;
     }
-    if (settings_.reuseFactorization && cache_.factorized) {
+    if (mayReuse && settings_.reuseFactorization && cache_.factorized) {
       // The last factor (of an earlier iteration or step) preconditions CG on the current
       // system; refactorize only if that takes too long or meets negative curvature.
       setShift(tau);
       const int64_t used = conjugateGradient(
           g, forcing, settings_.maxReuseIterations, false,
-          [&](const Vector& r) -> Vector { return cache_.cholesky.solve(r); }, d);
+          [&](const Vector& r) -> Vector { return cache_.solve(r); }, d);
       report.linearIterations += std::abs(used);
       if (used > 0 && d.allFinite()) return tau;
     }
     for (int32_t shift = 0;; ++shift) {
       setShift(tau);
-      cache_.cholesky.factorize(cache_.matrix);
-      cache_.factorized = cache_.cholesky.info() == Eigen::Success;
+      cache_.factorize();
+      ++report.factorizations;
       if (cache_.factorized) {
-        d = cache_.cholesky.solve(-g);
+        d = cache_.solve(-g);
         if (d.allFinite()) return tau;
         cache_.factorized = false;
       }
@@ -413,9 +619,11 @@ class NewtonSolver {
   }
 
   // Backtracking on Phi along d from x (prepared state held fixed); on success x moves.
-  // Returns the step length taken, or 0 if none decreased Phi.
+  // Returns the step length taken, or 0 if none decreased Phi. The full step's trial is
+  // evaluated with its gradient (at the cost of an energy: the models' passes are the
+  // same), so that when it is accepted `known` holds the gradient at the new x.
   double lineSearch(std::vector<double>& x, std::vector<double>& trial, const Vector& d, double phi,
-                    double scale, double slope) const {
+                    double scale, double slope, KnownGradient& known) {
     if (!(slope < 0)) return 0;
     const bool unresolvable = -slope <= kResolvableDecrease * (std::abs(phi) + scale);
     double step = 1;
@@ -427,12 +635,25 @@ class NewtonSolver {
       }
       if (unresolvable) {
         x.swap(trial);
+        known.valid = false;
         return step;
       }
+      EnergyParts elastic;
+      if (halving == 0) {
+        trialGradient_.assign(x.size(), 0.0);
+        elastic = body_.model->addGradient(trial, trialGradient_);
+      } else {
+        elastic = body_.model->energy(trial);
+      }
       double trialScale = 0;
-      const double trialPhi = body_.model->energy(trial).total() + extraTerms(trial, &trialScale);
+      const double trialPhi = elastic.total() + extraTerms(trial, &trialScale);
       if (std::isfinite(trialPhi) && trialPhi <= phi + kArmijo * step * slope) {
         x.swap(trial);
+        known.valid = halving == 0;
+        if (known.valid) {
+          known.gradient.swap(trialGradient_);
+          known.energy = elastic;
+        }
         return step;
       }
     }
@@ -454,6 +675,7 @@ class NewtonSolver {
   FreeDofs free_;
   std::span<const double> mass_;
   Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
+  std::vector<double> trialGradient_;   // (nNodes, 3), the line search's full-step gradient
 };
 
 void throwNotConverged(const Body& body, const NewtonReport& report, const NewtonSettings& settings,
@@ -538,6 +760,8 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
   report.bodies.resize(world.bodies.size());
   // Per body: the predicted velocity vt (Newmark), needed after the solve.
   std::vector<std::vector<double>> predictedVelocity(world.bodies.size());
+  // Per body: the elastic gradient at the solution, reused for the accelerations.
+  std::vector<KnownGradient> knownGradients(world.bodies.size());
   {
     PhaseTimer timer(times.integrate);
     const Vec3 g = world.gravity;
@@ -559,12 +783,10 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
       vt.assign(3 * n, 0.0);
       std::vector<double> predictor(3 * n);  // xt (Newmark) or x + h v (Euler)
       std::vector<double> guess(3 * n);      // constant-acceleration guess
-      std::vector<double> coast(3 * n);      // zero-acceleration guess x + h v
       for (size_t i = 0; i < n; ++i) {
         if (body.pinned[i]) continue;
         for (size_t k = 3 * i; k < 3 * i + 3; ++k) {
           const double a = body.accelerations[k] - c * v0[k];
-          coast[k] = x0[k] + dt * v0[k];
           if (newmark) {
             predictor[k] = x0[k] + dt * v0[k] + dt * dt * (0.5 - beta) * a;
             vt[k] = v0[k] + dt * (1 - gamma) * a;
@@ -599,11 +821,17 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
         }
       }
       const double forceScale = std::sqrt(inertialScale) + elasticForceNorm(body, g);
-      // Start from the best of the constant- and zero-acceleration guesses and the inertial
-      // target (the state prepared at x0 is held while choosing).
+      // Start from the better of the constant-acceleration guess and the inertial target y
+      // (the state prepared at x0 is held while choosing). y, where the step would end
+      // without elastic forces, differs from the zero-acceleration guess x + h v only by
+      // the loads' O(h^2) fall, so that guess is not evaluated separately. Each is evaluated with
+      // its gradient, for the cost of its energy, and Newton starts with the best one's.
       double best = std::numeric_limits<double>::infinity();
       std::vector<double> candidate = body.positions;  // pinned dofs at their targets
-      for (const std::vector<double>* source : {&guess, &coast, &potential.target}) {
+      KnownGradient& known = knownGradients[b];
+      known.valid = false;
+      std::vector<double> candidateGradient(3 * n);
+      for (const std::vector<double>* source : {&guess, &potential.target}) {
         for (size_t i = 0; i < n; ++i) {
           if (body.pinned[i]) continue;
           for (size_t k = 3 * i; k < 3 * i + 3; ++k) candidate[k] = (*source)[k];
@@ -614,14 +842,20 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
           const double dx = candidate[k] - potential.target[k];
           inertia += mass[k / 3] * dx * dx;
         }
-        const double phi = 0.5 * potential.alpha * inertia + body.model->energy(candidate).total();
+        std::fill(candidateGradient.begin(), candidateGradient.end(), 0.0);
+        const EnergyParts elastic = body.model->addGradient(candidate, candidateGradient);
+        const double phi = 0.5 * potential.alpha * inertia + elastic.total();
         if (phi < best) {
           best = phi;
           body.positions = candidate;
+          known.gradient.swap(candidateGradient);
+          candidateGradient.resize(3 * n);
+          known.energy = elastic;
+          known.valid = true;
         }
       }
       NewtonSolver solver(body, potential, settings_.newton, *caches_[b], startTime);
-      report.bodies[b] = solver.solve(forceScale);
+      report.bodies[b] = solver.solve(forceScale, known);
       if (!report.bodies[b].converged)
         throwNotConverged(body, report.bodies[b], settings_.newton, startTime);
       for (size_t i = 0; i < n; ++i) {
@@ -639,11 +873,21 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
   }
   {
     PhaseTimer timer(times.contact);
-    projectOutOfObstacles(world);
+    // A node projected out of an obstacle moved: its body's gradient must be recomputed.
+    std::vector<std::vector<double>> solved(world.bodies.size());
+    for (size_t b = 0; b < world.bodies.size(); ++b) {
+      if (knownGradients[b].valid) solved[b] = world.bodies[b].positions;
+    }
+    if (projectOutOfObstacles(world) > 0) {
+      for (size_t b = 0; b < world.bodies.size(); ++b) {
+        if (knownGradients[b].valid && solved[b] != world.bodies[b].positions)
+          knownGradients[b].valid = false;
+      }
+    }
   }
   {
     PhaseTimer timer(times.forces);
-    computeAccelerations(world);
+    computeAccelerations(world, knownGradients);
   }
   if (explicitNewmark) {
     PhaseTimer timer(times.integrate);
@@ -698,7 +942,7 @@ std::vector<NewtonReport> solveStaticEquilibrium(
     // F = |f| + |dE/dx(x0)| over free dofs.
     body.model->prepare(body.positions);
     std::vector<double> gradient(3 * n, 0.0);
-    (void)body.model->addGradient(body.positions, gradient);
+    const EnergyParts startEnergy = body.model->addGradient(body.positions, gradient);
     double load = 0, elastic = 0;
     for (size_t k = 0; k < 3 * n; ++k) {
       if (body.pinned[k / 3]) continue;
@@ -707,7 +951,11 @@ std::vector<NewtonReport> solveStaticEquilibrium(
     }
     LinearSolverCache cache;
     NewtonSolver solver(body, potential, settings, cache, world.time);
-    reports[b] = solver.solve(std::sqrt(load) + std::sqrt(elastic));
+    KnownGradient known;
+    known.gradient = std::move(gradient);  // at the start
+    known.energy = startEnergy;
+    known.valid = true;
+    reports[b] = solver.solve(std::sqrt(load) + std::sqrt(elastic), known);
     if (!reports[b].converged) throwNotConverged(body, reports[b], settings, world.time);
     for (size_t i = 0; i < n; ++i) {
       if (body.pinned[i]) continue;

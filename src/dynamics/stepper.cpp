@@ -114,11 +114,21 @@ void updateExternalForces(World& world) {
 }
 
 void computeAccelerations(World& world) {
+  computeAccelerations(world, {});
+}
+
+void computeAccelerations(World& world, std::span<const KnownGradient> known) {
   updateExternalForces(world);
-  for (Body& body : world.bodies) {
-    std::fill(body.accelerations.begin(), body.accelerations.end(), 0.0);
-    body.model->prepare(body.positions);
-    body.elastic = body.model->addGradient(body.positions, body.accelerations);
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    Body& body = world.bodies[b];
+    const bool stale = body.model->prepare(body.positions);
+    if (b < known.size() && known[b].valid && !stale) {
+      std::copy(known[b].gradient.begin(), known[b].gradient.end(), body.accelerations.begin());
+      body.elastic = known[b].energy;
+    } else {
+      std::fill(body.accelerations.begin(), body.accelerations.end(), 0.0);
+      body.elastic = body.model->addGradient(body.positions, body.accelerations);
+    }
     const auto mass = body.model->nodeMasses();
     const bool loaded = !body.externalForces.empty();
     forEachNode(body, [&](size_t i) {

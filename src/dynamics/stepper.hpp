@@ -46,6 +46,17 @@ inline constexpr double kMaxNodeSpeed = 1.0e3;
 // before the first step.
 void computeAccelerations(World& world);
 
+// The elastic gradient dE/dx of a body at its current positions, shape (nNodes, 3), and
+// its energy, when a solver already has them (valid = false: not known).
+struct KnownGradient {
+  bool valid = false;
+  std::vector<double> gradient;
+  EnergyParts energy;
+};
+// As computeAccelerations, taking body b's gradient from known[b] where it is valid and
+// Model::prepare reports no change of state (same values, one evaluation fewer).
+void computeAccelerations(World& world, std::span<const KnownGradient> known);
+
 // Velocity Verlet (kick-drift-kick), the integrator of wicke2005 section 8, with
 // mass-proportional damping (wicke2005 eq. 15) applied as the exact decay
 // exp(-c dt / 2) at each half kick, and scripted nodes moved by their paths:

@@ -51,11 +51,16 @@ class Model {
   // Lumped node masses, kg, shape (nNodes).
   [[nodiscard]] virtual std::span<const double> nodeMasses() const = 0;
 
-  // Updates state that is held fixed while the energy is differentiated (for example the
-  // reference normals that orient the fibers' curvature sign). The stepper calls it once
-  // before each force evaluation; energy() and addGradient() are exact derivatives of
-  // each other for the state last prepared.
-  virtual void prepare(std::span<const double> x) { (void)x; }
+  // Updates state that is held fixed while the energy is differentiated (for example
+  // reference normals that orient a curvature sign). The stepper calls it once before each
+  // force evaluation; energy() and addGradient() are exact derivatives of each other for
+  // the state last prepared. Returns true if the state changed, i.e. values computed
+  // before the call (an energy or gradient at x) are stale; a model without such state
+  // returns false.
+  virtual bool prepare(std::span<const double> x) {
+    (void)x;
+    return false;
+  }
 
   // Internal energy at positions x, J.
   [[nodiscard]] virtual EnergyParts energy(std::span<const double> x) const = 0;
@@ -64,10 +69,40 @@ class Model {
   // the negative gradient. Deterministic for any thread count.
   virtual EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const = 0;
 
+  // The Hessian d2E/dx2 as a sum of 3x3 node blocks whose layout is fixed while
+  // topologyVersion() is unchanged, for fast repeated assembly (dynamics/implicit.cpp):
+  // hessianBlockNodes() lists the (row node, column node) of every block, shape (nBlocks,
+  // 2), a pair possibly repeated (repeats are summed); hessianBlocks() writes their values
+  // at x, shape (nBlocks, 3, 3) row-major, in that order. A model that offers no such
+  // layout returns an empty list and false.
+  [[nodiscard]] virtual std::vector<int32_t> hessianBlockNodes() const { return {}; }
+  virtual bool hessianBlocks(std::span<const double> x, std::span<double> values) const {
+    (void)x;
+    (void)values;
+    return false;
+  }
+
   // Appends the Hessian d2E/dx2 at x as triplets (row, col, value) over 3*nNodes dofs.
-  // Models without a Hessian return false and append nothing.
+  // Models without a Hessian return false and append nothing. The default converts
+  // hessianBlocks().
   virtual bool addHessian(std::span<const double> x,
-                          std::vector<Eigen::Triplet<double>>& triplets) const = 0;
+                          std::vector<Eigen::Triplet<double>>& triplets) const {
+    const std::vector<int32_t> pairs = hessianBlockNodes();
+    if (pairs.empty()) return false;
+    std::vector<double> values(pairs.size() / 2 * 9);
+    if (!hessianBlocks(x, values)) return false;
+    triplets.reserve(triplets.size() + values.size());
+    for (size_t block = 0; block < pairs.size() / 2; ++block) {
+      const double* h = &values[9 * block];
+      for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) {
+          triplets.emplace_back(3 * pairs[2 * block] + i, 3 * pairs[2 * block + 1] + j,
+                                h[3 * i + j]);
+        }
+      }
+    }
+    return true;
+  }
 
   // An estimate of the largest stable explicit (velocity Verlet) time step, s.
   [[nodiscard]] virtual double stableTimeStep() const = 0;

@@ -36,40 +36,6 @@ struct HalfEdge {
   int32_t corner;
 };
 
-// Gathers the stencil's nodes and evaluates `kernel(e, x, g, h)` -> energy for the
-// elements in [begin, end), appending K*K 3x3 blocks of triplets per element into
-// `out` starting at out[begin * 9 K^2] (fixed slots: the triplet order does not depend on
-// the thread count).
-template <int K, class Kernel>
-void stencilHessians(std::span<const int32_t> nodes, std::span<const double> x, bool project,
-                     Eigen::Triplet<double>* out, const Kernel& kernel) {
-  const size_t count = nodes.size() / K;
-  constexpr size_t kPerElement = 9 * K * K;
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, count, 256),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      Vec3 xs[K];
-                      Vec3 g[K];
-                      Eigen::Matrix<double, 3 * K, 3 * K> h;
-                      for (size_t e = r.begin(); e != r.end(); ++e) {
-                        const int32_t* ids = &nodes[K * e];
-                        for (int k = 0; k < K; ++k) xs[k] = vertex(x, ids[k]);
-                        kernel(e, xs, g, h);
-                        if (project) discrete_shell::projectToPositiveSemiDefinite<3 * K>(h);
-                        Eigen::Triplet<double>* slot = out + kPerElement * e;
-                        for (int a = 0; a < K; ++a) {
-                          for (int b = 0; b < K; ++b) {
-                            for (int i = 0; i < 3; ++i) {
-                              for (int j = 0; j < 3; ++j) {
-                                *slot++ = Eigen::Triplet<double>(3 * ids[a] + i, 3 * ids[b] + j,
-                                                                 h(3 * a + i, 3 * b + j));
-                              }
-                            }
-                          }
-                        }
-                      }
-                    });
-}
-
 // Per-hinge scale of the bending stiffness, header comment (c):
 //   s_h = (v(x2) + v(x3)) / 12,
 // v the equivalent valence of an apex, its number of triangles times 2 pi over the sum of
@@ -549,31 +515,39 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
   return parts;
 }
 
-bool DiscreteShellModel::addHessian(std::span<const double> x,
-                                    std::vector<Eigen::Triplet<double>>& triplets) const {
-  const size_t edgeCount = edgeRestLength_.size();
-  const size_t triangleCount = triangleRestArea_.size();
-  const size_t hingeCount = hingeRestAngle_.size();
-  const size_t start = triplets.size();
-  triplets.resize(start + 36 * edgeCount + 81 * triangleCount + 144 * hingeCount);
-  Eigen::Triplet<double>* out = triplets.data() + start;
-  stencilHessians<2>(edgeNodes_, x, projectHessian_, out,
-                     [this](size_t k, const Vec3(&xs)[2], Vec3(&g)[2], Mat6& h) {
-                       discrete_shell::edgeEnergyHessian(edgeStiffness_[k], edgeRestLength_[k], xs,
-                                                         g, h);
-                     });
-  out += 36 * edgeCount;
-  stencilHessians<3>(triangles_, x, projectHessian_, out,
-                     [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3], Mat9& h) {
-                       discrete_shell::triangleEnergyHessian(triangleStiffness_[t],
-                                                             triangleRestArea_[t], xs, g, h);
-                     });
-  out += 81 * triangleCount;
-  stencilHessians<4>(hingeNodes_, x, projectHessian_, out,
-                     [this](size_t k, const Vec3(&xs)[4], Vec3(&g)[4], Mat12& h) {
-                       discrete_shell::hingeEnergyHessian(hingeStiffness_[k], hingeRestAngle_[k],
-                                                          xs, g, h);
-                     });
+std::vector<int32_t> DiscreteShellModel::hessianBlockNodes() const {
+  // Edges, triangles, hinges: the order hessianBlocks() writes.
+  std::vector<int32_t> pairs;
+  stencilBlockNodes<2>(edgeNodes_, pairs);
+  stencilBlockNodes<3>(triangles_, pairs);
+  stencilBlockNodes<4>(hingeNodes_, pairs);
+  return pairs;
+}
+
+bool DiscreteShellModel::hessianBlocks(std::span<const double> x, std::span<double> values) const {
+  const size_t edgeValues = 36 * edgeRestLength_.size();
+  const size_t triangleValues = 81 * triangleRestArea_.size();
+  stencilHessianBlocks<2>(edgeNodes_, x, values.subspan(0, edgeValues),
+                          [this](size_t k, const Vec3(&xs)[2], Vec3(&g)[2], Mat6& h) {
+                            discrete_shell::edgeEnergyHessian(edgeStiffness_[k], edgeRestLength_[k],
+                                                              xs, g, h);
+                            if (projectHessian_)
+                              discrete_shell::projectToPositiveSemiDefinite<6>(h);
+                          });
+  stencilHessianBlocks<3>(triangles_, x, values.subspan(edgeValues, triangleValues),
+                          [this](size_t t, const Vec3(&xs)[3], Vec3(&g)[3], Mat9& h) {
+                            discrete_shell::triangleEnergyHessian(triangleStiffness_[t],
+                                                                  triangleRestArea_[t], xs, g, h);
+                            if (projectHessian_)
+                              discrete_shell::projectToPositiveSemiDefinite<9>(h);
+                          });
+  stencilHessianBlocks<4>(hingeNodes_, x, values.subspan(edgeValues + triangleValues),
+                          [this](size_t k, const Vec3(&xs)[4], Vec3(&g)[4], Mat12& h) {
+                            discrete_shell::hingeEnergyHessian(hingeStiffness_[k],
+                                                               hingeRestAngle_[k], xs, g, h);
+                            if (projectHessian_)
+                              discrete_shell::projectToPositiveSemiDefinite<12>(h);
+                          });
   return true;
 }
 

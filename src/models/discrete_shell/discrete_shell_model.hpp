@@ -136,7 +136,7 @@ struct DiscreteShellParams {
   std::optional<double> stretchStiffness;  // k_L of W_L for every edge, N
   std::optional<double> areaStiffness;     // k_A of W_A for every triangle, N/m
   std::optional<double> bendStiffness;     // k_B of W_B for every hinge, N m
-  // addHessian() projects each stencil's Hessian to positive semi-definite (eigenvalues
+  // hessianBlocks() projects each stencil's Hessian to positive semi-definite (eigenvalues
   // clamped at 0) so that the assembled matrix is, for Newton-type implicit steps.
   bool projectHessian = false;
   // Scale each hinge's stiffness by its apexes' valences (header comment (c)). Only with
@@ -167,8 +167,9 @@ class DiscreteShellModel : public Model {
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
   [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
   EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
-  bool addHessian(std::span<const double> x,
-                  std::vector<Eigen::Triplet<double>>& triplets) const override;
+  // Blocks of the edges, then the triangles, then the hinges (core/assembler.hpp layout).
+  [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
+  bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
   // 2 / sqrt(lambda), lambda Gershgorin's bound on the largest eigenvalue of
   // M^-1/2 K M^-1/2 at rest (absolute row sums added stencil by stencil; at rest each
   // stencil's Hessian is the rank-one k w w^T): never above the exact rest limit of

@@ -144,27 +144,18 @@ EnergyParts MassSpringModel::addGradient(std::span<const double> x,
   return parts;
 }
 
-bool MassSpringModel::addHessian(std::span<const double> x,
-                                 std::vector<Eigen::Triplet<double>>& triplets) const {
-  Eigen::Matrix<double, 6, 6> h;
-  Vec3 xs[2];
-  Vec3 g[2];
-  triplets.reserve(triplets.size() + restLength_.size() * 36);
-  for (size_t s = 0; s < restLength_.size(); ++s) {
-    const int32_t nodes[2] = {springNodes_[2 * s], springNodes_[2 * s + 1]};
-    xs[0] = vertex(x, nodes[0]);
-    xs[1] = vertex(x, nodes[1]);
-    springEnergyGradient(stiffness_[s], restLength_[s], xs, g, &h);
-    for (int a = 0; a < 2; ++a) {
-      for (int b = 0; b < 2; ++b) {
-        for (int i = 0; i < 3; ++i) {
-          for (int j = 0; j < 3; ++j) {
-            triplets.emplace_back(3 * nodes[a] + i, 3 * nodes[b] + j, h(3 * a + i, 3 * b + j));
-          }
-        }
-      }
-    }
-  }
+std::vector<int32_t> MassSpringModel::hessianBlockNodes() const {
+  std::vector<int32_t> pairs;
+  stencilBlockNodes<2>(springNodes_, pairs);
+  return pairs;
+}
+
+bool MassSpringModel::hessianBlocks(std::span<const double> x, std::span<double> values) const {
+  stencilHessianBlocks<2>(
+      springNodes_, x, values,
+      [this](size_t s, const Vec3(&xs)[2], Vec3(&g)[2], Eigen::Matrix<double, 6, 6>& h) {
+        springEnergyGradient(stiffness_[s], restLength_[s], xs, g, &h);
+      });
   return true;
 }
 

@@ -52,8 +52,8 @@ class MassSpringModel : public Model {
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
   [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
   EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
-  bool addHessian(std::span<const double> x,
-                  std::vector<Eigen::Triplet<double>>& triplets) const override;
+  [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
+  bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
   [[nodiscard]] double stableTimeStep() const override;
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
 
