@@ -212,10 +212,11 @@ struct TimeDef {
   double frameRate = 30.0;  // frames per second, > 0
   double timeStep = 0.0;    // s; 0 means "choose a stable step"
   Integrator integrator = Integrator::kVerlet;
-  double newmarkBeta = 0.25;      // [0, 0.5]
-  double newmarkGamma = 0.5;      // [0.5, 1]
-  double newtonTolerance = 1e-6;  // relative residual, (0, 1)
-  int newtonMaxIterations = 30;   // >= 1
+  double newmarkBeta = 0.25;        // [0, 0.5]
+  double newmarkGamma = 0.5;        // [0.5, 1]
+  double newtonTolerance = 1e-6;    // relative residual, (0, 1)
+  int newtonMaxIterations = 30;     // >= 1
+  bool newtonFrozenHessian = true;  // newton_hessian: "frozen" (modified Newton) or "exact"
 
   bool operator==(const TimeDef&) const = default;
 };

@@ -165,8 +165,11 @@ class NewtonSolver {
     }
     const double lengthScale = (hi - lo).norm();
     double previousTau = 0;
-    const bool frozenAllowed = settings_.frozenHessian && free_.count <= settings_.directMaxDofs;
-    double frozenFrom = -1;  // residual before the last frozen iteration, or -1
+    // Dynamic steps only (alpha > 0): see NewtonSettings::frozenHessian.
+    const bool frozenAllowed =
+        settings_.frozenHessian && potential_.alpha > 0 && free_.count <= settings_.directMaxDofs;
+    double frozenFrom = -1;     // residual before the last frozen iteration, or -1
+    bool frozenFailed = false;  // a frozen iteration of this solve contracted too little
     for (int32_t iteration = 0;; ++iteration) {
       const bool stale = body_.model->prepare(x);
       if (!known.valid || stale) {
@@ -196,9 +199,12 @@ class NewtonSolver {
       }
       if (iteration == settings_.maxIterations) return report;
       ++report.iterations;
-      // A frozen iteration that contracted too little: refresh the factor at this iterate.
-      bool frozenUsable =
-          frozenAllowed && !(frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom);
+      // After a frozen iteration that contracted too little, full Newton steps for the rest
+      // of the solve; so too for the second half of the iteration budget, where they
+      // converge quadratically and a frozen factor might keep contracting just enough.
+      if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) frozenFailed = true;
+      const bool frozenUsable =
+          frozenAllowed && !frozenFailed && 2 * iteration < settings_.maxIterations;
       frozenFrom = -1;
       if (frozenUsable && cache_.factorized && cache_.factorRows == free_.count) {
         // Modified Newton: the last factor (possibly from an earlier step) as the Hessian.
@@ -219,6 +225,7 @@ class NewtonSolver {
             continue;
           }
         }
+        frozenFailed = true;
       }
       assemble(x);
       const double forcing = std::min(0.1, residual);
@@ -226,7 +233,7 @@ class NewtonSolver {
       double tau = previousTau / kShiftGrowth >= initialShift() ? previousTau / kShiftGrowth : 0.0;
       for (int32_t shift = 0;; ++shift) {
         // With frozen iterations, the factor is refreshed here rather than used to
-        // precondition: it was found too far from this iterate's Hessian.
+        // precondition: it was found too far from the Hessian.
         tau = direction(g, tau, forcing, !frozenAllowed, d, report);
         if (tau == 0 && d.lpNorm<Eigen::Infinity>() <= settings_.stepTolerance * lengthScale) {
           // An unshifted Newton step at the rounding level of the positions: the residual

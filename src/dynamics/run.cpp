@@ -129,6 +129,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     settings.gamma = scene.time.newmarkGamma;
     settings.newton.tolerance = scene.time.newtonTolerance;
     settings.newton.maxIterations = scene.time.newtonMaxIterations;
+    settings.newton.frozenHessian = scene.time.newtonFrozenHessian;
     implicitStepper.emplace(settings);
   }
   if (static_cast<double>(plan.stepsPerFrame) > 1e7) {

@@ -45,6 +45,7 @@ constexpr std::string_view kPrimitiveTypes[] = {"sheet", "sphere", "hemisphere",
 constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
 constexpr std::string_view kFormats[] = {"ply", "obj", "vtp"};
 constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler"};
+constexpr std::string_view kNewtonHessians[] = {"frozen", "exact"};
 constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
 constexpr std::string_view kRegionShapes[] = {"box", "sphere"};
 constexpr std::string_view kOnOff[] = {"on", "off"};
@@ -625,6 +626,16 @@ constexpr FieldSpec kTimeFields[] = {
      .range = Range::closed(1, 1000),
      .meaning = "Newton iterations per step before the step counts as failed (and is "
                 "retried with half the step)."},
+    {.key = "newton_hessian",
+     .kind = FieldKind::kChoice,
+     .text = "frozen",
+     .choices = kNewtonHessians,
+     .meaning = "`frozen`: iterate with the last factorized Hessian, kept across steps, "
+                "while each iteration at least halves the residual; after one that does not, "
+                "the step continues with exact iterations (modified Newton: several times "
+                "cheaper per step on stiff sheets, a little slower where the Hessian changes "
+                "fast, as in a crushed can). `exact`: the current Hessian at every iteration "
+                "(quadratic convergence)."},
 };
 
 constexpr FieldSpec kOutputFields[] = {
@@ -1257,6 +1268,7 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   t.newmarkGamma = r.number("newmark_gamma");
   t.newtonTolerance = r.number("newton_tolerance");
   t.newtonMaxIterations = static_cast<int>(r.integer("newton_max_iterations"));
+  t.newtonFrozenHessian = r.choice("newton_hessian") == "frozen";
   // Against the default frame rate too, but not against a bad one, already reported.
   const bool frameRateUsable = frameRate.has_value() || !r.has("frame_rate");
   if (timeStep && frameRateUsable && *timeStep > 1.0 / t.frameRate) {

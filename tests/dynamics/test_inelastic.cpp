@@ -337,26 +337,34 @@ TEST(Fracture, TearingIsBitIdenticalWithOneAndTwoThreads) {
 TEST(Fracture, BackwardEulerTearsTheSheetWithoutNewtonStalling) {
   // Before the arc length's speed smoothing (fiber_kernel.hpp), Newton stalled at t = 0.55 s
   // (relative residual 0.038 after 30 iterations) on a compressed fiber folding into a
-  // hairpin; measured after: 2.7 Newton iterations per step, at most 7, 53 cracks.
-  World world = tearingSheet(0);
-  ImplicitSettings settings;
-  settings.scheme = ImplicitScheme::kBackwardEuler;
-  ImplicitStepper stepper(settings);
-  PhaseTimes times;
-  computeAccelerations(world);
-  const double dt = stableTimeStep(world);
-  int32_t worst = 0;
-  while (world.time < 1.0) {
-    const ImplicitStepReport report = stepper.step(world, dt, times);
-    ASSERT_TRUE(report.bodies[0].converged) << "t = " << world.time;
-    worst = std::max(worst, report.maxIterations());
+  // hairpin; measured after: 2.7 Newton iterations per step, at most 7, 53 cracks. The
+  // bound is for full Newton steps; with the default frozen Hessian (modified Newton, which
+  // converges linearly) the solve must still converge at every step.
+  for (const bool frozen : {false, true}) {
+    World world = tearingSheet(0);
+    ImplicitSettings settings;
+    settings.scheme = ImplicitScheme::kBackwardEuler;
+    settings.newton.frozenHessian = frozen;
+    ImplicitStepper stepper(settings);
+    PhaseTimes times;
+    computeAccelerations(world);
+    const double dt = stableTimeStep(world);
+    int32_t worst = 0;
+    while (world.time < 1.0) {
+      const ImplicitStepReport report = stepper.step(world, dt, times);
+      ASSERT_TRUE(report.bodies[0].converged) << "t = " << world.time << ", frozen " << frozen;
+      worst = std::max(worst, report.maxIterations());
+    }
+    if (!frozen) {
+      EXPECT_LE(worst, 15);
+    }
+    const std::vector<int32_t> pieces = world.bodies[0].model->nodePieces();
+    EXPECT_GE(*std::max_element(pieces.begin(), pieces.end()) + 1, 2) << "frozen " << frozen;
+    const auto& pins = world.bodies[0].pins;
+    EXPECT_NE(pieces[static_cast<size_t>(pins[0].nodes[0])],
+              pieces[static_cast<size_t>(pins[1].nodes[0])])
+        << "frozen " << frozen;
   }
-  EXPECT_LE(worst, 15);
-  const std::vector<int32_t> pieces = world.bodies[0].model->nodePieces();
-  EXPECT_GE(*std::max_element(pieces.begin(), pieces.end()) + 1, 2);
-  const auto& pins = world.bodies[0].pins;
-  EXPECT_NE(pieces[static_cast<size_t>(pins[0].nodes[0])],
-            pieces[static_cast<size_t>(pins[1].nodes[0])]);
 }
 
 TEST(Fracture, SheetPulledApartTearsIntoTwoPiecesOneCrackPerStep) {

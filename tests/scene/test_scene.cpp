@@ -723,16 +723,21 @@ TEST(SceneDiscreteShell, OptionsAreReadAndCheckedAndIntegratorsToo) {
   EXPECT_EQ(s.time.integrator, Integrator::kNewmark);
   EXPECT_EQ(s.time.newmarkGamma, 0.6);
   EXPECT_EQ(s.time.newmarkBeta, 0.25);
+  EXPECT_TRUE(s.time.newtonFrozenHessian);
+  scene["time"]["newton_hessian"] = "exact";
+  EXPECT_FALSE(parseScene(scene.dump(), "scene.json", ".").time.newtonFrozenHessian);
 
   scene["bodies"][0]["discrete_shell"] = {{"stretch_stiffness", -1}, {"hessian", "psd"}};
   scene["time"]["integrator"] = "implicit";
   scene["time"]["newmark_beta"] = 0.7;
+  scene["time"]["newton_hessian"] = "lagged";
   const std::string message = errorOfJson(scene);
   for (const char* expected :
        {"bodies[0].discrete_shell.stretch_stiffness = -1: must be > 0",
         "bodies[0].discrete_shell.hessian = \"psd\": must be one of 'exact', 'projected'",
         "time.integrator = \"implicit\": must be one of 'verlet', 'newmark', 'backward_euler'",
-        "time.newmark_beta = 0.7: must be in [0, 0.5]"}) {
+        "time.newmark_beta = 0.7: must be in [0, 0.5]",
+        "time.newton_hessian = \"lagged\": must be one of 'frozen', 'exact'"}) {
     EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n" << message;
   }
 }
