@@ -7,17 +7,27 @@
 // BM_StiffSheetStep: cost per step on the same sheet (33 x 33 nodes): explicit velocity
 //   Verlet (method:0) at the largest step that survives 2000 steps (found by search,
 //   counter dt_over_estimate) versus Newmark beta 1/4 (method:1) and backward Euler
-//   (method:2) at 20x and 100x the estimate (factor), and the same with frozenHessian
-//   (method:3, 4). model:1 repeats explicit, Newmark and Euler with the fiber model on a
-//   17 x 17 node sheet, model:2 with the discrete-shell model on the 33 x 33 sheet (also
-//   at 10x).
+//   (method:2) at 10x, 20x and 100x the estimate (factor), with the default frozen Hessian
+//   (hessian:0), the exact Hessian with the last factor as CG preconditioner (hessian:1,
+//   newton_hessian "exact") and the exact Hessian refactorized at every iteration
+//   (hessian:2). model:0 is the mass-spring model, model:1 the fiber model on a 17 x 17
+//   node sheet, model:2 the discrete shell. Implicit figures are the steady state (one
+//   warm-up step analyses the pattern and factorizes first).
+// BM_NewtonSystemCholesky: factorization and solve of one backward Euler Newton system
+//   (alpha M + K at 10x the stable step) of the discrete-shell aluminium sheet, 33 x 33 to
+//   101 x 101 nodes: Eigen's scalar SimplicialLLT (solver:0) versus BlockCholesky
+//   (solver:1); counters factorize_ms, solve_ms and the factor's nonzeros.
 // Run (Release build):
 //   build/rel/bench/shellsim_bench --benchmark_filter='Implicit|StiffSheet'
 #include <benchmark/benchmark.h>
 
+#include <Eigen/SparseCholesky>
+#include <chrono>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/block_cholesky.hpp"
 #include "dynamics/implicit.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
@@ -112,10 +122,10 @@ double largestExplicitFactor(int resolution, const std::string& model) {
 constexpr const char* kStiffSheetModels[] = {"mass_spring", "fiber", "discrete_shell"};
 
 void BM_StiffSheetStep(benchmark::State& state) {
-  const std::string model = kStiffSheetModels[state.range(2)];
-  const int resolution = state.range(2) == 1 ? 16 : 32;
-  // 0 explicit; 1 Newmark, 2 backward Euler (full Newton); 3, 4 the same, frozenHessian.
-  const int method = static_cast<int>(state.range(0));
+  const std::string model = kStiffSheetModels[state.range(3)];
+  const int resolution = state.range(3) == 1 ? 16 : 32;
+  const int method = static_cast<int>(state.range(0));   // 0 explicit, 1 Newmark, 2 Euler
+  const int hessian = static_cast<int>(state.range(2));  // 0 frozen, 1 exact, 2 no reuse
   World world = buildWorld(aluminiumScene(resolution, model));
   computeAccelerations(world);
   const double estimate = stableTimeStep(world);
@@ -123,14 +133,12 @@ void BM_StiffSheetStep(benchmark::State& state) {
       method == 0 ? largestExplicitFactor(resolution, model) : static_cast<double>(state.range(1));
   const double dt = factor * estimate;
   ImplicitSettings settings;
-  settings.scheme = method % 2 == 0 ? ImplicitScheme::kBackwardEuler : ImplicitScheme::kNewmark;
-  settings.newton.frozenHessian = method == 3 || method == 4;
-  if (method == 5) settings.newton.reuseFactorization = false;
+  settings.scheme = method == 2 ? ImplicitScheme::kBackwardEuler : ImplicitScheme::kNewmark;
+  settings.newton.frozenHessian = hessian == 0;
+  settings.newton.reuseFactorization = hessian != 2;
   ImplicitStepper stepper(settings);
   PhaseTimes times;
-  // Warm-up: the first implicit step analyses the pattern and factorizes; the timed steps
-  // show the steady state.
-  if (method != 0) (void)stepper.step(world, dt, times);
+  if (method != 0) (void)stepper.step(world, dt, times);  // warm-up
   int64_t iterations = 0, frozen = 0, factorizations = 0, steps = 0;
   for (auto _ : state) {
     if (method == 0) {
@@ -143,27 +151,115 @@ void BM_StiffSheetStep(benchmark::State& state) {
     }
     ++steps;
   }
-  state.counters["factorizations_per_step"] =
-      static_cast<double>(factorizations) / static_cast<double>(std::max<int64_t>(steps, 1));
-  state.counters["frozen_per_step"] =
-      static_cast<double>(frozen) / static_cast<double>(std::max<int64_t>(steps, 1));
+  const auto perStep = [&](int64_t count) {
+    return static_cast<double>(count) / static_cast<double>(std::max<int64_t>(steps, 1));
+  };
   state.counters["dt_s"] = dt;
   state.counters["dt_over_estimate"] = factor;
-  state.counters["newton_per_step"] =
-      static_cast<double>(iterations) / static_cast<double>(std::max<int64_t>(steps, 1));
+  state.counters["newton_per_step"] = perStep(iterations);
+  state.counters["frozen_per_step"] = perStep(frozen);
+  state.counters["factorizations_per_step"] = perStep(factorizations);
   state.counters["simulated_s_per_wall_s"] =
       benchmark::Counter(dt * static_cast<double>(steps), benchmark::Counter::kIsRate);
 }
 
 BENCHMARK(BM_StiffSheetStep)
-    ->Args({0, 0, 0})
-    ->ArgsProduct({{1, 2, 3, 4}, {20, 100}, {0}})
-    ->Args({0, 0, 1})
-    ->ArgsProduct({{1, 2}, {20, 100}, {1}})
-    ->Args({0, 0, 2})
-    ->ArgsProduct({{1, 2, 3, 4, 5}, {10, 20, 100}, {2}})
-    ->ArgNames({"method", "factor", "model"})
+    ->Args({0, 0, 0, 0})
+    ->ArgsProduct({{1, 2}, {20, 100}, {0, 1}, {0}})
+    ->Args({0, 0, 0, 1})
+    ->ArgsProduct({{1, 2}, {20, 100}, {0, 1}, {1}})
+    ->Args({0, 0, 0, 2})
+    ->ArgsProduct({{1, 2}, {10, 20, 100}, {0, 1, 2}, {2}})
+    ->ArgNames({"method", "factor", "hessian", "model"})
     ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+void BM_NewtonSystemCholesky(benchmark::State& state) {
+  const int resolution = static_cast<int>(state.range(1));
+  World world = buildWorld(aluminiumScene(resolution, "discrete_shell"));
+  const Body& body = world.bodies[0];
+  const double dt = 10 * stableTimeStep(world);
+  const double alpha = 1 / (dt * dt);
+  // The free-dof system alpha M + K as a compressed-column matrix. The models emit whole
+  // 3x3 blocks, and setFromTriplets keeps explicit zeros, so every column 3c + j holds
+  // 3-row runs: the node pattern and the block slots BlockCholesky reads follow from it.
+  std::vector<Eigen::Triplet<double>> triplets;
+  (void)body.model->addHessian(body.positions, triplets);
+  const auto mass = body.model->nodeMasses();
+  std::vector<int> freeNode(static_cast<size_t>(body.nodeCount()), -1);
+  int nodes = 0;
+  for (size_t i = 0; i < freeNode.size(); ++i) {
+    if (!body.pinned[i]) freeNode[i] = nodes++;
+  }
+  std::vector<Eigen::Triplet<double>> free;
+  for (const auto& t : triplets) {
+    const int r = freeNode[static_cast<size_t>(t.row() / 3)];
+    const int c = freeNode[static_cast<size_t>(t.col() / 3)];
+    if (r >= 0 && c >= 0) free.emplace_back(3 * r + t.row() % 3, 3 * c + t.col() % 3, t.value());
+  }
+  for (size_t i = 0; i < freeNode.size(); ++i) {
+    if (freeNode[i] < 0) continue;
+    for (int k = 0; k < 3; ++k)
+      free.emplace_back(3 * freeNode[i] + k, 3 * freeNode[i] + k, alpha * mass[i]);
+  }
+  Eigen::SparseMatrix<double, Eigen::ColMajor, int> matrix(3 * nodes, 3 * nodes);
+  matrix.setFromTriplets(free.begin(), free.end());
+  std::vector<int32_t> offsets{0}, rows, slots;
+  for (int c = 0; c < nodes; ++c) {
+    const int begin = matrix.outerIndexPtr()[3 * c];
+    const int end = matrix.outerIndexPtr()[3 * c + 1];
+    for (int p = begin; p < end; p += 3) rows.push_back(matrix.innerIndexPtr()[p] / 3);
+    offsets.push_back(static_cast<int32_t>(rows.size()));
+    for (int b = 0; b < (end - begin) / 3; ++b) {
+      for (int j = 0; j < 3; ++j) slots.push_back(matrix.outerIndexPtr()[3 * c + j] + 3 * b);
+    }
+  }
+  const Eigen::VectorXd rhs = Eigen::VectorXd::Ones(3 * nodes);
+  Eigen::SimplicialLLT<Eigen::SparseMatrix<double, Eigen::ColMajor, int>, Eigen::Lower,
+                       Eigen::AMDOrdering<int>>
+      eigen;
+  BlockCholesky block;
+  const bool useBlock = state.range(0) == 1;
+  if (useBlock) {
+    block.analyze(nodes, offsets, rows);
+  } else {
+    eigen.analyzePattern(matrix);
+  }
+  const std::span<const double> values(matrix.valuePtr(), static_cast<size_t>(matrix.nonZeros()));
+  double factorSeconds = 0, solveSeconds = 0, residual = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    if (useBlock) {
+      if (!block.factorize(values, slots)) state.SkipWithError("not positive definite");
+    } else {
+      eigen.factorize(matrix);
+    }
+    const auto factored = std::chrono::steady_clock::now();
+    Eigen::VectorXd x = rhs;
+    if (useBlock) {
+      block.solve(std::span<double>(x.data(), static_cast<size_t>(x.size())));
+    } else {
+      x = eigen.solve(rhs);
+    }
+    const auto solved = std::chrono::steady_clock::now();
+    factorSeconds += std::chrono::duration<double>(factored - start).count();
+    solveSeconds += std::chrono::duration<double>(solved - factored).count();
+    residual = (matrix * x - rhs).norm() / rhs.norm();
+  }
+  const auto runs = static_cast<double>(state.iterations());
+  state.counters["dofs"] = 3.0 * nodes;
+  state.counters["factorize_ms"] = 1e3 * factorSeconds / runs;
+  state.counters["solve_ms"] = 1e3 * solveSeconds / runs;
+  state.counters["factor_nonzeros"] =
+      useBlock ? 9.0 * static_cast<double>(block.factorBlocks()) + 6.0 * nodes
+               : static_cast<double>(eigen.matrixL().nestedExpression().nonZeros());
+  state.counters["relative_residual"] = residual;
+}
+
+BENCHMARK(BM_NewtonSystemCholesky)
+    ->ArgsProduct({{0, 1}, {32, 64, 100}})
+    ->ArgNames({"solver", "resolution"})
+    ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 }  // namespace

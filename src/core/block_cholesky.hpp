@@ -5,8 +5,9 @@
 // Working on nodes rather than scalar dofs cuts the index work ninefold: the ordering, the
 // elimination tree and the pattern of L are those of the node graph, and every arithmetic
 // step is a 3x3 block operation (27 fused multiply-adds on contiguous values). On the
-// Newton system of the 33 x 33 node aluminium sheet (bench_implicit, BM_BlockCholesky) it
-// factorizes and solves several times faster than Eigen's scalar SimplicialLLT.
+// Newton systems of the aluminium sheet (bench_implicit, BM_NewtonSystemCholesky), with the
+// same fill as Eigen's scalar SimplicialLLT, it factorizes 3.0-3.4x and solves 1.5-2.9x
+// faster (3k to 30k dofs).
 //
 // Factorization, with P a fill-reducing node permutation (AMD on the node graph, Eigen's
 // AMDOrdering) and A' = P A P^T:  A' = L L^T,  L block lower triangular with lower

@@ -3,7 +3,6 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
-#include <Eigen/SparseCholesky>
 #include <Eigen/SparseCore>
 #include <algorithm>
 #include <chrono>
@@ -21,68 +20,50 @@ namespace shellsim {
 using SparseMatrix = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
 using Vector = Eigen::VectorXd;
 
+// The Newton matrix Hess Phi on the free dofs, assembled from Model::hessianBlocks, and
+// its factorization. The layout is built once per topology version and free-dof map: the
+// matrix's 3x3 blocks are numbered by column node, then row node; block k of column node b
+// holds entries (3a' + i, 3b' + j) (a', b' free node indices) at
+// matrix.valuePtr()[blockSlots[3k + j] + i], and is the sum, in this order, of the model's
+// blocks contributions[contributionOffsets[k] .. contributionOffsets[k + 1]).
 struct LinearSolverCache {
-  std::vector<Eigen::Triplet<double>> modelTriplets;  // Model::addHessian output, reused
-  std::vector<Eigen::Triplet<double>> freeTriplets;   // restricted to free dofs
-  SparseMatrix matrix;                                // Hess Phi on free dofs
-  std::vector<int> diagonal;                          // (nFree), index of (i, i) in values
-  // The model's triplet sequence and free-dof map the scatter slots were made for, and
-  // each triplet's index into matrix.valuePtr() (-1: a pinned row or column).
-  std::vector<int> tripletRows, tripletCols, freeIndex;
-  std::vector<int> slot;
-  // Bumped whenever the matrix pattern is rebuilt; the symbolic factorization was made for
-  // pattern analyzedPattern.
-  uint64_t pattern = 0;
-  uint64_t analyzedPattern = 0;
-  bool analyzed = false;
-  bool factorized = false;  // cholesky holds the factor of a matrix with this pattern
-  // Block path (Model::hessianBlocks), built once per topology version and free-dof map.
-  // The matrix's 3x3 blocks are numbered by column node, then row node; block k of column
-  // node b holds entries (3a' + i, 3b' + j) (a', b' free node indices) at
-  // valuePtr()[blockSlots[3k + j] + i], and is the sum, in this order, of the model's
-  // blocks contributions[contributionOffsets[k] .. contributionOffsets[k + 1]).
-  bool blockLayout = false;                  // the current layout is valid for the model
-  uint64_t blockTopology = 0;                // Model::topologyVersion() it was built for
+  SparseMatrix matrix;        // Hess Phi on free dofs, compressed columns (CG products)
+  std::vector<int> diagonal;  // (nFree), index of (i, i) in matrix.valuePtr()
+  bool layoutValid = false;
+  uint64_t layoutTopology = 0;               // Model::topologyVersion() it was built for
+  std::vector<int> freeIndex;                // the free-dof map it was built for
   std::vector<double> blockValues;           // (nModelBlocks, 3, 3), hessianBlocks output
   std::vector<int32_t> columnBlockOffsets;   // (nFreeNodes + 1), matrix blocks per column
+  std::vector<int32_t> blockRow;             // (nMatrixBlocks), free row node of each
   std::vector<int32_t> blockSlots;           // (nMatrixBlocks, 3)
   std::vector<int32_t> contributionOffsets;  // (nMatrixBlocks + 1)
   std::vector<int32_t> contributions;        // model block indices
-  // The factorization: BlockCholesky on the block path, Eigen's scalar SimplicialLLT on
-  // the triplet path.
-  Eigen::SimplicialLLT<SparseMatrix, Eigen::Lower, Eigen::AMDOrdering<int>> cholesky;
-  BlockCholesky blockCholesky;
-  std::vector<int32_t> blockRow;  // (nMatrixBlocks), free row node of each matrix block
-  Eigen::Index factorRows = 0;    // size of the system the factor is of
+  // Bumped whenever the layout is rebuilt; the symbolic factorization was made for layout
+  // analyzedLayout.
+  uint64_t layout = 0;
+  uint64_t analyzedLayout = 0;
+  bool analyzed = false;
+  BlockCholesky cholesky;
+  bool factorized = false;      // cholesky holds a factor of a matrix with this layout
+  Eigen::Index factorRows = 0;  // size of the system the factor is of
 
-  // The symbolic analysis of `matrix` (pattern changed).
   void analyze() {
-    if (blockLayout) {
-      blockCholesky.analyze(static_cast<int32_t>(columnBlockOffsets.size() - 1), columnBlockOffsets,
-                            blockRow);
-    } else {
-      cholesky.analyzePattern(matrix);
-    }
+    cholesky.analyze(static_cast<int32_t>(columnBlockOffsets.size() - 1), columnBlockOffsets,
+                     blockRow);
     factorized = false;
   }
   // Numeric factorization of `matrix`; false if it is not positive definite.
   bool factorize() {
-    if (blockLayout) {
-      factorized = blockCholesky.factorize(
-          std::span<const double>(matrix.valuePtr(), static_cast<size_t>(matrix.nonZeros())),
-          blockSlots);
-    } else {
-      cholesky.factorize(matrix);
-      factorized = cholesky.info() == Eigen::Success;
-    }
+    factorized = cholesky.factorize(
+        std::span<const double>(matrix.valuePtr(), static_cast<size_t>(matrix.nonZeros())),
+        blockSlots);
     factorRows = matrix.rows();
     return factorized;
   }
   // The last factor's solution of F x = b.
   [[nodiscard]] Vector solve(const Vector& b) const {
-    if (!blockLayout) return cholesky.solve(b);
     Vector x = b;
-    blockCholesky.solve(std::span<double>(x.data(), static_cast<size_t>(x.size())));
+    cholesky.solve(std::span<double>(x.data(), static_cast<size_t>(x.size())));
     return x;
   }
 };
@@ -284,43 +265,12 @@ class NewtonSolver {
     return g;
   }
 
-  // Hess Phi on the free dofs into cache_.matrix; the symbolic factorization is redone only
-  // when the pattern changed.
+  // Hess Phi on the free dofs into cache_.matrix; the layout and the symbolic
+  // factorization are redone only when the topology or the free dofs changed.
   void assemble(std::span<const double> x) {
-    if (assembleBlocks(x)) {
-      finishAssembly();
-      return;
-    }
-    auto& model = cache_.modelTriplets;
-    model.clear();
-    if (!body_.model->addHessian(x, model)) {
+    if (!assembleBlocks(x)) {
       throw InputError(bodyLabel(body_) + ": the model '" + body_.model->name() +
                        "' has no Hessian; implicit integration needs one");
-    }
-    SparseMatrix& H = cache_.matrix;
-    bool sameSequence =
-        cache_.tripletRows.size() == model.size() &&
-        cache_.freeIndex.size() == free_.index.size() &&
-        std::equal(free_.index.begin(), free_.index.end(), cache_.freeIndex.begin());
-    for (size_t t = 0; sameSequence && t < model.size(); ++t) {
-      sameSequence =
-          model[t].row() == cache_.tripletRows[t] && model[t].col() == cache_.tripletCols[t];
-    }
-    if (sameSequence) {
-      // The pattern is known: scatter the values in triplet order (the order
-      // setFromTriplets sums duplicates in), without sorting.
-      double* values = H.valuePtr();
-      std::fill(values, values + H.nonZeros(), 0.0);
-      for (size_t t = 0; t < model.size(); ++t) {
-        if (cache_.slot[t] >= 0) values[cache_.slot[t]] += model[t].value();
-      }
-      for (size_t k = 0; k < free_.index.size(); ++k) {
-        const int f = free_.index[k];
-        if (f >= 0)
-          values[cache_.diagonal[static_cast<size_t>(f)]] += potential_.alpha * mass_[k / 3];
-      }
-    } else {
-      rebuildPattern();
     }
     finishAssembly();
   }
@@ -338,21 +288,21 @@ class NewtonSolver {
       baseDiagonal_[f] = H.valuePtr()[cache_.diagonal[static_cast<size_t>(f)]];
     }
     if (free_.count > settings_.directMaxDofs) return;
-    if (!cache_.analyzed || cache_.analyzedPattern != cache_.pattern) {
+    if (!cache_.analyzed || cache_.analyzedLayout != cache_.layout) {
       cache_.analyze();
-      cache_.analyzedPattern = cache_.pattern;
+      cache_.analyzedLayout = cache_.layout;
       cache_.analyzed = true;
       cache_.factorized = false;
     }
   }
 
-  // The block path: Hess Phi from Model::hessianBlocks into the cached layout, in parallel
-  // over column nodes, each matrix block summed in a fixed order (deterministic for any
-  // thread count). Returns false if the model offers no blocks.
+  // Hess Phi from Model::hessianBlocks into the cached layout, in parallel over column
+  // nodes, each matrix block summed in a fixed order (deterministic for any thread count).
+  // Returns false if the model offers no blocks.
   bool assembleBlocks(std::span<const double> x) {
     const uint64_t topology = body_.model->topologyVersion();
     const bool layoutValid =
-        cache_.blockLayout && cache_.blockTopology == topology &&
+        cache_.layoutValid && cache_.layoutTopology == topology &&
         cache_.freeIndex.size() == free_.index.size() &&
         std::equal(free_.index.begin(), free_.index.end(), cache_.freeIndex.begin());
     if (!layoutValid && !buildBlockLayout(topology)) return false;
@@ -390,7 +340,7 @@ class NewtonSolver {
   // pattern (every free node's diagonal block included, so that tau M can be added in
   // place), block slots and contribution lists. Returns false if the model has no blocks.
   bool buildBlockLayout(uint64_t topology) {
-    cache_.blockLayout = false;
+    cache_.layoutValid = false;
     const std::vector<int32_t> pairs = body_.model->hessianBlockNodes();
     if (pairs.empty()) return false;
     const size_t modelBlocks = pairs.size() / 2;
@@ -470,55 +420,10 @@ class NewtonSolver {
     }
     cache_.blockValues.resize(9 * modelBlocks);
     cache_.freeIndex = free_.index;
-    cache_.tripletRows.clear();  // the triplet path's scatter slots no longer match
-    cache_.blockTopology = topology;
-    cache_.blockLayout = true;
-    ++cache_.pattern;
+    cache_.layoutTopology = topology;
+    cache_.layoutValid = true;
+    ++cache_.layout;
     return true;
-  }
-
-  // Builds cache_.matrix from the model's triplets with setFromTriplets and records where
-  // each triplet lands, for the next assembly with the same sequence.
-  void rebuildPattern() {
-    const auto& model = cache_.modelTriplets;
-    auto& triplets = cache_.freeTriplets;
-    triplets.clear();
-    triplets.reserve(model.size() + static_cast<size_t>(free_.count));
-    for (const auto& t : model) {
-      const int r = free_.index[static_cast<size_t>(t.row())];
-      const int c = free_.index[static_cast<size_t>(t.col())];
-      if (r >= 0 && c >= 0) triplets.emplace_back(r, c, t.value());
-    }
-    // The diagonal is always in the pattern, so that tau M can be added in place.
-    for (size_t k = 0; k < free_.index.size(); ++k) {
-      const int f = free_.index[k];
-      if (f >= 0) triplets.emplace_back(f, f, potential_.alpha * mass_[k / 3]);
-    }
-    SparseMatrix& H = cache_.matrix;
-    H.resize(free_.count, free_.count);
-    H.setFromTriplets(triplets.begin(), triplets.end());
-    H.makeCompressed();
-    const auto find = [&](int row, int col) {
-      const int* begin = H.innerIndexPtr() + H.outerIndexPtr()[col];
-      const int* end = H.innerIndexPtr() + H.outerIndexPtr()[col + 1];
-      return static_cast<int>(std::lower_bound(begin, end, row) - H.innerIndexPtr());
-    };
-    cache_.diagonal.resize(static_cast<size_t>(free_.count));
-    for (int col = 0; col < free_.count; ++col)
-      cache_.diagonal[static_cast<size_t>(col)] = find(col, col);
-    cache_.tripletRows.resize(model.size());
-    cache_.tripletCols.resize(model.size());
-    cache_.slot.resize(model.size());
-    for (size_t t = 0; t < model.size(); ++t) {
-      cache_.tripletRows[t] = model[t].row();
-      cache_.tripletCols[t] = model[t].col();
-      const int r = free_.index[static_cast<size_t>(model[t].row())];
-      const int c = free_.index[static_cast<size_t>(model[t].col())];
-      cache_.slot[t] = r >= 0 && c >= 0 ? find(r, c) : -1;
-    }
-    cache_.freeIndex = free_.index;
-    cache_.blockLayout = false;
-    ++cache_.pattern;
   }
 
   // tau_0 = max(alpha, 1e-4 max_i K_ii / m_i).

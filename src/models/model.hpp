@@ -70,11 +70,11 @@ class Model {
   virtual EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const = 0;
 
   // The Hessian d2E/dx2 as a sum of 3x3 node blocks whose layout is fixed while
-  // topologyVersion() is unchanged, for fast repeated assembly (dynamics/implicit.cpp):
-  // hessianBlockNodes() lists the (row node, column node) of every block, shape (nBlocks,
-  // 2), a pair possibly repeated (repeats are summed); hessianBlocks() writes their values
-  // at x, shape (nBlocks, 3, 3) row-major, in that order. A model that offers no such
-  // layout returns an empty list and false.
+  // topologyVersion() is unchanged (implicit integration assembles it once per topology,
+  // dynamics/implicit.cpp): hessianBlockNodes() lists the (row node, column node) of every
+  // block, shape (nBlocks, 2), a pair possibly repeated (repeats are summed);
+  // hessianBlocks() writes their values at x, shape (nBlocks, 3, 3) row-major, in that
+  // order. A model without a Hessian returns an empty list and false.
   [[nodiscard]] virtual std::vector<int32_t> hessianBlockNodes() const { return {}; }
   virtual bool hessianBlocks(std::span<const double> x, std::span<double> values) const {
     (void)x;
@@ -82,11 +82,10 @@ class Model {
     return false;
   }
 
-  // Appends the Hessian d2E/dx2 at x as triplets (row, col, value) over 3*nNodes dofs.
-  // Models without a Hessian return false and append nothing. The default converts
-  // hessianBlocks().
-  virtual bool addHessian(std::span<const double> x,
-                          std::vector<Eigen::Triplet<double>>& triplets) const {
+  // Appends the Hessian at x as triplets (row, col, value) over 3*nNodes dofs, one per
+  // entry of every block (tests and tools; the integrators use the blocks). Returns false,
+  // appending nothing, for a model without a Hessian.
+  bool addHessian(std::span<const double> x, std::vector<Eigen::Triplet<double>>& triplets) const {
     const std::vector<int32_t> pairs = hessianBlockNodes();
     if (pairs.empty()) return false;
     std::vector<double> values(pairs.size() / 2 * 9);

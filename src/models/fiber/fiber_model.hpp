@@ -206,8 +206,11 @@ class FiberModel : public Model {
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
   [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
   EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
-  bool addHessian(std::span<const double> x,
-                  std::vector<Eigen::Triplet<double>>& triplets) const override;
+  // The exact Hessian, one dense block per centre node over its normal patch (every pair of
+  // patch nodes, centre by centre; zero for a centre without active fibers), computed in
+  // parallel over centres.
+  [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
+  bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
   // 0.7 * 2 / sqrt(lambda), lambda the largest eigenvalue of M^-1 K at rest from 40 Lanczos
   // steps (Hessian-vector products by central differences of the gradient). Lanczos
   // approaches lambda_max from below; the factor 0.7 covers that and the stiffening of the
@@ -242,6 +245,8 @@ class FiberModel : public Model {
   [[nodiscard]] size_t memoryBytes() const;
 
  private:
+  // Centre j's Hessian over its normal patch, (3 |patch|, 3 |patch|).
+  void centreHessian(std::span<const double> x, size_t j, Eigen::MatrixXd& h) const;
   // The patch frame f1, f2 of node j at x and N_j = f1 x f2 / |f1 x f2| (the rest normal
   // and length 0 when the patch has collapsed to a line or a point).
   struct PatchFrame {
