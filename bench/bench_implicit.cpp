@@ -169,7 +169,7 @@ BENCHMARK(BM_StiffSheetStep)
     ->Args({0, 0, 0, 1})
     ->ArgsProduct({{1, 2}, {20, 100}, {0, 1}, {1}})
     ->Args({0, 0, 0, 2})
-    ->ArgsProduct({{1, 2}, {10, 20, 100}, {0, 1, 2}, {2}})
+    ->ArgsProduct({{1, 2}, {10, 12, 20, 100}, {0, 1, 2}, {2}})
     ->ArgNames({"method", "factor", "hessian", "model"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

@@ -71,11 +71,13 @@ Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> forma
   }
 }
 
-void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds) {
+void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds,
+                          std::optional<NewtonCounts> newton) {
   FrameRecord record;
   record.frame = frame;
   record.time = world.time;
   record.steps = steps;
+  record.newton = newton;
   record.wallSeconds = wallSeconds;
   const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                          [](const Obstacle& o) { return !o.path.isStatic(); });
@@ -177,6 +179,10 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
     frame["time"] = record.time;
     frame["steps"] = record.steps;
     frame["wall_seconds"] = record.wallSeconds;
+    if (record.newton) {
+      frame["newton_iterations"] = record.newton->iterations;
+      frame["factorizations"] = record.newton->factorizations;
+    }
     frame["kinetic_energy"] = kinetic;
     frame["potential_energy"] = potential;
     frame["bodies"] = energies;
@@ -190,6 +196,10 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   }
   summary["frames"] = frames;
   summary["steps"] = frames_.empty() ? 0 : frames_.back().steps;
+  if (!frames_.empty() && frames_.back().newton) {
+    summary["newton_iterations"] = frames_.back().newton->iterations;
+    summary["factorizations"] = frames_.back().newton->factorizations;
+  }
   summary["phase_seconds"] = {{"forces", times.forces},    {"integrate", times.integrate},
                               {"contact", times.contact},  {"checks", times.checks},
                               {"output", times.output},    {"inelastic", times.inelastic},

@@ -12,10 +12,19 @@
 
 namespace shellsim {
 
+struct NewtonCounts {
+  int64_t iterations = 0;
+  int64_t factorizations = 0;
+};
+
 struct FrameRecord {
   int32_t frame = 0;
-  double time = 0;         // s
-  int64_t steps = 0;       // steps taken up to this frame
+  double time = 0;    // s
+  int64_t steps = 0;  // steps taken up to this frame
+  // Implicit runs: Newton iterations and Cholesky factorizations up to this frame, all
+  // bodies (the completed steps of failed, recomputed attempts included, as in `steps`);
+  // absent for explicit runs.
+  std::optional<NewtonCounts> newton;
   double wallSeconds = 0;  // since the run started
   struct BodyEnergy {
     double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J
@@ -36,7 +45,8 @@ class Recorder {
            std::optional<CameraDef> camera = std::nullopt);
 
   // Writes every body's surface in every format and appends the frame's energies.
-  void writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds);
+  void writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds,
+                  std::optional<NewtonCounts> newton = std::nullopt);
 
   // Rewrites summary.json atomically. `status` is "running", "completed" or
   // "numerical_failure"; `error` is the failure message, if any.

@@ -157,11 +157,13 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   computeAccelerations(world);
   checkState(world);
   const EnergyGuard energyGuard(world);
+  NewtonCounts newton;  // implicit runs, so far
 
   const auto record = [&](int32_t frame) {
     {
       const auto outputStart = std::chrono::steady_clock::now();
-      recorder.writeFrame(world, frame, report.steps, elapsed());
+      recorder.writeFrame(world, frame, report.steps, elapsed(),
+                          implicitStepper ? std::optional<NewtonCounts>(newton) : std::nullopt);
       recorder.writeSummary(world, sceneName, report.timeStep, report.stableTimeStep, times,
                             report.warnings, frame + 1 == frameCount ? "completed" : "running", "");
       times.output +=
@@ -182,7 +184,11 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
         const double dt = frameInterval / static_cast<double>(stepsPerFrame);
         for (int64_t s = 0; s < stepsPerFrame; ++s) {
           if (implicitStepper) {
-            implicitStepper->step(world, dt, times);
+            const ImplicitStepReport solved = implicitStepper->step(world, dt, times);
+            for (const NewtonReport& body : solved.bodies) {
+              newton.iterations += body.iterations;
+              newton.factorizations += body.factorizations;
+            }
           } else {
             step(world, dt, times);
           }

@@ -331,6 +331,26 @@ TEST_P(ModelIntegratorRun, CompletesAndSags) {
     if (i % 3 == 2) lowest = std::min(lowest, last.positions[i]);
   }
   EXPECT_LT(lowest, -0.01) << "the free edge did not sag";
+  // Implicit runs report their Newton work per frame, cumulative: at least one iteration
+  // per step, a factorization at least on the first step; explicit runs report none.
+  std::ifstream in(out / "summary.json");
+  const auto summary = nlohmann::json::parse(in);
+  const auto& frames = summary["frames"];
+  if (integrator == Integrator::kVerlet) {
+    EXPECT_FALSE(summary.contains("newton_iterations"));
+    EXPECT_FALSE(frames[3].contains("newton_iterations"));
+  } else {
+    int64_t previous = 0;
+    for (size_t f = 1; f < frames.size(); ++f) {
+      const auto iterations = frames[f]["newton_iterations"].get<int64_t>();
+      EXPECT_GE(iterations - previous,
+                frames[f]["steps"].get<int64_t>() - frames[f - 1]["steps"].get<int64_t>())
+          << "frame " << f;
+      previous = iterations;
+    }
+    EXPECT_EQ(summary["newton_iterations"].get<int64_t>(), previous);
+    EXPECT_GE(summary["factorizations"].get<int64_t>(), 1);
+  }
 }
 
 std::string modelIntegratorName(
