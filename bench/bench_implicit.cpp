@@ -70,6 +70,10 @@ void BM_ImplicitNewtonIteration(benchmark::State& state) {
   settings.scheme = ImplicitScheme::kBackwardEuler;
   if (state.range(1) == 1) settings.newton.directMaxDofs = 0;
   settings.newton.maxIterations = 100;
+  // Full Newton iterations (assembly and a fresh factorization or CG solve each), not the
+  // frozen factor's cheaper ones: the cost of one exact iteration per solver.
+  settings.newton.frozenHessian = false;
+  settings.newton.reuseFactorization = false;
   ImplicitStepper stepper(settings);
   const double dt = kImplicitStepFactor * stableTimeStep(world);
   PhaseTimes times;

@@ -120,12 +120,14 @@ struct NewtonSettings {
   // accuracy and ~10^4 units in the last place of the coordinates. >= 0.
   double stepTolerance = 1e-12;
   // Free dofs up to which the sparse Cholesky factorization is used; above it the
-  // Jacobi-preconditioned conjugate gradient. Measured (bench_implicit, backward Euler on
-  // the 1 mm aluminium sheet at 20x its stable step, Release, 2 shared cores), seconds per
-  // Newton iteration, Cholesky vs CG: 1k dofs 0.002 vs 0.004, 10k 0.013 vs 0.068, 100k 1.2
-  // vs 1.5 (CG needs 50-130 iterations at this step). The factorization grows like
-  // n^1.5 on a sheet and its memory like n log n, CG linearly per iteration: the crossover
-  // is just above 1e5 dofs, hence 2e5 (unmeasured above 1e5).
+  // Jacobi-preconditioned conjugate gradient. Measured (bench_implicit,
+  // BM_ImplicitNewtonIteration: backward Euler on the 1 mm aluminium mass-spring sheet at
+  // 20x its stable step, full Newton iterations, Release, 2 cores), seconds per iteration,
+  // block Cholesky vs CG: 1k dofs 0.0004 vs 0.0014, 10k 0.014 vs 0.027, 100k 0.38 vs 0.46
+  // (CG needs 50-130 iterations at this step; Eigen's scalar Cholesky took 1.2 s at 100k).
+  // The factorization grows like n^1.5 on a sheet and its memory like n log n, CG linearly
+  // per iteration, and frozen-Hessian iterations (direct path only) cost a fraction of a
+  // factorization: the crossover lies above 1e5 dofs, hence 2e5 (unmeasured above 1e5).
   int64_t directMaxDofs = 200000;
   int32_t maxLinearIterations = 10000;  // Jacobi-CG iterations per solve
   // Direct path: precondition CG with the last Cholesky factor (from an earlier iteration
