@@ -51,9 +51,10 @@
 //     Euler: x + h v + h^2 a) and y (where the step ends without elastic forces: x + h v
 //     up to the loads' O(h^2) fall), the one with the lower Phi; both are evaluated with
 //     their gradients, and Newton starts with the winner's.
-//  1. model.prepare(x), then gradient and Hessian at x (prepare holds state such as the
-//     fiber model's reference normals fixed, so Phi and its derivatives agree within the
-//     iteration).
+//  1. model.prepare(x), then gradient and Hessian at x (a model may hold state fixed in
+//     prepare, so that Phi and its derivatives agree within the iteration). A gradient
+//     already computed at x (a start candidate's, the line search's full step) is reused
+//     unless prepare reports that the held state changed.
 //  2. Convergence: the relative residual |grad Phi(x)| / F <= tolerance, F the force scale
 //     of the step: |alpha M (x0 - y) - f| + |dE/dx(x0)| at the step's start x0 (inertial
 //     plus external plus elastic force magnitudes; it does not vanish at equilibrium).
@@ -80,14 +81,16 @@
 //     reuseFactorization, the direct path first runs CG preconditioned by the last Cholesky
 //     factor (kept across iterations and steps: the Hessian of a slowly deforming body
 //     changes little), to the same forcing term, and refactorizes only when that takes
-//     more than maxReuseIterations or meets non-positive curvature.
+//     more than maxReuseIterations or meets non-positive curvature. With frozenHessian (the
+//     default for dynamic steps; NewtonSettings), iterations first solve with the last
+//     factor as it is, without assembling.
 //     Assembly by node blocks (Model::hessianBlocks): the layout (the matrix pattern,
 //     where each model block lands, which blocks sum into each matrix block) is built once
 //     per topology and free-dof set; each assembly sums the blocks in parallel over column
 //     nodes in a fixed order. Factorization by BlockCholesky (core/block_cholesky.hpp),
 //     which works on 3x3 node blocks. Measured (bench_implicit, BM_NewtonSystemCholesky,
-//     discrete-shell aluminium sheet): 3,168 dofs factorize 3.8 ms, solve 0.24 ms (Eigen's
-//     scalar SimplicialLLT: 13.0 and 0.70); 30,300 dofs 243 and 11.5 ms (Eigen 727 and 17).
+//     discrete-shell aluminium sheet): 3,168 dofs factorize 3.3 ms, solve 0.18 ms (Eigen's
+//     scalar SimplicialLLT: 12.1 and 0.58); 30,300 dofs 216 and 10.3 ms (Eigen 702 and 16.5).
 //     CHOLMOD (SuiteSparse 5.12 with OpenBLAS, supernodal) took 15-18 ms and 0.34 ms at
 //     3,168 dofs and 258 ms at 30,300, so it was not added as a dependency.
 //  4. Backtracking (Armijo, c1 = 1e-4, halving) on Phi with the prepared state fixed. Once
@@ -142,10 +145,10 @@ struct NewtonSettings {
   // fails the line search), or half of maxIterations is used, the rest of the solve takes
   // full Newton steps, each assembling and refactorizing, and the newest factor is the one
   // frozen at the next step. On by default: on the 1 mm aluminium sheet (bench_implicit,
-  // discrete shell, backward Euler) a step at 10x the explicit limit costs 0.65 ms with it
-  // and 4.6 ms without, at 100x 2.8 and 7.0 ms. Where the Hessian changes fast it costs
-  // some wasted iterations: the can crushed with backward Euler (0.5 s) took 39 s with it
-  // and 33 s without. Static equilibrium (alpha = 0) always takes full Newton steps:
+  // discrete shell, backward Euler) a step at 10x the explicit estimate costs 0.53 ms with
+  // it and 2.6 ms without, at 100x 2.7 and 5.0 ms (an explicit step: 0.063 ms). Where the Hessian
+  // changes fast it costs some wasted iterations: the can crushed with backward Euler (0.5 s) took
+  // 39 s with it and 33 s without. Static equilibrium (alpha = 0) always takes full Newton steps:
   // without the inertia term the Hessian changes too much along a large-deflection path
   // (the cantilever elastica diverged with a frozen factor).
   bool frozenHessian = true;
