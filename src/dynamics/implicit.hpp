@@ -33,7 +33,10 @@
 // second order. beta = 0 is the explicit central-difference scheme: x+ = xt needs no solve,
 // a+ = [-dE/dx(x+)/m + g - c vt] / (1 + c gamma h), stable only below the explicit limit.
 // The step reads a = (the accelerations computeAccelerations left, -dE/dx / m + g) - c v:
-// the state is (x, v) alone, so a step recomputed from a checkpoint (run.cpp) is the same.
+// the physical state is (x, v) alone. The solver also keeps, per body, the last Cholesky
+// factor (frozen Hessian); it changes the Newton iterates, not what they converge to, so
+// a step recomputed from a checkpoint (run.cpp) agrees with the first attempt to the
+// Newton tolerance, not bit for bit. A run is still deterministic.
 //
 // Backward (implicit) Euler:  v+ = v + h a+,  x+ = x + h v+,  M a+ = -dE/dx(x+) + M g - c M v+:
 //   Phi(x) = alpha/2 (x - y)^T M (x - y) + E(x),
