@@ -173,18 +173,37 @@ double assembleEnergyGradient(std::span<const int32_t> elementNodes, const Incid
 //     fills element e's Hessian h, written to values[(e K^2 + a K + b) 9 ..] row-major,
 //     in parallel; every element writes its own slots, so the values do not depend on the
 //     thread count.
+// The node pairs (nodes[a], nodes[b]) of one dense Hessian over `nodes`, appended in
+// block order (a, b); writeNodeBlocks writes its values in the same order.
+inline void appendNodePairs(std::span<const int32_t> nodes, std::vector<int32_t>& pairs) {
+  for (const int32_t a : nodes) {
+    for (const int32_t b : nodes) {
+      pairs.push_back(a);
+      pairs.push_back(b);
+    }
+  }
+}
+
+// Writes the 3x3 node blocks of h (3m x 3m, m nodes) in block order (a, b), each row-major,
+// from out on; returns the end.
+template <class Matrix>
+double* writeNodeBlocks(const Matrix& h, double* out) {
+  const Eigen::Index nodes = h.rows() / 3;
+  for (Eigen::Index a = 0; a < nodes; ++a) {
+    for (Eigen::Index b = 0; b < nodes; ++b) {
+      for (Eigen::Index i = 0; i < 3; ++i) {
+        for (Eigen::Index j = 0; j < 3; ++j) *out++ = h(3 * a + i, 3 * b + j);
+      }
+    }
+  }
+  return out;
+}
+
 template <int K>
 void stencilBlockNodes(std::span<const int32_t> elementNodes, std::vector<int32_t>& pairs) {
   const size_t count = elementNodes.size() / K;
   pairs.reserve(pairs.size() + 2 * K * K * count);
-  for (size_t e = 0; e < count; ++e) {
-    for (int a = 0; a < K; ++a) {
-      for (int b = 0; b < K; ++b) {
-        pairs.push_back(elementNodes[e * K + static_cast<size_t>(a)]);
-        pairs.push_back(elementNodes[e * K + static_cast<size_t>(b)]);
-      }
-    }
-  }
+  for (size_t e = 0; e < count; ++e) appendNodePairs(elementNodes.subspan(e * K, K), pairs);
 }
 
 template <int K, class Kernel>
@@ -203,14 +222,7 @@ void stencilHessianBlocks(std::span<const int32_t> elementNodes, std::span<const
                 row(positions, static_cast<size_t>(elementNodes[e * K + static_cast<size_t>(k)]));
           }
           kernel(e, x, g, h);
-          double* out = values.data() + kPerElement * e;
-          for (int a = 0; a < K; ++a) {
-            for (int b = 0; b < K; ++b) {
-              for (int i = 0; i < 3; ++i) {
-                for (int j = 0; j < 3; ++j) *out++ = h(3 * a + i, 3 * b + j);
-              }
-            }
-          }
+          writeNodeBlocks(h, values.data() + kPerElement * e);
         }
       });
 }

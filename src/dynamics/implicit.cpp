@@ -39,13 +39,11 @@ struct LinearSolverCache {
   std::vector<int32_t> contributionOffsets;  // (nMatrixBlocks + 1)
   std::vector<int32_t> contributions;        // model block indices
   // Bumped whenever the layout is rebuilt; the symbolic factorization was made for layout
-  // analyzedLayout.
+  // analyzedLayout (layouts count from 1, so 0 is "none yet").
   uint64_t layout = 0;
   uint64_t analyzedLayout = 0;
-  bool analyzed = false;
   BlockCholesky cholesky;
-  bool factorized = false;      // cholesky holds a factor of a matrix with this layout
-  Eigen::Index factorRows = 0;  // size of the system the factor is of
+  bool factorized = false;  // cholesky holds a factor (of 3 cholesky.nodeCount() dofs)
 
   void analyze() {
     cholesky.analyze(static_cast<int32_t>(columnBlockOffsets.size() - 1), columnBlockOffsets,
@@ -57,7 +55,6 @@ struct LinearSolverCache {
     factorized = cholesky.factorize(
         std::span<const double>(matrix.valuePtr(), static_cast<size_t>(matrix.nonZeros())),
         blockSlots);
-    factorRows = matrix.rows();
     return factorized;
   }
   // The last factor's solution of F x = b.
@@ -187,7 +184,7 @@ class NewtonSolver {
       const bool frozenUsable =
           frozenAllowed && !frozenFailed && 2 * iteration < settings_.maxIterations;
       frozenFrom = -1;
-      if (frozenUsable && cache_.factorized && cache_.factorRows == free_.count) {
+      if (frozenUsable && cache_.factorized && 3 * cache_.cholesky.nodeCount() == free_.count) {
         // Modified Newton: the last factor (possibly from an earlier step) as the Hessian.
         d = cache_.solve(-g);
         if (d.allFinite()) {
@@ -288,11 +285,9 @@ class NewtonSolver {
       baseDiagonal_[f] = H.valuePtr()[cache_.diagonal[static_cast<size_t>(f)]];
     }
     if (free_.count > settings_.directMaxDofs) return;
-    if (!cache_.analyzed || cache_.analyzedLayout != cache_.layout) {
+    if (cache_.analyzedLayout != cache_.layout) {
       cache_.analyze();
       cache_.analyzedLayout = cache_.layout;
-      cache_.analyzed = true;
-      cache_.factorized = false;
     }
   }
 
@@ -785,14 +780,12 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
   }
   {
     PhaseTimer timer(times.contact);
-    // A node projected out of an obstacle moved: its body's gradient must be recomputed.
-    std::vector<std::vector<double>> solved(world.bodies.size());
-    for (size_t b = 0; b < world.bodies.size(); ++b) {
-      if (knownGradients[b].valid) solved[b] = world.bodies[b].positions;
-    }
+    // A node in contact was projected out of its obstacle (it moved): its body's gradient
+    // must be recomputed.
     if (projectOutOfObstacles(world) > 0) {
       for (size_t b = 0; b < world.bodies.size(); ++b) {
-        if (knownGradients[b].valid && solved[b] != world.bodies[b].positions)
+        const std::vector<int32_t>& contact = world.bodies[b].contactObstacle;
+        if (std::any_of(contact.begin(), contact.end(), [](int32_t o) { return o >= 0; }))
           knownGradients[b].valid = false;
       }
     }

@@ -792,15 +792,7 @@ void FiberModel::nodeValues(std::span<const double> x, std::span<double> stretch
 std::vector<int32_t> FiberModel::hessianBlockNodes() const {
   // Every pair of nodes of every centre's normal patch, centre by centre (hessianBlocks).
   std::vector<int32_t> pairs;
-  for (size_t j = 0; j < static_cast<size_t>(network_.nodeCount); ++j) {
-    const std::span<const int32_t> local = normalPatch(static_cast<int32_t>(j));
-    for (const int32_t a : local) {
-      for (const int32_t b : local) {
-        pairs.push_back(a);
-        pairs.push_back(b);
-      }
-    }
-  }
+  for (int32_t j = 0; j < network_.nodeCount; ++j) appendNodePairs(normalPatch(j), pairs);
   return pairs;
 }
 
@@ -815,15 +807,7 @@ bool FiberModel::hessianBlocks(std::span<const double> x, std::span<double> valu
     Eigen::MatrixXd h;
     for (size_t j = r.begin(); j != r.end(); ++j) {
       centreHessian(x, j, h);
-      const auto size = static_cast<Eigen::Index>(h.rows() / 3);
-      double* out = values.data() + offsets[j];
-      for (Eigen::Index a = 0; a < size; ++a) {
-        for (Eigen::Index b = 0; b < size; ++b) {
-          for (Eigen::Index i = 0; i < 3; ++i) {
-            for (Eigen::Index k = 0; k < 3; ++k) *out++ = h(3 * a + i, 3 * b + k);
-          }
-        }
-      }
+      writeNodeBlocks(h, values.data() + offsets[j]);
     }
   });
   return true;
