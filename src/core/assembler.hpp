@@ -19,9 +19,14 @@
 
 #include <Eigen/Core>
 #include <Eigen/Geometry>  // cross products on Vec3
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#endif
 
 namespace shellsim {
 
@@ -72,6 +77,10 @@ inline Incidence buildIncidence(std::span<const int32_t> elementNodes, int32_t n
 // Grain size of the parallel loops: fixed, so the reduction tree does not depend on
 // the scheduler.
 inline constexpr size_t kAssemblyGrain = 1024;
+// Nodes per task of the gather pass. Each node's sum has a fixed order whatever the tasks,
+// so this grain only balances the load: ~3,400 nodes in tasks of 1,024 left one of two
+// threads with 2,048 of them.
+inline constexpr size_t kGatherGrain = 256;
 
 // Sums values[0..n) with a fixed reduction tree (deterministic for any thread count).
 inline double deterministicSum(std::span<const double> values) {
@@ -94,31 +103,56 @@ template <size_t kScale, size_t kStride>
 void gatherIncidentGradients(const Incidence& incidence, std::span<const double> slots,
                              std::span<double> gradient) {
   const size_t nodeCount = incidence.offsets.size() - 1;
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, nodeCount, kAssemblyGrain),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      const int32_t* entries = incidence.entries.data();
-                      const double* source = slots.data();
-                      for (size_t n = r.begin(); n != r.end(); ++n) {
-                        // Two partial sums (even and odd entries) halve the chain of
-                        // dependent additions; the order is still fixed.
-                        double even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
-                        int32_t i = incidence.offsets[n];
-                        const int32_t end = incidence.offsets[n + 1];
-                        for (; i + 1 < end; i += 2) {
-                          const double* a = source + kScale * static_cast<size_t>(entries[i]);
-                          const double* b = source + kScale * static_cast<size_t>(entries[i + 1]);
-                          for (size_t c = 0; c < 3; ++c) {
-                            even[c] += a[c * kStride];
-                            odd[c] += b[c * kStride];
-                          }
-                        }
-                        if (i < end) {
-                          const double* a = source + kScale * static_cast<size_t>(entries[i]);
-                          for (size_t c = 0; c < 3; ++c) even[c] += a[c * kStride];
-                        }
-                        for (size_t c = 0; c < 3; ++c) gradient[3 * n + c] += even[c] + odd[c];
-                      }
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, nodeCount, kGatherGrain),
+      [&](const tbb::blocked_range<size_t>& r) {
+        const int32_t* entries = incidence.entries.data();
+        const double* source = slots.data();
+        for (size_t n = r.begin(); n != r.end(); ++n) {
+          int32_t i = incidence.offsets[n];
+          const int32_t end = incidence.offsets[n + 1];
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+          if constexpr (kStride == 1) {
+            // A slot's (x, y, z) side by side: one masked 256-bit load and add per entry
+            // instead of three scalar ones; the same additions in the same order.
+            __m256d even = _mm256_setzero_pd(), odd = _mm256_setzero_pd();
+            for (; i + 1 < end; i += 2) {
+              even = _mm256_add_pd(
+                  even,
+                  _mm256_maskz_loadu_pd(0x7, source + kScale * static_cast<size_t>(entries[i])));
+              odd = _mm256_add_pd(odd,
+                                  _mm256_maskz_loadu_pd(
+                                      0x7, source + kScale * static_cast<size_t>(entries[i + 1])));
+            }
+            if (i < end) {
+              even = _mm256_add_pd(
+                  even,
+                  _mm256_maskz_loadu_pd(0x7, source + kScale * static_cast<size_t>(entries[i])));
+            }
+            double* out = gradient.data() + 3 * n;
+            _mm256_mask_storeu_pd(
+                out, 0x7, _mm256_add_pd(_mm256_maskz_loadu_pd(0x7, out), _mm256_add_pd(even, odd)));
+            continue;
+          }
+#endif
+          // Two partial sums (even and odd entries) halve the chain of dependent
+          // additions; the order is still fixed.
+          double even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
+          for (; i + 1 < end; i += 2) {
+            const double* a = source + kScale * static_cast<size_t>(entries[i]);
+            const double* b = source + kScale * static_cast<size_t>(entries[i + 1]);
+            for (size_t c = 0; c < 3; ++c) {
+              even[c] += a[c * kStride];
+              odd[c] += b[c * kStride];
+            }
+          }
+          if (i < end) {
+            const double* a = source + kScale * static_cast<size_t>(entries[i]);
+            for (size_t c = 0; c < 3; ++c) even[c] += a[c * kStride];
+          }
+          for (size_t c = 0; c < 3; ++c) gradient[3 * n + c] += even[c] + odd[c];
+        }
+      });
 }
 
 // Scratch buffers of one assembly, kept between calls to avoid reallocations.

@@ -26,7 +26,9 @@
 #include <numbers>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "core/lane_gather.hpp"
 #include "geometry/primitives.hpp"
 #include "models/discrete_shell/discrete_shell_kernel.hpp"
 #include "models/discrete_shell/discrete_shell_model.hpp"
@@ -372,6 +374,65 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DiscreteShellKernelDerivatives,
                                            HingeShape::kNearlyFoldedNegative,
                                            HingeShape::kNearlyDegenerate),
                          [](const auto& param) { return shapeName(param.param); });
+
+TEST(DiscreteShellKernel, BatchesGatherAndSumAsTheLaneKernelsDo) {
+  // hingeEdgeEnergyBatches and triangleEnergyBatches (the force evaluation's entry points)
+  // against gatherLanePositions + the lane kernels batch by batch: the same gradients and
+  // energy sums, bit for bit, on random nodes and parameters.
+  constexpr int kLanes = ds::kLanes;
+  constexpr int kBatches = 3;
+  constexpr int kNodes = 40;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::uniform_real_distribution<double> positive(0.5, 2.0);
+  std::uniform_int_distribution<int32_t> node(0, kNodes - 1);
+  std::vector<double> xs(3 * kNodes);
+  for (double& v : xs) v = u(rng);
+  std::vector<int32_t> hingeOffsets(4 * kLanes * kBatches), triangleOffsets(3 * kLanes * kBatches);
+  for (int32_t& o : hingeOffsets) o = 3 * node(rng);
+  for (int32_t& o : triangleOffsets) o = 3 * node(rng);
+  std::vector<double> hingeParameters(4 * kLanes * kBatches),
+      triangleParameters(2 * kLanes * kBatches);
+  for (double& p : hingeParameters) p = positive(rng);
+  for (double& p : triangleParameters) p = positive(rng);
+
+  double bending[kLanes] = {}, stretching[kLanes] = {}, triangleEnergy[kLanes] = {};
+  std::vector<double> hingeGradient(12 * kLanes * kBatches),
+      triangleGradient(9 * kLanes * kBatches);
+  ds::hingeEdgeEnergyBatches(xs.data(), hingeOffsets.data(), hingeParameters.data(), kBatches,
+                             bending, stretching, hingeGradient.data());
+  ds::triangleEnergyBatches(xs.data(), triangleOffsets.data(), triangleParameters.data(), kBatches,
+                            triangleEnergy, triangleGradient.data());
+
+  double expectBending[kLanes] = {}, expectStretching[kLanes] = {},
+         expectTriangleEnergy[kLanes] = {};
+  for (int b = 0; b < kBatches; ++b) {
+    alignas(64) double positions[12 * kLanes];
+    double laneBending[kLanes], laneStretching[kLanes], shape[2 * kLanes], gradient[12 * kLanes];
+    gatherLanePositions<4>(xs.data(), &hingeOffsets[4 * kLanes * b], positions);
+    ds::hingeEdgeEnergyLanes(positions, &hingeParameters[4 * kLanes * b], laneBending,
+                             laneStretching, gradient, shape);
+    for (int l = 0; l < kLanes; ++l) {
+      expectBending[l] += laneBending[l];
+      expectStretching[l] += laneStretching[l];
+    }
+    for (int i = 0; i < 12 * kLanes; ++i)
+      EXPECT_EQ(hingeGradient[12 * kLanes * b + i], gradient[i]);
+    gatherLanePositions<3>(xs.data(), &triangleOffsets[3 * kLanes * b], positions);
+    double laneEnergy[kLanes];
+    ds::triangleEnergyLanes(positions, &triangleParameters[2 * kLanes * b], laneEnergy, gradient,
+                            shape);
+    for (int l = 0; l < kLanes; ++l) expectTriangleEnergy[l] += laneEnergy[l];
+    for (int i = 0; i < 9 * kLanes; ++i)
+      EXPECT_EQ(triangleGradient[9 * kLanes * b + i], gradient[i]);
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    EXPECT_EQ(bending[l], expectBending[l]);
+    EXPECT_EQ(stretching[l], expectStretching[l]);
+    EXPECT_EQ(triangleEnergy[l], expectTriangleEnergy[l]);
+    EXPECT_GT(bending[l], 0.0);  // random angles against random rest angles
+  }
+}
 
 TEST(DiscreteShellKernel, DihedralSignConvexPositiveConcaveNegativeFlatZero) {
   // The example of the header: apexes below the edge (a ridge seen from +z) is convex.

@@ -3,6 +3,8 @@
 
 #include <numbers>
 
+#include "core/lane_gather.hpp"
+
 namespace shellsim::discrete_shell {
 namespace {
 
@@ -117,7 +119,10 @@ double dihedralAngleHessian(const Vec3 (&x)[4], Vec3 (&g)[4], Mat12& hessian) {
 #define SHELLSIM_PREFER_512
 #endif
 
-SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(
+namespace {
+
+// The lane loop of hingeEdgeEnergyLanes; inlined into both entry points.
+inline __attribute__((always_inline)) void hingeEdgeLanes(
     const double* __restrict x, const double* __restrict parameters, double* __restrict bending,
     double* __restrict stretching, double* __restrict gradient, double* __restrict shape) {
   constexpr double kPi = std::numbers::pi;
@@ -191,10 +196,42 @@ SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(
   }
 }
 
-SHELLSIM_PREFER_512 void triangleEnergyLanes(const double* __restrict x,
-                                             const double* __restrict parameters,
-                                             double* __restrict energy, double* __restrict gradient,
-                                             double* __restrict area) {
+}  // namespace
+
+SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(
+    const double* __restrict x, const double* __restrict parameters, double* __restrict bending,
+    double* __restrict stretching, double* __restrict gradient, double* __restrict shape) {
+  hingeEdgeLanes(x, parameters, bending, stretching, gradient, shape);
+}
+
+SHELLSIM_PREFER_512 void hingeEdgeEnergyBatches(const double* __restrict xs,
+                                                const int32_t* __restrict offsets,
+                                                const double* __restrict parameters,
+                                                int64_t batches, double* __restrict bending,
+                                                double* __restrict stretching,
+                                                double* __restrict gradient) {
+  static_assert(kLanes == kGatherLanes);
+  alignas(64) double positions[12 * kLanes];
+  double laneBending[kLanes], laneStretching[kLanes], shape[2 * kLanes];
+  for (int64_t b = 0; b < batches; ++b) {
+    gatherLanePositions<4>(xs, offsets + 4 * kLanes * b, positions);
+    hingeEdgeLanes(positions, parameters + 4 * kLanes * b, laneBending, laneStretching,
+                   gradient + 12 * kLanes * b, shape);
+    for (int l = 0; l < kLanes; ++l) {
+      bending[l] += laneBending[l];
+      stretching[l] += laneStretching[l];
+    }
+  }
+}
+
+namespace {
+
+// The lane loop of triangleEnergyLanes; inlined into both entry points.
+inline __attribute__((always_inline)) void triangleLanes(const double* __restrict x,
+                                                         const double* __restrict parameters,
+                                                         double* __restrict energy,
+                                                         double* __restrict gradient,
+                                                         double* __restrict area) {
   for (int l = 0; l < kLanes; ++l) {
     const auto p = [&](int slot, int axis) { return x[(slot * 3 + axis) * kLanes + l]; };
     double e[3][3];  // e_i, the edge opposite x_i: x2 - x1, x0 - x2, x1 - x0
@@ -222,6 +259,30 @@ SHELLSIM_PREFER_512 void triangleEnergyLanes(const double* __restrict x,
       g[1] = m[2] * e[v][0] - m[0] * e[v][2];
       g[2] = m[0] * e[v][1] - m[1] * e[v][0];
     }
+  }
+}
+
+}  // namespace
+
+SHELLSIM_PREFER_512 void triangleEnergyLanes(const double* __restrict x,
+                                             const double* __restrict parameters,
+                                             double* __restrict energy, double* __restrict gradient,
+                                             double* __restrict area) {
+  triangleLanes(x, parameters, energy, gradient, area);
+}
+
+SHELLSIM_PREFER_512 void triangleEnergyBatches(const double* __restrict xs,
+                                               const int32_t* __restrict offsets,
+                                               const double* __restrict parameters, int64_t batches,
+                                               double* __restrict energy,
+                                               double* __restrict gradient) {
+  alignas(64) double positions[9 * kLanes];
+  double laneEnergy[kLanes], area[kLanes];
+  for (int64_t b = 0; b < batches; ++b) {
+    gatherLanePositions<3>(xs, offsets + 3 * kLanes * b, positions);
+    triangleLanes(positions, parameters + 2 * kLanes * b, laneEnergy, gradient + 9 * kLanes * b,
+                  area);
+    for (int l = 0; l < kLanes; ++l) energy[l] += laneEnergy[l];
   }
 }
 

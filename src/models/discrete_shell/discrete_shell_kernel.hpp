@@ -234,6 +234,15 @@ void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict p
                           double* __restrict bending, double* __restrict stretching,
                           double* __restrict gradient, double* __restrict shape);
 
+// hingeEdgeEnergyLanes over `batches` consecutive batches, positions gathered from
+// xs (N, 3), m, by offsets (batches, 4 slots, kLanes), each node's 3 n (lane_gather.hpp):
+// parameters (batches, 4, kLanes) and gradient (batches, 4 slots, kLanes, 3) as there; the
+// lanes' energies are added to bending and stretching, (kLanes) each, batch after batch.
+void hingeEdgeEnergyBatches(const double* __restrict xs, const int32_t* __restrict offsets,
+                            const double* __restrict parameters, int64_t batches,
+                            double* __restrict bending, double* __restrict stretching,
+                            double* __restrict gradient);
+
 // The triangle stencil (triangleEnergy) for kLanes triangles at a time, the same way.
 // x: (3 slots, 3 axes, kLanes), m. parameters: (2, kLanes): k_T (N/m^3), A0 (m^2).
 // Writes energy, (kLanes), J, gradient, (3 slots, kLanes, 3 axes), J/m, and area, (kLanes),
@@ -241,6 +250,13 @@ void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict p
 void triangleEnergyLanes(const double* __restrict x, const double* __restrict parameters,
                          double* __restrict energy, double* __restrict gradient,
                          double* __restrict area);
+
+// triangleEnergyLanes over `batches` consecutive batches, gathered as hingeEdgeEnergyBatches
+// gathers (offsets (batches, 3, kLanes)); parameters (batches, 2, kLanes), gradient
+// (batches, 3, kLanes, 3); the lanes' energies are added to energy, (kLanes).
+void triangleEnergyBatches(const double* __restrict xs, const int32_t* __restrict offsets,
+                           const double* __restrict parameters, int64_t batches,
+                           double* __restrict energy, double* __restrict gradient);
 
 // ---- positive semi-definite projection -------------------------------------------------
 

@@ -10,6 +10,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "core/lane_gather.hpp"
 #include "models/discrete_shell/discrete_shell_kernel.hpp"
 #include "shellsim/errors.hpp"
 
@@ -315,21 +316,27 @@ void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
   const auto batches = [](size_t count) {
     return static_cast<int64_t>((count + kLanes - 1) / kLanes);
   };
+  if (3 * static_cast<size_t>(nodeCount_) >
+      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    fail("mesh too large: more than 2^31 / 3 nodes");
+  }
   const size_t hingeCount = hingeRestAngle_.size();
   const bool fused = hasEdgeTerm_ || hasBending_;
   hingeBatches_ = fused ? batches(hingeCount) : 0;
   boundaryEdgeBatches_ = hasEdgeTerm_ ? batches(boundaryEdges_.size()) : 0;
   triangleBatches_ = hasAreaTerm_ ? batches(triangleRestArea_.size()) : 0;
   const auto lanes = static_cast<size_t>(hingeBatches_) * kLanes;
-  laneNodes_.assign(4 * lanes, 0);
+  laneOffsets_.assign(4 * lanes, 0);
   laneParameters_.assign(4 * lanes, 0.0);
   const size_t triangleCount = triangleRestArea_.size();
   const auto triangleLanes = static_cast<size_t>(triangleBatches_) * kLanes;
-  laneTriangleNodes_.assign(3 * triangleLanes, 0);
+  laneTriangleOffsets_.assign(3 * triangleLanes, 0);
   laneTriangleParameters_.assign(2 * triangleLanes, 0.0);
   for (size_t t = 0; t < (triangleBatches_ > 0 ? triangleCount : 0); ++t) {
     const size_t base = 3 * (t - t % kLanes) + t % kLanes;  // (batch, slot 0, lane)
-    for (size_t c = 0; c < 3; ++c) laneTriangleNodes_[base + c * kLanes] = triangles_[3 * t + c];
+    for (size_t c = 0; c < 3; ++c) {
+      laneTriangleOffsets_[base + c * kLanes] = 3 * triangles_[3 * t + c];
+    }
     const size_t parameterBase = 2 * (t - t % kLanes) + t % kLanes;
     laneTriangleParameters_[parameterBase] = triangleStiffness_[t];
     laneTriangleParameters_[parameterBase + kLanes] = triangleRestArea_[t];
@@ -337,7 +344,7 @@ void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
   for (size_t k = 0; k < (fused ? hingeCount : 0); ++k) {
     const size_t base = 4 * (k - k % kLanes) + k % kLanes;  // (batch, slot 0, lane)
     const auto edge = static_cast<size_t>(hingeEdge[k]);
-    for (size_t c = 0; c < 4; ++c) laneNodes_[base + c * kLanes] = hingeNodes_[4 * k + c];
+    for (size_t c = 0; c < 4; ++c) laneOffsets_[base + c * kLanes] = 3 * hingeNodes_[4 * k + c];
     laneParameters_[base] = hingeRestAngle_[k];
     laneParameters_[base + kLanes] = hingeStiffness_[k];
     laneParameters_[base + 2 * kLanes] = edgeRestLength_[edge];
@@ -348,24 +355,14 @@ void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
   // (the scalar values above may differ in the last bit, e.g. with FMA). The energies and
   // gradients of this pass are discarded.
   {
-    std::vector<double> positions(12 * kLanes), gradient(12 * kLanes);
+    alignas(64) double positions[12 * kLanes];
+    std::vector<double> gradient(12 * kLanes);
     std::vector<double> energy(kLanes), energy2(kLanes), shape(2 * kLanes);
-    const auto gather = [&](const int32_t* nodes, int k) {
-      for (int c = 0; c < k; ++c) {
-        for (int i = 0; i < 3; ++i) {
-          for (int l = 0; l < kLanes; ++l) {
-            positions[static_cast<size_t>((3 * c + i) * kLanes + l)] =
-                restPositions[3 * static_cast<size_t>(nodes[c * kLanes + l]) +
-                              static_cast<size_t>(i)];
-          }
-        }
-      }
-    };
     for (size_t b = 0; b < static_cast<size_t>(hingeBatches_); ++b) {
       double* parameters = &laneParameters_[4 * kLanes * b];
-      gather(&laneNodes_[4 * kLanes * b], 4);
-      discrete_shell::hingeEdgeEnergyLanes(positions.data(), parameters, energy.data(),
-                                           energy2.data(), gradient.data(), shape.data());
+      gatherLanePositions<4>(restPositions.data(), &laneOffsets_[4 * kLanes * b], positions);
+      discrete_shell::hingeEdgeEnergyLanes(positions, parameters, energy.data(), energy2.data(),
+                                           gradient.data(), shape.data());
       for (size_t l = 0; l < kLanes && kLanes * b + l < hingeCount; ++l) {
         parameters[l] = shape[l];                        // theta0
         parameters[2 * kLanes + l] = shape[kLanes + l];  // L
@@ -373,9 +370,10 @@ void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
     }
     for (size_t b = 0; b < static_cast<size_t>(triangleBatches_); ++b) {
       double* parameters = &laneTriangleParameters_[2 * kLanes * b];
-      gather(&laneTriangleNodes_[3 * kLanes * b], 3);
-      discrete_shell::triangleEnergyLanes(positions.data(), parameters, energy.data(),
-                                          gradient.data(), shape.data());
+      gatherLanePositions<3>(restPositions.data(), &laneTriangleOffsets_[3 * kLanes * b],
+                             positions);
+      discrete_shell::triangleEnergyLanes(positions, parameters, energy.data(), gradient.data(),
+                                          shape.data());
       for (size_t l = 0; l < kLanes && kLanes * b + l < triangleCount; ++l) {
         parameters[kLanes + l] = shape[l];  // A0
       }
@@ -424,7 +422,7 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
   // element order (lane by lane, then the lanes in order) and the chunks are added in
   // order, so the sums do not depend on the thread count. Chunks: the hinge batches, then
   // the boundary edges, then the triangle batches.
-  constexpr int64_t kChunk = 128;
+  constexpr int64_t kChunk = 32;
   const auto chunksOf = [](int64_t batches) { return (batches + kChunk - 1) / kChunk; };
   const int64_t hingeChunks = chunksOf(hingeBatches_);
   const int64_t edgeChunks = chunksOf(boundaryEdgeBatches_);
@@ -435,40 +433,17 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
   double* const triangleSlots = edgeSlots + 6 * kLanes * boundaryEdgeBatches_;
   const double* const xs = x.data();
 
-  // Node positions of one batch, (K, 3, kLanes), from its nodes (K, kLanes). Lanes
-  // innermost: contiguous stores, gathered loads.
-  const auto gatherLanes = [xs]<int K>(const int32_t* nodes, double* positions) {
-    for (int c = 0; c < K; ++c) {
-      for (int i = 0; i < 3; ++i) {
-        for (int l = 0; l < kLanes; ++l) {
-          positions[(3 * c + i) * kLanes + l] =
-              xs[3 * static_cast<size_t>(nodes[c * kLanes + l]) + static_cast<size_t>(i)];
-        }
-      }
-    }
-  };
-
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(0, chunks, 1), [&](const tbb::blocked_range<int64_t>& r) {
         for (int64_t chunk = r.begin(); chunk != r.end(); ++chunk) {
           double stretching = 0, bending = 0;
-          double positions[12 * kLanes];  // (K, 3, kLanes)
-          double laneStretching[kLanes], laneBending[kLanes], shape[2 * kLanes];
           double sumStretching[kLanes] = {}, sumBending[kLanes] = {};
           if (chunk < hingeChunks) {
             const int64_t first = chunk * kChunk;
             const int64_t last = std::min(first + kChunk, hingeBatches_);
-            for (auto batch = static_cast<size_t>(first); batch < static_cast<size_t>(last);
-                 ++batch) {
-              gatherLanes.template operator()<4>(&laneNodes_[4 * kLanes * batch], positions);
-              discrete_shell::hingeEdgeEnergyLanes(positions, &laneParameters_[4 * kLanes * batch],
-                                                   laneBending, laneStretching,
-                                                   slots + 12 * kLanes * batch, shape);
-              for (int l = 0; l < kLanes; ++l) {
-                sumBending[l] += laneBending[l];
-                sumStretching[l] += laneStretching[l];
-              }
-            }
+            discrete_shell::hingeEdgeEnergyBatches(
+                xs, &laneOffsets_[4 * kLanes * first], &laneParameters_[4 * kLanes * first],
+                last - first, sumBending, sumStretching, slots + 12 * kLanes * first);
           } else if (chunk < hingeChunks + edgeChunks) {
             // Boundary edges one by one (few), into their lanes.
             const auto begin = static_cast<size_t>((chunk - hingeChunks) * kChunk * kLanes);
@@ -487,15 +462,10 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
           } else {
             const int64_t first = (chunk - hingeChunks - edgeChunks) * kChunk;
             const int64_t last = std::min(first + kChunk, triangleBatches_);
-            for (auto batch = static_cast<size_t>(first); batch < static_cast<size_t>(last);
-                 ++batch) {
-              gatherLanes.template operator()<3>(&laneTriangleNodes_[3 * kLanes * batch],
-                                                 positions);
-              discrete_shell::triangleEnergyLanes(
-                  positions, &laneTriangleParameters_[2 * kLanes * batch], laneStretching,
-                  triangleSlots + 9 * kLanes * batch, shape);
-              for (int l = 0; l < kLanes; ++l) sumStretching[l] += laneStretching[l];
-            }
+            discrete_shell::triangleEnergyBatches(xs, &laneTriangleOffsets_[3 * kLanes * first],
+                                                  &laneTriangleParameters_[2 * kLanes * first],
+                                                  last - first, sumStretching,
+                                                  triangleSlots + 9 * kLanes * first);
           }
           for (int l = 0; l < kLanes; ++l) {
             bending += sumBending[l];

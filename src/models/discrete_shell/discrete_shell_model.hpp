@@ -213,16 +213,17 @@ class DiscreteShellModel : public Model {
   std::vector<double> mass_;               // (nNodes), kg
   // Force evaluation (addGradient, DiscreteShellModel.cpp). The hinge and the edge stencils
   // of each interior edge run fused, kLanes hinges at a time
-  // (discrete_shell::hingeEdgeEnergyLanes), triangles kLanes at a time too
-  // (triangleEnergyLanes), boundary edges one by one. Every
+  // (discrete_shell::hingeEdgeEnergyBatches), triangles kLanes at a time too
+  // (triangleEnergyBatches), boundary edges one by one. Every
   // stencil writes its gradient into its own slots of slotGradient_, summed per node by one
   // gather pass. A family whose stiffnesses are all zero has no slots (skipped).
-  std::vector<int32_t> boundaryEdges_;      // edges with no hinge, (nBoundaryEdges)
-  std::vector<int32_t> laneNodes_;          // (nBatches, 4, kLanes) hinge nodes; padding: node 0
-  std::vector<double> laneParameters_;      // (nBatches, 4, kLanes): theta0, k_h, L and k_e of
-                                            // the hinge's edge (theta0, L: the lane kernel's
-                                            // values at rest); padding: 0
-  std::vector<int32_t> laneTriangleNodes_;  // (nTriangleBatches, 3, kLanes); padding: 0
+  std::vector<int32_t> boundaryEdges_;        // edges with no hinge, (nBoundaryEdges)
+  std::vector<int32_t> laneOffsets_;          // (nBatches, 4, kLanes) hinge nodes n as 3 n (the
+                                              // index of x_n in x); padding: node 0
+  std::vector<double> laneParameters_;        // (nBatches, 4, kLanes): theta0, k_h, L and k_e of
+                                              // the hinge's edge (theta0, L: the lane kernel's
+                                              // values at rest); padding: 0
+  std::vector<int32_t> laneTriangleOffsets_;  // (nTriangleBatches, 3, kLanes), 3 n; padding: 0
   std::vector<double>
       laneTriangleParameters_;  // (nTriangleBatches, 2, kLanes): k_T, A0 (kernel value)
   Incidence slotIncidence_;     // node -> offsets into slotGradient_ of its stencil slots
