@@ -14,6 +14,10 @@
 //   y5 . .] t2, t3 the same from a2, a3 (nodes 2, 3, 6, 7) x = permute2(t0, t2; 0 1 8 9 4 5 12 13),
 //   z = permute2(t0, t2; 2 3 10 11 6 7 14 15), y = permute2(t1, t3; 0 1 8 9 4 5 12 13)
 // 11 shuffles and 8 loads per slot, and full-width stores the kernel's loads forward from.
+// A node's 256-bit load reads one value past it, which for the array's last node lies past
+// the end: kMayReachEnd = true masks that value off (never read); false, for batches known
+// not to hold the last node, uses plain loads, which fold into the inserts (~2% of a
+// discrete-shell force evaluation).
 // The values are copied, not computed: both paths give the same bits.
 #pragma once
 
@@ -28,14 +32,19 @@ namespace shellsim {
 
 inline constexpr int kGatherLanes = 8;
 
-template <int K>
+template <int K, bool kMayReachEnd = true>
 inline void gatherLanePositions(const double* __restrict xs, const int32_t* __restrict offsets,
                                 double* __restrict positions) {
 #if defined(__AVX512F__) && defined(__AVX512VL__)
   const __m512i evenPairs = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
   const __m512i oddPairs = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-  // The fourth value of a node is masked off: the last node's would lie past the array.
-  const auto node = [xs](int32_t offset) { return _mm256_maskz_loadu_pd(0x7, xs + offset); };
+  const auto node = [xs](int32_t offset) {
+    if constexpr (kMayReachEnd) {
+      return _mm256_maskz_loadu_pd(0x7, xs + offset);
+    } else {
+      return _mm256_loadu_pd(xs + offset);
+    }
+  };
   for (int c = 0; c < K; ++c) {
     const int32_t* slot = offsets + kGatherLanes * c;
     __m512d a[4];

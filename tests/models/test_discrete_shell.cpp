@@ -18,6 +18,7 @@
 #include <Eigen/Dense>
 #include <Eigen/Eigenvalues>
 #include <Eigen/SparseCore>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -25,11 +26,13 @@
 #include <limits>
 #include <numbers>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/lane_gather.hpp"
 #include "geometry/primitives.hpp"
+#include "guarded_buffer.hpp"
 #include "models/discrete_shell/discrete_shell_kernel.hpp"
 #include "models/discrete_shell/discrete_shell_model.hpp"
 #include "models/model_contract.hpp"
@@ -378,59 +381,71 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DiscreteShellKernelDerivatives,
 TEST(DiscreteShellKernel, BatchesGatherAndSumAsTheLaneKernelsDo) {
   // hingeEdgeEnergyBatches and triangleEnergyBatches (the force evaluation's entry points)
   // against gatherLanePositions + the lane kernels batch by batch: the same gradients and
-  // energy sums, bit for bit, on random nodes and parameters.
+  // energy sums, bit for bit, on random nodes and parameters; with the last node among the
+  // lanes (mayReachEnd, masked loads) and without it (plain loads).
   constexpr int kLanes = ds::kLanes;
   constexpr int kBatches = 3;
   constexpr int kNodes = 40;
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   std::uniform_real_distribution<double> positive(0.5, 2.0);
-  std::uniform_int_distribution<int32_t> node(0, kNodes - 1);
-  std::vector<double> xs(3 * kNodes);
-  for (double& v : xs) v = u(rng);
-  std::vector<int32_t> hingeOffsets(4 * kLanes * kBatches), triangleOffsets(3 * kLanes * kBatches);
-  for (int32_t& o : hingeOffsets) o = 3 * node(rng);
-  for (int32_t& o : triangleOffsets) o = 3 * node(rng);
-  std::vector<double> hingeParameters(4 * kLanes * kBatches),
-      triangleParameters(2 * kLanes * kBatches);
-  for (double& p : hingeParameters) p = positive(rng);
-  for (double& p : triangleParameters) p = positive(rng);
-
-  double bending[kLanes] = {}, stretching[kLanes] = {}, triangleEnergy[kLanes] = {};
-  std::vector<double> hingeGradient(12 * kLanes * kBatches),
-      triangleGradient(9 * kLanes * kBatches);
-  ds::hingeEdgeEnergyBatches(xs.data(), hingeOffsets.data(), hingeParameters.data(), kBatches,
-                             bending, stretching, hingeGradient.data());
-  ds::triangleEnergyBatches(xs.data(), triangleOffsets.data(), triangleParameters.data(), kBatches,
-                            triangleEnergy, triangleGradient.data());
-
-  double expectBending[kLanes] = {}, expectStretching[kLanes] = {},
-         expectTriangleEnergy[kLanes] = {};
-  for (int b = 0; b < kBatches; ++b) {
-    alignas(64) double positions[12 * kLanes];
-    double laneBending[kLanes], laneStretching[kLanes], shape[2 * kLanes], gradient[12 * kLanes];
-    gatherLanePositions<4>(xs.data(), &hingeOffsets[4 * kLanes * b], positions);
-    ds::hingeEdgeEnergyLanes(positions, &hingeParameters[4 * kLanes * b], laneBending,
-                             laneStretching, gradient, shape);
-    for (int l = 0; l < kLanes; ++l) {
-      expectBending[l] += laneBending[l];
-      expectStretching[l] += laneStretching[l];
+  for (const bool mayReachEnd : {true, false}) {
+    SCOPED_TRACE(mayReachEnd ? "with the last node" : "without the last node");
+    // Exactly kNodes nodes: the last one ends the allocation.
+    std::vector<double> xs(3 * kNodes);
+    for (double& v : xs) v = u(rng);
+    std::uniform_int_distribution<int32_t> node(0, mayReachEnd ? kNodes - 1 : kNodes - 2);
+    std::vector<int32_t> hingeOffsets(4 * kLanes * kBatches),
+        triangleOffsets(3 * kLanes * kBatches);
+    for (int32_t& o : hingeOffsets) o = 3 * node(rng);
+    for (int32_t& o : triangleOffsets) o = 3 * node(rng);
+    if (mayReachEnd) {
+      hingeOffsets.back() = 3 * (kNodes - 1);
+      triangleOffsets.back() = 3 * (kNodes - 1);
     }
-    for (int i = 0; i < 12 * kLanes; ++i)
-      EXPECT_EQ(hingeGradient[12 * kLanes * b + i], gradient[i]);
-    gatherLanePositions<3>(xs.data(), &triangleOffsets[3 * kLanes * b], positions);
-    double laneEnergy[kLanes];
-    ds::triangleEnergyLanes(positions, &triangleParameters[2 * kLanes * b], laneEnergy, gradient,
-                            shape);
-    for (int l = 0; l < kLanes; ++l) expectTriangleEnergy[l] += laneEnergy[l];
-    for (int i = 0; i < 9 * kLanes; ++i)
-      EXPECT_EQ(triangleGradient[9 * kLanes * b + i], gradient[i]);
-  }
-  for (int l = 0; l < kLanes; ++l) {
-    EXPECT_EQ(bending[l], expectBending[l]);
-    EXPECT_EQ(stretching[l], expectStretching[l]);
-    EXPECT_EQ(triangleEnergy[l], expectTriangleEnergy[l]);
-    EXPECT_GT(bending[l], 0.0);  // random angles against random rest angles
+    std::vector<double> hingeParameters(4 * kLanes * kBatches),
+        triangleParameters(2 * kLanes * kBatches);
+    for (double& p : hingeParameters) p = positive(rng);
+    for (double& p : triangleParameters) p = positive(rng);
+
+    double bending[kLanes] = {}, stretching[kLanes] = {}, triangleEnergy[kLanes] = {};
+    std::vector<double> hingeGradient(12 * kLanes * kBatches),
+        triangleGradient(9 * kLanes * kBatches);
+    ds::hingeEdgeEnergyBatches(xs.data(), hingeOffsets.data(), hingeParameters.data(), kBatches,
+                               mayReachEnd, bending, stretching, hingeGradient.data());
+    ds::triangleEnergyBatches(xs.data(), triangleOffsets.data(), triangleParameters.data(),
+                              kBatches, mayReachEnd, triangleEnergy, triangleGradient.data());
+
+    double expectBending[kLanes] = {}, expectStretching[kLanes] = {},
+           expectTriangleEnergy[kLanes] = {};
+    for (int b = 0; b < kBatches; ++b) {
+      alignas(64) double positions[12 * kLanes];
+      double laneBending[kLanes], laneStretching[kLanes], shape[2 * kLanes], gradient[12 * kLanes];
+      gatherLanePositions<4>(xs.data(), &hingeOffsets[4 * kLanes * b], positions);
+      ds::hingeEdgeEnergyLanes(positions, &hingeParameters[4 * kLanes * b], laneBending,
+                               laneStretching, gradient, shape);
+      for (int l = 0; l < kLanes; ++l) {
+        expectBending[l] += laneBending[l];
+        expectStretching[l] += laneStretching[l];
+      }
+      for (int i = 0; i < 12 * kLanes; ++i) {
+        EXPECT_EQ(hingeGradient[12 * kLanes * b + i], gradient[i]);
+      }
+      gatherLanePositions<3>(xs.data(), &triangleOffsets[3 * kLanes * b], positions);
+      double laneEnergy[kLanes];
+      ds::triangleEnergyLanes(positions, &triangleParameters[2 * kLanes * b], laneEnergy, gradient,
+                              shape);
+      for (int l = 0; l < kLanes; ++l) expectTriangleEnergy[l] += laneEnergy[l];
+      for (int i = 0; i < 9 * kLanes; ++i) {
+        EXPECT_EQ(triangleGradient[9 * kLanes * b + i], gradient[i]);
+      }
+    }
+    for (int l = 0; l < kLanes; ++l) {
+      EXPECT_EQ(bending[l], expectBending[l]);
+      EXPECT_EQ(stretching[l], expectStretching[l]);
+      EXPECT_EQ(triangleEnergy[l], expectTriangleEnergy[l]);
+      EXPECT_GT(bending[l], 0.0);  // random angles against random rest angles
+    }
   }
 }
 
@@ -882,6 +897,27 @@ TEST(DiscreteShell, GradientIsBitIdenticalWithOneAndTwoThreads) {
   const std::vector<double> two = run(2);
   ASSERT_EQ(one.size(), two.size());
   EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(double)), 0);
+}
+
+TEST(DiscreteShell, ForcesReadNoPositionPastTheLastNode) {
+  // The batched gathers read one value past each node except in the chunks that hold the
+  // last node: positions ending where an unreadable page begins would fault otherwise.
+  // Poisson ratio 0.45: hinges, edges and triangles. The same gradient as from a vector.
+  MaterialDef material;
+  material.poisson = 0.45;
+  const Geometry g = makeEquilateralLattice(30, 30, 0.01);
+  const DiscreteShellModel model(g, material);
+  ASSERT_GT(model.hingeCount(), 8 * 32 * 2);  // several chunks of hinge batches
+  const auto x = perturbed(g.positions, 0.002, 4);
+  GuardedBuffer guarded(x.size());
+  std::copy(x.begin(), x.end(), guarded.data());
+  std::vector<double> expected(x.size(), 0.0), gradient(x.size(), 0.0);
+  const EnergyParts e = model.addGradient(x, expected);
+  const EnergyParts eGuarded =
+      model.addGradient(std::span<const double>(guarded.data(), x.size()), gradient);
+  EXPECT_EQ(e.stretching, eGuarded.stretching);
+  EXPECT_EQ(e.bending, eGuarded.bending);
+  EXPECT_EQ(std::memcmp(expected.data(), gradient.data(), x.size() * sizeof(double)), 0);
 }
 
 Eigen::MatrixXd denseHessian(const DiscreteShellModel& model, const std::vector<double>& x) {

@@ -10,24 +10,28 @@
 
 #include "core/assembler.hpp"
 #include "core/lane_gather.hpp"
+#include "guarded_buffer.hpp"
 
 namespace shellsim {
 namespace {
 
-template <int K>
+template <int K, bool kMayReachEnd>
 void expectGatherMatchesPlainLoop(std::mt19937& rng) {
   constexpr int kNodes = 37;
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   // Exactly kNodes * 3 values: the last node ends the allocation.
   std::vector<double> xs(3 * kNodes);
   for (double& v : xs) v = u(rng);
-  std::uniform_int_distribution<int32_t> node(0, kNodes - 1);
+  // Plain loads (kMayReachEnd = false) only for nodes before the last.
+  std::uniform_int_distribution<int32_t> node(0, kMayReachEnd ? kNodes - 1 : kNodes - 2);
   std::vector<int32_t> offsets(K * kGatherLanes);
   for (int32_t& o : offsets) o = 3 * node(rng);
-  offsets[0] = 3 * (kNodes - 1);
-  offsets[K * kGatherLanes - 1] = 3 * (kNodes - 1);
+  if (kMayReachEnd) {
+    offsets[0] = 3 * (kNodes - 1);
+    offsets[K * kGatherLanes - 1] = 3 * (kNodes - 1);
+  }
   alignas(64) double positions[K * 3 * kGatherLanes];
-  gatherLanePositions<K>(xs.data(), offsets.data(), positions);
+  gatherLanePositions<K, kMayReachEnd>(xs.data(), offsets.data(), positions);
   for (int c = 0; c < K; ++c) {
     for (int i = 0; i < 3; ++i) {
       for (int l = 0; l < kGatherLanes; ++l) {
@@ -42,9 +46,26 @@ void expectGatherMatchesPlainLoop(std::mt19937& rng) {
 TEST(LaneGather, PositionsAreTheNodesOfEachSlotAndLane) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 20; ++trial) {
-    expectGatherMatchesPlainLoop<3>(rng);
-    expectGatherMatchesPlainLoop<4>(rng);
+    expectGatherMatchesPlainLoop<3, true>(rng);
+    expectGatherMatchesPlainLoop<4, true>(rng);
+    expectGatherMatchesPlainLoop<3, false>(rng);
+    expectGatherMatchesPlainLoop<4, false>(rng);
   }
+}
+
+TEST(LaneGather, TheLastNodeIsReadUpToItsEndAndNoFurther) {
+  // The positions end where an unreadable page begins: a load past the last node faults.
+  constexpr int kNodes = 5;
+  GuardedBuffer buffer(3 * kNodes);
+  double* xs = buffer.data();
+  for (int i = 0; i < 3 * kNodes; ++i) xs[i] = 0.5 * i;
+  int32_t offsets[4 * kGatherLanes];
+  for (int i = 0; i < 4 * kGatherLanes; ++i) offsets[i] = 3 * ((i * 7) % kNodes);
+  offsets[5] = 3 * (kNodes - 1);
+  alignas(64) double positions[12 * kGatherLanes];
+  gatherLanePositions<4, true>(xs, offsets, positions);
+  EXPECT_EQ(positions[5], xs[3 * (kNodes - 1)]);                         // slot 0, x, lane 5
+  EXPECT_EQ(positions[2 * kGatherLanes + 5], xs[3 * (kNodes - 1) + 2]);  // z
 }
 
 TEST(LaneGather, IncidentGradientsSumEachNodesSlotsInEntryOrder) {

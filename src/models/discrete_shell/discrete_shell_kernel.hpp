@@ -238,8 +238,10 @@ void hingeEdgeEnergyLanes(const double* __restrict x, const double* __restrict p
 // xs (N, 3), m, by offsets (batches, 4 slots, kLanes), each node's 3 n (lane_gather.hpp):
 // parameters (batches, 4, kLanes) and gradient (batches, 4 slots, kLanes, 3) as there; the
 // lanes' energies are added to bending and stretching, (kLanes) each, batch after batch.
+// mayReachEnd: some lane's node may be xs's last (N - 1); false only when none is (the
+// gather then reads one value past each node, see gatherLanePositions).
 void hingeEdgeEnergyBatches(const double* __restrict xs, const int32_t* __restrict offsets,
-                            const double* __restrict parameters, int64_t batches,
+                            const double* __restrict parameters, int64_t batches, bool mayReachEnd,
                             double* __restrict bending, double* __restrict stretching,
                             double* __restrict gradient);
 
@@ -255,7 +257,7 @@ void triangleEnergyLanes(const double* __restrict x, const double* __restrict pa
 // gathers (offsets (batches, 3, kLanes)); parameters (batches, 2, kLanes), gradient
 // (batches, 3, kLanes, 3); the lanes' energies are added to energy, (kLanes).
 void triangleEnergyBatches(const double* __restrict xs, const int32_t* __restrict offsets,
-                           const double* __restrict parameters, int64_t batches,
+                           const double* __restrict parameters, int64_t batches, bool mayReachEnd,
                            double* __restrict energy, double* __restrict gradient);
 
 // ---- positive semi-definite projection -------------------------------------------------

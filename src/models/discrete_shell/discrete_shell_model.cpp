@@ -350,6 +350,19 @@ void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
     laneParameters_[base + 2 * kLanes] = edgeRestLength_[edge];
     laneParameters_[base + 3 * kLanes] = edgeStiffness_[edge];
   }
+  const auto reachesEnd = [this](const std::vector<int32_t>& offsets, int64_t batchCount,
+                                 size_t slots) {
+    const int32_t last = 3 * (nodeCount_ - 1);
+    const size_t perChunk = slots * kLanes * kChunkBatches;
+    std::vector<uint8_t> flags(
+        static_cast<size_t>((batchCount + kChunkBatches - 1) / kChunkBatches), 0);
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      if (offsets[i] == last) flags[i / perChunk] = 1;
+    }
+    return flags;
+  };
+  hingeChunkReachesEnd_ = reachesEnd(laneOffsets_, hingeBatches_, 4);
+  triangleChunkReachesEnd_ = reachesEnd(laneTriangleOffsets_, triangleBatches_, 3);
   // Rest angles, hinge-edge lengths and triangle areas of the lanes from the lane kernels
   // themselves at the rest positions, so that d, l - L and A - A0 are exactly 0 at rest
   // (the scalar values above may differ in the last bit, e.g. with FMA). The energies and
@@ -422,7 +435,7 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
   // element order (lane by lane, then the lanes in order) and the chunks are added in
   // order, so the sums do not depend on the thread count. Chunks: the hinge batches, then
   // the boundary edges, then the triangle batches.
-  constexpr int64_t kChunk = 32;
+  constexpr int64_t kChunk = kChunkBatches;
   const auto chunksOf = [](int64_t batches) { return (batches + kChunk - 1) / kChunk; };
   const int64_t hingeChunks = chunksOf(hingeBatches_);
   const int64_t edgeChunks = chunksOf(boundaryEdgeBatches_);
@@ -443,7 +456,8 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
             const int64_t last = std::min(first + kChunk, hingeBatches_);
             discrete_shell::hingeEdgeEnergyBatches(
                 xs, &laneOffsets_[4 * kLanes * first], &laneParameters_[4 * kLanes * first],
-                last - first, sumBending, sumStretching, slots + 12 * kLanes * first);
+                last - first, hingeChunkReachesEnd_[static_cast<size_t>(chunk)] != 0, sumBending,
+                sumStretching, slots + 12 * kLanes * first);
           } else if (chunk < hingeChunks + edgeChunks) {
             // Boundary edges one by one (few), into their lanes.
             const auto begin = static_cast<size_t>((chunk - hingeChunks) * kChunk * kLanes);
@@ -462,10 +476,11 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
           } else {
             const int64_t first = (chunk - hingeChunks - edgeChunks) * kChunk;
             const int64_t last = std::min(first + kChunk, triangleBatches_);
-            discrete_shell::triangleEnergyBatches(xs, &laneTriangleOffsets_[3 * kLanes * first],
-                                                  &laneTriangleParameters_[2 * kLanes * first],
-                                                  last - first, sumStretching,
-                                                  triangleSlots + 9 * kLanes * first);
+            discrete_shell::triangleEnergyBatches(
+                xs, &laneTriangleOffsets_[3 * kLanes * first],
+                &laneTriangleParameters_[2 * kLanes * first], last - first,
+                triangleChunkReachesEnd_[static_cast<size_t>(first / kChunk)] != 0, sumStretching,
+                triangleSlots + 9 * kLanes * first);
           }
           for (int l = 0; l < kLanes; ++l) {
             bending += sumBending[l];

@@ -226,7 +226,12 @@ class DiscreteShellModel : public Model {
   std::vector<int32_t> laneTriangleOffsets_;  // (nTriangleBatches, 3, kLanes), 3 n; padding: 0
   std::vector<double>
       laneTriangleParameters_;  // (nTriangleBatches, 2, kLanes): k_T, A0 (kernel value)
-  Incidence slotIncidence_;     // node -> offsets into slotGradient_ of its stencil slots
+  // Parallel tasks of the force evaluation: chunks of kChunkBatches batches of one family.
+  static constexpr int64_t kChunkBatches = 32;
+  // Per chunk of hinge (triangle) batches: 1 if a lane's node is the last node, whose
+  // gather must not read past the positions (discrete_shell::hingeEdgeEnergyBatches).
+  std::vector<uint8_t> hingeChunkReachesEnd_, triangleChunkReachesEnd_;
+  Incidence slotIncidence_;  // node -> offsets into slotGradient_ of its stencil slots
   int64_t hingeBatches_ = 0, boundaryEdgeBatches_ = 0, triangleBatches_ = 0;  // with slots
   double stableStep_ = 0;                                                     // s
   // Per-stencil gradients, layout in lanes: (hingeBatches_, 4, kLanes, 3) for hinge + edge,
