@@ -3,28 +3,34 @@
 // 2 threads. An evaluation runs the edge and hinge stencil families and, when the Poisson
 // ratio is >= 1/3, the triangle (area) family; one gather pass sums their gradients per node.
 // Run (Release build; -march=native is the default, SHELLSIM_NATIVE_ARCH=OFF gives "rel"):
-//   build/rel/bench/shellsim_bench --benchmark_filter=DiscreteShellForces --benchmark_repetitions=3
-// Measured 2026-11-26 on a 2-core Xeon @ 2.8 GHz (AVX-512) shared with other jobs, load
-// average 4-6 (uptime) during the runs, so 2 threads cannot get two cores and real time
-// is inflated. Figures: the smallest CPU time per evaluation of 3 rounds x 3 repetitions,
-// divided by the hinge count (edges included, as the evaluation runs them), "before" =
-// commit 341ae40 built the same way; "2 thr" is the main thread's CPU time with 2 threads
-// and, in brackets, real time. nu = 0.3 (edges and hinges):
-//                                  before            after
-//   side 58 (9.6k hinges), rel:    73.7 ns/hinge     41.7 ns/hinge
-//     2 thr:                       72 (77) ns        40 (42) ns
-//   side 58, native:               70.6 ns/hinge     23.1 ns/hinge (17.0 in an earlier run)
-//     2 thr:                       67 (107) ns       20.8 (32) ns
-//   side 183 (99k hinges), rel:    104 ns/hinge      52.9 ns/hinge
-//   side 183, native:              100 ns/hinge      40.9 ns/hinge; 2 thr 27.5 (48) ns
-// nu = 0.45 (edges, triangles, hinges), side 58, native: 820 us -> 317 us per evaluation
-// (85 -> 33 ns per hinge, 126 -> 49 ns per triangle).
-// perf (native, side 58, 1 thread, after): the hinge+edge lane kernel ~50%, the gather pass
-// ~25% (memory-bound: 96 bytes of gradient slots per hinge, ~0.9 MB), gathering node
-// positions into lanes ~20%; atan2 is no longer a library call. The 8 ns per hinge on 2
-// threads target is not met: even perfect scaling of 17 ns on one thread gives ~9 ns, and
-// on this shared machine 2 threads do not scale at all. Out of cache (side 183) the gather
-// pass and its slot buffer dominate.
+//   build/release/bench/shellsim_bench --benchmark_filter=DiscreteShellForces
+// Figures count the whole evaluation (edges, triangles and the gather pass included) per
+// hinge. Measured 2026-11-26 13:06-13:08 on the 2-core Xeon @ 2.8 GHz (AVX-512, Ice Lake
+// server, 1.25 MB L2 per core), shared with other virtual machines: its speed swings by up
+// to 40% from hour to hour, so "before" (commit ef472c7) and "after" (this code) ran
+// alternately, 10 rounds of --benchmark_min_time=0.3 each; real time per evaluation,
+// smallest / median of the 10, in ns per hinge:
+//                                          before         after
+//   nu = 0.3 (edges + hinges), side 58 (9,633 hinges, in cache):
+//     1 thread                             20.4 / 21.7    14.4 / 15.3
+//     2 threads                            11.3 / 12.1     7.75 / 8.35   (target <= 8)
+//   nu = 0.3, side 183 (99,008 hinges):
+//     1 thread                             28.0 / 32.2    18.9 / 22.6
+//     2 threads                            12.2 / 13.1     8.4 / 9.1
+//   nu = 0.45 (edges, triangles, hinges), side 58, 2 threads, per triangle (6,498):
+//                                          26.3 / 29.8    16.8 / 18.4
+// What changed (perf, side 58, 1 thread): node positions used to be gathered into the
+// lanes by scalar loads and partial stores (33% of the time, and the kernel's 512-bit loads
+// of those stores could not be forwarded); they are now 256-bit loads transposed in
+// registers (core/lane_gather.hpp). The gather pass adds a slot with one masked 256-bit
+// load. Parallel tasks are 32 batches and 256 nodes, which balances ~10k hinges on two
+// threads. Now the hinge+edge kernel with its gather is ~65% (latency-bound: square root,
+// then atan2's division, then its polynomial, on one chain per batch), the gather pass ~30%.
+// Tried and dropped, all slower or within the noise: hardware gathers (vgatherdpd, +45%),
+// gradients in (slot, axis, lane) order (the gather pass then loads 3 scalars per slot),
+// adding straight into the node gradients instead of slots (+50%), gathering each node
+// right after its last hinge batch, software prefetch, 4 partial sums, two batches per
+// loop iteration, the static partitioner (worse with triangles or out of cache).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
