@@ -9,10 +9,13 @@
 // (vgatherdpd) were slower still on our Xeon (a discrete-shell force evaluation took 290 us
 // against 206 us with the plain loop). With AVX-512 the batch is gathered by 256-bit loads,
 // one node (x, y, z, and a masked-off fourth value) each, and transposed in registers:
-//   a_i = [node i | node i+4]                         i = 0..3, (x y z 0 | x y z 0)
-//   t0 = unpacklo(a0, a1) = [x0 x1 z0 z1 | x4 x5 z4 z5],   t1 = unpackhi(a0, a1) = [y0 y1 . . | y4
-//   y5 . .] t2, t3 the same from a2, a3 (nodes 2, 3, 6, 7) x = permute2(t0, t2; 0 1 8 9 4 5 12 13),
-//   z = permute2(t0, t2; 2 3 10 11 6 7 14 15), y = permute2(t1, t3; 0 1 8 9 4 5 12 13)
+//   a_i = [node i | node i+4], i = 0..3                  (x y z 0 | x y z 0)
+//   t0 = unpacklo(a0, a1) = [x0 x1 z0 z1 | x4 x5 z4 z5]
+//   t1 = unpackhi(a0, a1) = [y0 y1 . . | y4 y5 . .]
+//   t2, t3 the same from a2, a3 (nodes 2, 3, 6, 7)
+//   x = permute2(t0, t2; 0 1 8 9 4 5 12 13)
+//   z = permute2(t0, t2; 2 3 10 11 6 7 14 15)
+//   y = permute2(t1, t3; 0 1 8 9 4 5 12 13)
 // 11 shuffles and 8 loads per slot, and full-width stores the kernel's loads forward from.
 // A node's 256-bit load reads one value past it, which for the array's last node lies past
 // the end: kMayReachEnd = true masks that value off (never read); false, for batches known
@@ -70,6 +73,29 @@ inline void gatherLanePositions(const double* __restrict xs, const int32_t* __re
     }
   }
 #endif
+}
+
+// For each of `batches` consecutive batches b (offsets (batches, K, 8)): gathers its
+// positions and calls body(b, positions), positions (K, 3, 8). mayReachEnd as kMayReachEnd
+// above, for all the batches; chosen once, outside the loop. In a hot loop, mark body
+// __attribute__((always_inline)) as this loop is: the lane kernel must be inlined into the
+// caller to be vectorized with the caller's target options (a lambda does not inherit
+// them; without the attribute a discrete-shell force evaluation took 40% longer).
+template <int K, class Body>
+inline void forEachGatheredBatch(const double* __restrict xs, const int32_t* __restrict offsets,
+                                 int64_t batches, bool mayReachEnd, Body&& body) {
+  alignas(64) double positions[3 * K * kGatherLanes];
+  const auto run = [&]<bool kMayReachEnd>() __attribute__((always_inline)) {
+    for (int64_t b = 0; b < batches; ++b) {
+      gatherLanePositions<K, kMayReachEnd>(xs, offsets + K * kGatherLanes * b, positions);
+      body(b, static_cast<const double*>(positions));
+    }
+  };
+  if (mayReachEnd) {
+    run.template operator()<true>();
+  } else {
+    run.template operator()<false>();
+  }
 }
 
 }  // namespace shellsim

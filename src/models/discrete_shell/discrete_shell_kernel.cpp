@@ -204,38 +204,22 @@ SHELLSIM_PREFER_512 void hingeEdgeEnergyLanes(
   hingeEdgeLanes(x, parameters, bending, stretching, gradient, shape);
 }
 
-namespace {
-
-template <bool kMayReachEnd>
-inline __attribute__((always_inline)) void hingeEdgeBatches(
-    const double* __restrict xs, const int32_t* __restrict offsets,
-    const double* __restrict parameters, int64_t batches, double* __restrict bending,
-    double* __restrict stretching, double* __restrict gradient) {
-  static_assert(kLanes == kGatherLanes);
-  alignas(64) double positions[12 * kLanes];
-  double laneBending[kLanes], laneStretching[kLanes], shape[2 * kLanes];
-  for (int64_t b = 0; b < batches; ++b) {
-    gatherLanePositions<4, kMayReachEnd>(xs, offsets + 4 * kLanes * b, positions);
-    hingeEdgeLanes(positions, parameters + 4 * kLanes * b, laneBending, laneStretching,
-                   gradient + 12 * kLanes * b, shape);
-    for (int l = 0; l < kLanes; ++l) {
-      bending[l] += laneBending[l];
-      stretching[l] += laneStretching[l];
-    }
-  }
-}
-
-}  // namespace
-
 SHELLSIM_PREFER_512 void hingeEdgeEnergyBatches(
     const double* __restrict xs, const int32_t* __restrict offsets,
     const double* __restrict parameters, int64_t batches, bool mayReachEnd,
     double* __restrict bending, double* __restrict stretching, double* __restrict gradient) {
-  if (mayReachEnd) {
-    hingeEdgeBatches<true>(xs, offsets, parameters, batches, bending, stretching, gradient);
-  } else {
-    hingeEdgeBatches<false>(xs, offsets, parameters, batches, bending, stretching, gradient);
-  }
+  static_assert(kLanes == kGatherLanes);
+  double laneBending[kLanes], laneStretching[kLanes], shape[2 * kLanes];
+  forEachGatheredBatch<4>(
+      xs, offsets, batches,
+      mayReachEnd, [&](int64_t b, const double* positions) __attribute__((always_inline)) {
+        hingeEdgeLanes(positions, parameters + 4 * kLanes * b, laneBending, laneStretching,
+                       gradient + 12 * kLanes * b, shape);
+        for (int l = 0; l < kLanes; ++l) {
+          bending[l] += laneBending[l];
+          stretching[l] += laneStretching[l];
+        }
+      });
 }
 
 namespace {
@@ -285,37 +269,19 @@ SHELLSIM_PREFER_512 void triangleEnergyLanes(const double* __restrict x,
   triangleLanes(x, parameters, energy, gradient, area);
 }
 
-namespace {
-
-template <bool kMayReachEnd>
-inline __attribute__((always_inline)) void triangleBatches(const double* __restrict xs,
-                                                           const int32_t* __restrict offsets,
-                                                           const double* __restrict parameters,
-                                                           int64_t batches,
-                                                           double* __restrict energy,
-                                                           double* __restrict gradient) {
-  alignas(64) double positions[9 * kLanes];
-  double laneEnergy[kLanes], area[kLanes];
-  for (int64_t b = 0; b < batches; ++b) {
-    gatherLanePositions<3, kMayReachEnd>(xs, offsets + 3 * kLanes * b, positions);
-    triangleLanes(positions, parameters + 2 * kLanes * b, laneEnergy, gradient + 9 * kLanes * b,
-                  area);
-    for (int l = 0; l < kLanes; ++l) energy[l] += laneEnergy[l];
-  }
-}
-
-}  // namespace
-
 SHELLSIM_PREFER_512 void triangleEnergyBatches(const double* __restrict xs,
                                                const int32_t* __restrict offsets,
                                                const double* __restrict parameters, int64_t batches,
                                                bool mayReachEnd, double* __restrict energy,
                                                double* __restrict gradient) {
-  if (mayReachEnd) {
-    triangleBatches<true>(xs, offsets, parameters, batches, energy, gradient);
-  } else {
-    triangleBatches<false>(xs, offsets, parameters, batches, energy, gradient);
-  }
+  double laneEnergy[kLanes], area[kLanes];
+  forEachGatheredBatch<3>(
+      xs, offsets, batches,
+      mayReachEnd, [&](int64_t b, const double* positions) __attribute__((always_inline)) {
+        triangleLanes(positions, parameters + 2 * kLanes * b, laneEnergy, gradient + 9 * kLanes * b,
+                      area);
+        for (int l = 0; l < kLanes; ++l) energy[l] += laneEnergy[l];
+      });
 }
 
 double hingeEnergyHessian(double stiffness, double restAngle, const Vec3 (&x)[4], Vec3 (&g)[4],

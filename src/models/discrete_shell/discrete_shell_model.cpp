@@ -368,29 +368,30 @@ void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
   // (the scalar values above may differ in the last bit, e.g. with FMA). The energies and
   // gradients of this pass are discarded.
   {
-    alignas(64) double positions[12 * kLanes];
     std::vector<double> gradient(12 * kLanes);
     std::vector<double> energy(kLanes), energy2(kLanes), shape(2 * kLanes);
-    for (size_t b = 0; b < static_cast<size_t>(hingeBatches_); ++b) {
-      double* parameters = &laneParameters_[4 * kLanes * b];
-      gatherLanePositions<4>(restPositions.data(), &laneOffsets_[4 * kLanes * b], positions);
-      discrete_shell::hingeEdgeEnergyLanes(positions, parameters, energy.data(), energy2.data(),
-                                           gradient.data(), shape.data());
-      for (size_t l = 0; l < kLanes && kLanes * b + l < hingeCount; ++l) {
-        parameters[l] = shape[l];                        // theta0
-        parameters[2 * kLanes + l] = shape[kLanes + l];  // L
-      }
-    }
-    for (size_t b = 0; b < static_cast<size_t>(triangleBatches_); ++b) {
-      double* parameters = &laneTriangleParameters_[2 * kLanes * b];
-      gatherLanePositions<3>(restPositions.data(), &laneTriangleOffsets_[3 * kLanes * b],
-                             positions);
-      discrete_shell::triangleEnergyLanes(positions, parameters, energy.data(), gradient.data(),
-                                          shape.data());
-      for (size_t l = 0; l < kLanes && kLanes * b + l < triangleCount; ++l) {
-        parameters[kLanes + l] = shape[l];  // A0
-      }
-    }
+    forEachGatheredBatch<4>(
+        restPositions.data(), laneOffsets_.data(), hingeBatches_, true,
+        [&](int64_t b, const double* positions) {
+          double* parameters = &laneParameters_[4 * kLanes * static_cast<size_t>(b)];
+          discrete_shell::hingeEdgeEnergyLanes(positions, parameters, energy.data(), energy2.data(),
+                                               gradient.data(), shape.data());
+          for (size_t l = 0; l < kLanes && kLanes * static_cast<size_t>(b) + l < hingeCount; ++l) {
+            parameters[l] = shape[l];                        // theta0
+            parameters[2 * kLanes + l] = shape[kLanes + l];  // L
+          }
+        });
+    forEachGatheredBatch<3>(
+        restPositions.data(), laneTriangleOffsets_.data(), triangleBatches_, true,
+        [&](int64_t b, const double* positions) {
+          double* parameters = &laneTriangleParameters_[2 * kLanes * static_cast<size_t>(b)];
+          discrete_shell::triangleEnergyLanes(positions, parameters, energy.data(), gradient.data(),
+                                              shape.data());
+          for (size_t l = 0; l < kLanes && kLanes * static_cast<size_t>(b) + l < triangleCount;
+               ++l) {
+            parameters[kLanes + l] = shape[l];  // A0
+          }
+        });
   }
   // The node of every slot and its offset in slotGradient_, family after family: slot c of
   // element e of a family with K slots starting at `base` is at
@@ -479,8 +480,9 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
             discrete_shell::triangleEnergyBatches(
                 xs, &laneTriangleOffsets_[3 * kLanes * first],
                 &laneTriangleParameters_[2 * kLanes * first], last - first,
-                triangleChunkReachesEnd_[static_cast<size_t>(first / kChunk)] != 0, sumStretching,
-                triangleSlots + 9 * kLanes * first);
+                triangleChunkReachesEnd_[static_cast<size_t>(chunk - hingeChunks - edgeChunks)] !=
+                    0,
+                sumStretching, triangleSlots + 9 * kLanes * first);
           }
           for (int l = 0; l < kLanes; ++l) {
             bending += sumBending[l];
