@@ -15,15 +15,15 @@
 // reset), so both stay near the hanging state.
 // Run (Release build):
 //   build/release/bench/shellsim_bench --benchmark_filter='Bullet|DiscreteShellStep'
-// Measured (Release, --benchmark_min_time=1, 2 cores shared with other jobs: load average
-// ~5, so real time is ~2x CPU time; ms per step, real / CPU):
-//   Bullet btSoftBody, 1/240 s:                      0.322 / 0.247
-//   discrete shell, Verlet at 0.73 ms (1 thread):    0.336 / 0.263
-//   discrete shell, backward Euler at 1/240 s:       61.2 / 31.5   (2.1 Newton iterations)
-//   discrete shell, Newmark 1/4 at 1/240 s:          58.7 / 29.2   (1.9 Newton iterations)
-//   (2 threads on the loaded machine: 0.537 / 0.262, 58.1 / 27.4, 56.0 / 26.8)
-// Per simulated second: Bullet 240 steps (~0.06 s CPU), Verlet 1366 steps (~0.36 s CPU),
-// backward Euler 240 steps (~7.6 s CPU).
+// Measured 2026-11-26 14:05 (Release, native, default frozen Hessian, machine otherwise
+// idle; ms per step, real time):
+//   Bullet btSoftBody, 1/240 s:                      0.248
+//   discrete shell, Verlet at 0.73 ms:               0.067 (1 thread), 0.054 (2 threads)
+//   discrete shell, backward Euler at 1/240 s:       11.2 / 8.6  (1 / 2 threads; 5.05
+//                                                    Newton iterations per step)
+//   discrete shell, Newmark 1/4 at 1/240 s:          13.1 / 10.4 (5 iterations)
+// Per simulated second: Bullet 240 steps (~0.06 s), Verlet 1366 steps (~0.09 s with 1
+// thread), backward Euler 240 steps (~2.7 s).
 #include <BulletSoftBody/btSoftBodyHelpers.h>
 #include <BulletSoftBody/btSoftBodyRigidBodyCollisionConfiguration.h>
 #include <BulletSoftBody/btSoftRigidDynamicsWorld.h>
