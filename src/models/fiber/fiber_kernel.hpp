@@ -263,7 +263,7 @@ inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = null
 // kLaneMultiple with benign padding lanes (e.g. e = (1, 0, 0), q = 0, normal = (0, 0, 1)):
 // their results are computed and ignored.
 struct FiberBatch {
-  static constexpr int kLanes = 64;
+  static constexpr int kLanes = 256;  // 8 nodes x up to 32 fibers (fiber_model_eval.cpp)
   static constexpr int kLaneMultiple = 8;
   alignas(64) double e[3][kLanes];        // (e_x, e_y, e_z) per lane, m
   alignas(64) double q[3][kLanes];        // m

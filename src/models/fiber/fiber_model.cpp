@@ -249,8 +249,6 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     }
   }
 
-  fiberGradient_.resize(6 * static_cast<size_t>(network_.fiberCount()));
-  nodeGradient_.resize(9 * n);
   nodeStretch_.resize(n);
   nodeBend_.resize(n);
 }
@@ -355,70 +353,22 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
     patchNodes_.insert(patchNodes_.end(), patches[j].begin(), patches[j].end());
     patchWeights_.insert(patchWeights_.end(), weights[j].begin(), weights[j].end());
   }
-  // Where pass 1 of evaluate() adds each member's share c_i1 dE/df1 + c_i2 dE/df2 of the
-  // patch: the centre's own row, or the first end slot (fiber, slot) of a fiber centred at
-  // j that holds the member; the other members (grown rings) keep it for pass 2, which finds
-  // them through the transpose below (ascending patch index for each member node).
-  patchTarget_.resize(entries);
-  memberOffsets_.assign(n + 1, 0);
-  for (size_t j = 0; j < n; ++j) {
-    for (int32_t e = patchOffsets_[j]; e < patchOffsets_[j + 1]; ++e) {
-      const int32_t member = patchNodes_[static_cast<size_t>(e)];
-      int32_t target = kPassTwo;
-      if (static_cast<size_t>(member) == j) target = kCentreRow;
-      for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
-        if (target != kPassTwo) break;
-        for (const int32_t slot : {0, 2}) {
-          if (network_.fiberNodes[3 * static_cast<size_t>(f) + static_cast<size_t>(slot)] ==
-              member) {
-            target = 2 * f + slot / 2;
-            break;
-          }
-        }
-      }
-      patchTarget_[static_cast<size_t>(e)] = target;
-      if (target == kPassTwo) ++memberOffsets_[static_cast<size_t>(member) + 1];
-    }
-  }
-  for (size_t i = 0; i < n; ++i) memberOffsets_[i + 1] += memberOffsets_[i];
-  memberPatch_.resize(static_cast<size_t>(memberOffsets_[n]));
-  memberEntry_.resize(static_cast<size_t>(memberOffsets_[n]));
-  std::vector<int32_t> cursor(memberOffsets_.begin(), memberOffsets_.end() - 1);
-  for (size_t j = 0; j < n; ++j) {
-    for (int32_t e = patchOffsets_[j]; e < patchOffsets_[j + 1]; ++e) {
-      if (patchTarget_[static_cast<size_t>(e)] != kPassTwo) continue;
-      const auto slot =
-          static_cast<size_t>(cursor[static_cast<size_t>(patchNodes_[static_cast<size_t>(e)])]++);
-      memberPatch_[slot] = static_cast<int32_t>(j);
-      memberEntry_[slot] = e;
-    }
-  }
-
-  // End rows: the incidence without the centre slots, as rows 2 f + slot / 2 of
-  // fiberGradient_ (ascending).
-  const Incidence& inc = network_.incidence;
-  endRowOffsets_.assign(n + 1, 0);
-  endRows_.clear();
-  endRows_.reserve(2 * static_cast<size_t>(network_.fiberCount()));
-  for (size_t i = 0; i < n; ++i) {
-    for (int32_t k = inc.offsets[i]; k < inc.offsets[i + 1]; ++k) {
-      const int32_t entry = inc.entries[static_cast<size_t>(k)];
-      if (entry % 3 != 1) endRows_.push_back(2 * (entry / 3) + (entry % 3) / 2);
-    }
-    endRowOffsets_[i + 1] = static_cast<int32_t>(endRows_.size());
-  }
+  buildEvaluationPlan();
 }
 
 FiberModel::PatchFrame FiberModel::patchFrame(std::span<const double> x, size_t node) const {
+  return patchFrame(x.data(), patchNodes_.data(), node);
+}
+
+FiberModel::PatchFrame FiberModel::patchFrame(const double* positions, const int32_t* rows,
+                                              size_t node) const {
   // f_a = sum_i c_ia x_i over the patch (header comment), accumulated in locals.
-  const int32_t* nodes = patchNodes_.data();
   const double* weights = patchWeights_.data();
-  const double* positions = x.data();
   double f1[3] = {0, 0, 0}, f2[3] = {0, 0, 0};
   const auto begin = static_cast<size_t>(patchOffsets_[node]);
   const auto end = static_cast<size_t>(patchOffsets_[node + 1]);
   for (size_t e = begin; e < end; ++e) {
-    const double* p = positions + 3 * static_cast<size_t>(nodes[e]);
+    const double* p = positions + 3 * static_cast<size_t>(rows[e]);
     const double c1 = weights[2 * e];
     const double c2 = weights[2 * e + 1];
     for (int c = 0; c < 3; ++c) {
@@ -455,323 +405,6 @@ std::span<const int32_t> FiberModel::normalPatch(int32_t node) const {
   return std::span<const int32_t>(patchNodes_)
       .subspan(static_cast<size_t>(patchOffsets_[j]),
                static_cast<size_t>(patchOffsets_[j + 1] - patchOffsets_[j]));
-}
-
-size_t FiberModel::batchEnd(size_t nodeBegin, size_t nodeLimit) const {
-  const std::vector<int32_t>& offsets = network_.centreOffsets;
-  const auto fiberBegin = static_cast<size_t>(offsets[nodeBegin]);
-  size_t nodeEnd = nodeBegin;
-  while (nodeEnd != nodeLimit && nodeEnd - nodeBegin < fiber::FiberBatch::kLanes &&
-         static_cast<size_t>(offsets[nodeEnd + 1]) - fiberBegin <= fiber::FiberBatch::kLanes) {
-    ++nodeEnd;
-  }
-  return nodeEnd;
-}
-
-int FiberModel::fillBatch(std::span<const double> x, size_t nodeBegin, size_t nodeEnd,
-                          fiber::FiberBatch& batch, PatchFrame* frames) const {
-  const std::vector<int32_t>& offsets = network_.centreOffsets;
-  const std::vector<int32_t>& fiberNodes = network_.fiberNodes;
-  const auto fiberBegin = static_cast<size_t>(offsets[nodeBegin]);
-  // The frames first, in a loop of their own: they are independent of each other, so the
-  // processor overlaps their chains of sums, square root and division.
-  for (size_t j = nodeBegin; j < nodeEnd; ++j) {
-    if (offsets[j] != offsets[j + 1]) frames[j - nodeBegin] = patchFrame(x, j);
-  }
-  for (size_t j = nodeBegin; j < nodeEnd; ++j) {
-    const auto begin = static_cast<size_t>(offsets[j]);
-    const auto end = static_cast<size_t>(offsets[j + 1]);
-    const PatchFrame& frame = frames[j - nodeBegin];
-    const double* centre = &x[3 * j];
-    for (size_t f = begin; f < end; ++f) {
-      const size_t k = f - fiberBegin;
-      const double* p1 = &x[3 * static_cast<size_t>(fiberNodes[3 * f])];
-      const double* p2 = &x[3 * static_cast<size_t>(fiberNodes[3 * f + 2])];
-      for (int c = 0; c < 3; ++c) {
-        batch.e[c][k] = 0.5 * (p2[c] - p1[c]);  // fiber::reduce
-        batch.q[c][k] = p1[c] - 2.0 * centre[c] + p2[c];
-        batch.normal[c][k] = frame.normal[c];
-      }
-    }
-  }
-  const size_t used = static_cast<size_t>(offsets[nodeEnd]) - fiberBegin;
-  constexpr size_t kMultiple = fiber::FiberBatch::kLaneMultiple;
-  const size_t lanes = (used + kMultiple - 1) / kMultiple * kMultiple;
-  for (size_t k = used; k < lanes; ++k) {  // padding: a straight fiber of unit length
-    for (int c = 0; c < 3; ++c) {
-      batch.e[c][k] = c == 0 ? 1.0 : 0.0;
-      batch.q[c][k] = 0.0;
-      batch.normal[c][k] = c == 2 ? 1.0 : 0.0;
-    }
-  }
-  return static_cast<int>(lanes);
-}
-
-void FiberModel::measureRestShape() {
-  const auto n = static_cast<size_t>(network_.nodeCount);
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
-        fiber::FiberBatch batch;
-        std::array<PatchFrame, fiber::FiberBatch::kLanes> frames;
-        for (size_t nodeBegin = r.begin(); nodeBegin != r.end();) {
-          const size_t nodeEnd = batchEnd(nodeBegin, r.end());
-          const int lanes = fillBatch(restPositions_, nodeBegin, nodeEnd, batch, frames.data());
-          fiber::evaluateBatch(batch, lanes, samples_, false);
-          const auto fiberBegin = static_cast<size_t>(network_.centreOffsets[nodeBegin]);
-          const auto fiberEnd = static_cast<size_t>(network_.centreOffsets[nodeEnd]);
-          for (size_t f = fiberBegin; f < fiberEnd; ++f) {
-            network_.restLength[f] = batch.length[f - fiberBegin];
-            network_.restAngle[f] = batch.angle[f - fiberBegin];
-          }
-          nodeBegin = nodeEnd;
-        }
-      });
-}
-
-EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
-                                 double* meanAngleOut) const {
-  const bool wantGradient = !gradient.empty();
-  const auto n = static_cast<size_t>(network_.nodeCount);
-  const int samples = samples_;
-  const std::vector<int32_t>& offsets = network_.centreOffsets;
-  const bool anisotropic = !fiberStretchWeight_.empty();
-  // Plasticity and fracture read l and theta at the step's final positions, which the
-  // stepper's last gradient evaluation had: keep them (and x) instead of a second pass.
-  const bool inelastic = params_.plasticity.has_value() || params_.fracture.has_value();
-  if (inelastic && wantGradient) {
-    lengthNow_.resize(network_.restLength.size());
-    angleNow_.resize(network_.restLength.size());
-    evaluatedX_.assign(x.begin(), x.end());
-  }
-
-  // Pass 1: per centre node, in batches of consecutive nodes whose fibers (contiguous, as
-  // fibers are sorted by centre) fill at most one fiber::FiberBatch: gather (e, q, N_j) of
-  // every fiber into the batch (fillBatch), evaluate l~ and theta lane-parallel, then per node
-  // the sums of eq. (4)-(8) and per lane the multipliers and gradients. Writes, per fiber,
-  // the gradients of its two END slots (g_p1 = -g_e/2 + g_q, g_p2 = g_e/2 + g_q) and, per node
-  // j, the sum of its fibers' CENTRE slots (g_p = -2 g_q) and dE/df1, dE/df2 of its patch.
-  using fiber::FiberBatch;
-  static_assert(kMaxFibersPerNode <= FiberBatch::kLanes);
-  constexpr int kLanes = FiberBatch::kLanes;
-  // Per lane of a batch: coefficients of the multipliers (0 on inactive lanes), then the
-  // lane's gradient rows.
-  struct LaneTerms {
-    alignas(64) double restLength[kLanes];    // l~0, m
-    alignas(64) double restAngle[kLanes];     // theta0, rad
-    alignas(64) double areaWeight[kLanes];    // s_k (1 when isotropic)
-    alignas(64) double stretchScale[kLanes];  // K_s / n pi/2
-    alignas(64) double areaError[kLanes];     // A_j - A_j0 of the centre
-    alignas(64) double bendMean[kLanes];      // K_b A_j0 / n alpha (H_j - H_j0)
-    alignas(64) double bendOwn[kLanes];       // K_b A_j0 / n (1 - alpha) w_k^2
-    alignas(64) double end1[3][kLanes];       // dE/dp1
-    alignas(64) double end2[3][kLanes];       // dE/dp2
-    alignas(64) double centre[3][kLanes];     // dE/dp
-    alignas(64) double normal[3][kLanes];     // dE/dN_j through theta_k
-  };
-  const double alpha = meanAngleWeight_;
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
-        FiberBatch batch;
-        LaneTerms lanesOut;
-        std::array<PatchFrame, kLanes> frames;  // of the batch's nodes
-        for (size_t batchBegin = r.begin(); batchBegin != r.end();) {
-          // Nodes [batchBegin, batchEnd), fibers [fiberBegin, fiberEnd), lane k = fiber fiberBegin
-          // + k.
-          const size_t batchEnd = this->batchEnd(batchBegin, r.end());
-          const auto fiberBegin = static_cast<size_t>(offsets[batchBegin]);
-          const auto fiberEnd = static_cast<size_t>(offsets[batchEnd]);
-          const int lanes = fillBatch(x, batchBegin, batchEnd, batch, frames.data());
-          fiber::evaluateBatch(batch, lanes, samples, wantGradient);
-
-          // Per node: A_j, H_j, energies, the lanes' coefficients.
-          for (size_t j = batchBegin; j < batchEnd; ++j) {
-            const auto begin = static_cast<size_t>(offsets[j]);
-            const auto end = static_cast<size_t>(offsets[j + 1]);
-            int count = 0;
-            // A_j - A_j0 = (1/n) sum_k (A_k - A_k0) and H_j - H_j0 = (1/n) sum_k (theta_k -
-            // theta_k0), as A_j0, H_j0 are the means of the rest values (refreshRestMeans):
-            // summed as differences, with A_k - A_k0 = pi/4 (l - l0)(l + l0), every term is
-            // exactly 0 at rest, whatever the compiler contracts into FMAs.
-            double sumAreaChange = 0, sumAreaChange2 = 0, sumAngle = 0, sumAngleChange = 0,
-                   sumAngleChange2 = 0;
-            for (size_t f = begin; f < end; ++f) {
-              const size_t k = f - fiberBegin;
-              lanesOut.restLength[k] = network_.restLength[f];
-              lanesOut.restAngle[k] = network_.restAngle[f];
-              lanesOut.areaWeight[k] = anisotropic ? fiberStretchWeight_[f] : 1.0;
-              if ((network_.flags[f] & kFiberActive) == 0) continue;
-              const double length = batch.length[k];
-              const double angle = batch.angle[k];
-              if (inelastic && wantGradient) {
-                lengthNow_[f] = length;
-                angleNow_[f] = angle;
-              }
-              const double restLength = lanesOut.restLength[k];
-              const double areaChange =
-                  kPi / 4 * ((length - restLength) * (length + restLength));  // A_k - A_k0
-              ++count;
-              sumAreaChange += areaChange;
-              sumAreaChange2 += lanesOut.areaWeight[k] * areaChange * areaChange;
-              sumAngle += angle;
-              const double angleChange = angle - lanesOut.restAngle[k];
-              sumAngleChange += angleChange;
-              sumAngleChange2 += fiberBendWeight_[f] * angleChange * angleChange;
-            }
-            if (count == 0) {
-              nodeStretch_[j] = nodeBend_[j] = 0;
-              if (meanAngleOut != nullptr) meanAngleOut[j] = 0;
-              for (size_t f = begin; f < end; ++f) {
-                const size_t k = f - fiberBegin;
-                lanesOut.stretchScale[k] = lanesOut.areaError[k] = 0;
-                lanesOut.bendMean[k] = lanesOut.bendOwn[k] = 0;
-              }
-              continue;
-            }
-            const double invCount = 1.0 / count;
-            const double areaError = sumAreaChange * invCount;    // A_j - A_j0
-            const double angleError = sumAngleChange * invCount;  // H_j - H_j0
-            nodeStretch_[j] =
-                0.5 * stretchK_[j] * (areaError * areaError + sumAreaChange2 * invCount);
-            nodeBend_[j] =
-                0.5 * bendK_[j] * restArea_[j] *
-                (alpha * angleError * angleError + (1.0 - alpha) * sumAngleChange2 * invCount);
-            if (meanAngleOut != nullptr) meanAngleOut[j] = sumAngle * invCount;
-            const double stretchScale = stretchK_[j] * invCount * (kPi / 2);
-            const double bendScale = bendK_[j] * restArea_[j] * invCount;
-            for (size_t f = begin; f < end; ++f) {
-              const size_t k = f - fiberBegin;
-              const bool active = (network_.flags[f] & kFiberActive) != 0;
-              lanesOut.stretchScale[k] = active ? stretchScale : 0.0;
-              lanesOut.areaError[k] = areaError;
-              lanesOut.bendMean[k] = active ? bendScale * alpha * angleError : 0.0;
-              lanesOut.bendOwn[k] = active ? bendScale * (1.0 - alpha) * fiberBendWeight_[f] : 0.0;
-            }
-          }
-          if (!wantGradient) {
-            batchBegin = batchEnd;
-            continue;
-          }
-
-          // Per lane: dE/dl_k = K_s / n [(A_j - A_j0) + s_k (A_k - A_k0)] pi/2 l_k and
-          // dE/dtheta_k = K_b A_j0 / n [alpha (H_j - H_j0) + (1 - alpha) w_k^2 (theta_k -
-          // theta_k0)] times the kernel's gradients, pulled back to the slots (fiberSlotGradient).
-          // Inactive lanes have zero coefficients, hence zero rows.
-          const auto used = static_cast<int>(fiberEnd - fiberBegin);
-          for (int k = 0; k < used; ++k) {
-            const double length = batch.length[k];
-            const double restLength = lanesOut.restLength[k];
-            const double areaChange = kPi / 4 * ((length - restLength) * (length + restLength));
-            const double dEdLength = lanesOut.stretchScale[k] *
-                                     (lanesOut.areaError[k] + lanesOut.areaWeight[k] * areaChange) *
-                                     length;
-            const double dEdAngle = lanesOut.bendMean[k] +
-                                    lanesOut.bendOwn[k] * (batch.angle[k] - lanesOut.restAngle[k]);
-            for (int c = 0; c < 3; ++c) {
-              const double ge = dEdLength * batch.lengthE[c][k] + dEdAngle * batch.angleE[c][k];
-              const double gq = dEdLength * batch.lengthQ[c][k] + dEdAngle * batch.angleQ[c][k];
-              lanesOut.end1[c][k] = -0.5 * ge + gq;
-              lanesOut.end2[c][k] = 0.5 * ge + gq;
-              lanesOut.centre[c][k] = -2.0 * gq;
-              lanesOut.normal[c][k] = dEdAngle * batch.angleN[c][k];
-            }
-          }
-
-          // Per node: its centre row and dE/dN_j (sums over its lanes, ascending), the patch
-          // frame's gradient and its members' shares.
-          for (size_t j = batchBegin; j < batchEnd; ++j) {
-            const auto begin = static_cast<size_t>(offsets[j]) - fiberBegin;
-            const auto end = static_cast<size_t>(offsets[j + 1]) - fiberBegin;
-            double* nodeOut = &nodeGradient_[9 * j];
-            double centreGradient[3] = {0, 0, 0};
-            double g[3] = {0, 0, 0};  // dE/dN_j
-            for (size_t k = begin; k < end; ++k) {
-              for (int c = 0; c < 3; ++c) {
-                centreGradient[c] += lanesOut.centre[c][k];
-                g[c] += lanesOut.normal[c][k];
-              }
-            }
-            for (int c = 0; c < 6; ++c) nodeOut[c] = 0;
-            const PatchFrame& frame = frames[j - batchBegin];
-            if (begin != end && frame.length > 0) {
-              // w = P g / |v|, dE/df1 = f2 x w, dE/df2 = w x f1 (header comment); member i of the
-              // patch gets c_i1 dE/df1 + c_i2 dE/df2, added here to a row of node j (patchTarget_)
-              // or left in nodeGradient_ for pass 2.
-              const double* normal = frame.normal.data();
-              const double gN = g[0] * normal[0] + g[1] * normal[1] + g[2] * normal[2];
-              const double inverse = 1.0 / frame.length;
-              const double w[3] = {(g[0] - gN * normal[0]) * inverse,
-                                   (g[1] - gN * normal[1]) * inverse,
-                                   (g[2] - gN * normal[2]) * inverse};
-              const double* f1 = frame.f1.data();
-              const double* f2 = frame.f2.data();
-              const double g1[3] = {f2[1] * w[2] - f2[2] * w[1], f2[2] * w[0] - f2[0] * w[2],
-                                    f2[0] * w[1] - f2[1] * w[0]};
-              const double g2[3] = {w[1] * f1[2] - w[2] * f1[1], w[2] * f1[0] - w[0] * f1[2],
-                                    w[0] * f1[1] - w[1] * f1[0]};
-              for (int c = 0; c < 3; ++c) {
-                nodeOut[c] = g1[c];
-                nodeOut[3 + c] = g2[c];
-              }
-              for (auto e = static_cast<size_t>(patchOffsets_[j]);
-                   e < static_cast<size_t>(patchOffsets_[j + 1]); ++e) {
-                const int32_t target = patchTarget_[e];
-                if (target == kPassTwo) continue;
-                const double c1 = patchWeights_[2 * e];
-                const double c2 = patchWeights_[2 * e + 1];
-                if (target == kCentreRow) {
-                  for (int c = 0; c < 3; ++c) centreGradient[c] += c1 * g1[c] + c2 * g2[c];
-                  continue;
-                }
-                // Row 2 f + slot / 2 of fiberGradient_: lane f - fiberBegin, end1 or end2.
-                const auto k = static_cast<size_t>(target / 2) - fiberBegin;
-                auto& rows = target % 2 == 0 ? lanesOut.end1 : lanesOut.end2;
-                for (int c = 0; c < 3; ++c) rows[c][k] += c1 * g1[c] + c2 * g2[c];
-              }
-            }
-            for (int c = 0; c < 3; ++c) nodeOut[6 + c] = centreGradient[c];
-          }
-          for (int k = 0; k < used; ++k) {
-            double* out = &fiberGradient_[6 * (fiberBegin + static_cast<size_t>(k))];
-            for (int c = 0; c < 3; ++c) {
-              out[c] = lanesOut.end1[c][k];
-              out[3 + c] = lanesOut.end2[c][k];
-            }
-          }
-          batchBegin = batchEnd;
-        }
-      });
-
-  // Pass 2: per node, its centre row (pass 1), then its end rows in ascending (fiber, slot)
-  // order, then its shares of the patches pass 1 left to it, in ascending patch order.
-  if (wantGradient) {
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
-          const double* rows = fiberGradient_.data();
-          for (size_t j = r.begin(); j != r.end(); ++j) {
-            double sum[3] = {nodeGradient_[9 * j + 6], nodeGradient_[9 * j + 7],
-                             nodeGradient_[9 * j + 8]};
-            for (int32_t i = endRowOffsets_[j]; i < endRowOffsets_[j + 1]; ++i) {
-              const double* g = rows + 3 * static_cast<size_t>(endRows_[static_cast<size_t>(i)]);
-              for (int c = 0; c < 3; ++c) sum[c] += g[c];
-            }
-            for (int32_t m = memberOffsets_[j]; m < memberOffsets_[j + 1]; ++m) {
-              const auto patch = static_cast<size_t>(memberPatch_[static_cast<size_t>(m)]);
-              const auto entry = static_cast<size_t>(memberEntry_[static_cast<size_t>(m)]);
-              const double c1 = patchWeights_[2 * entry];
-              const double c2 = patchWeights_[2 * entry + 1];
-              const double* g = &nodeGradient_[9 * patch];
-              for (int c = 0; c < 3; ++c) sum[c] += c1 * g[c] + c2 * g[3 + c];
-            }
-            for (int c = 0; c < 3; ++c) gradient[3 * j + static_cast<size_t>(c)] += sum[c];
-          }
-        });
-  }
-
-  // Pass 3: energies in a fixed reduction order.
-  EnergyParts parts;
-  parts.stretching = deterministicSum(nodeStretch_);
-  parts.bending = deterministicSum(nodeBend_);
-  return parts;
 }
 
 EnergyParts FiberModel::energy(std::span<const double> x) const {
@@ -1440,8 +1073,10 @@ size_t FiberModel::memoryBytes() const {
          bytes(network_.incidence.entries) + bytes(triangles_) + bytes(mass_) + bytes(stretchK_) +
          bytes(bendK_) + bytes(restArea_) + bytes(restMeanAngle_) + bytes(restPositions_) +
          bytes(restNormals_) + bytes(patchOffsets_) + bytes(patchNodes_) + bytes(patchWeights_) +
-         bytes(memberOffsets_) + bytes(memberPatch_) + bytes(memberEntry_) + bytes(patchTarget_) +
-         bytes(endRowOffsets_) + bytes(endRows_) + bytes(fiberGradient_) + bytes(nodeGradient_) +
+         bytes(chunkNodeOffsets_) + bytes(chunkNodes_) + bytes(slotShare_) + bytes(groupFibers_) +
+         bytes(groupFiberRows_) + bytes(groupPatchRows_) + bytes(groupCentreLocal_) +
+         bytes(groupEndLocal_) + bytes(groupPatchLocal_) + bytes(groupPatchWeights_) +
+         bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(shareRows_) +
          bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_) +
          bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
          bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) + bytes(areas_) +

@@ -254,6 +254,9 @@ class FiberModel : public Model {
     double length;  // |f1 x f2|
   };
   PatchFrame patchFrame(std::span<const double> x, size_t node) const;
+  // The same from positions (nRows, 3), member e of node j's patch at row rows[e]
+  // (patchNodes_ with all positions): the arithmetic of every frame of the model.
+  PatchFrame patchFrame(const double* positions, const int32_t* rows, size_t node) const;
   // Fills patchOffsets_ .. memberEntry_ from the network and the rest state. With
   // `dropDegenerate` a node whose patch is collinear loses its fibers; otherwise that throws.
   void buildNormalPatches(bool dropDegenerate);
@@ -265,14 +268,21 @@ class FiberModel : public Model {
   // Forms a crack at the most urgent candidate, if any (see the header); true if it did.
   bool formCrack(std::span<const double> x);
 
-  // The end of the batch of nodes that starts at nodeBegin: consecutive nodes, at most
-  // FiberBatch::kLanes of them, whose fibers fit in one FiberBatch, none past nodeLimit.
-  size_t batchEnd(size_t nodeBegin, size_t nodeLimit) const;
-  // Gathers (e, q, N_j(x)) of the fibers of nodes [nodeBegin, nodeEnd) into lanes 0, 1, ...
-  // of `batch` (lane k = fiber centreOffsets[nodeBegin] + k), sets frames[j - nodeBegin] =
-  // patchFrame(x, j) for the nodes with fibers, pads, and returns the padded lane count.
-  int fillBatch(std::span<const double> x, size_t nodeBegin, size_t nodeEnd,
-                fiber::FiberBatch& batch, PatchFrame* frames) const;
+  // Chunks, groups, local slots and shared rows (see the members below), from the network
+  // and the patches.
+  void buildEvaluationPlan();
+  // Copies the positions of chunk c's local slots from x into local (nSlots, 3).
+  void gatherChunk(std::span<const double> x, size_t chunk, double* local) const;
+  // Scratch of evaluateGroup (fiber_model_eval.cpp).
+  struct GroupTerms;
+  // Node group g of a chunk whose local positions are `local`: patch frames, the fibers'
+  // l~ and theta, per-node sums and energies (nodeStretch_, nodeBend_, meanAngleOut if
+  // non-null). With `sum` (the chunk's accumulator, (nSlots, 3)) non-null also the gradient,
+  // added into it. With restLengthOut non-null only l~ and theta, written per fiber to
+  // restLengthOut and restAngleOut (the rest-shape measurement).
+  void evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch, GroupTerms& t,
+                     double* sum, double* meanAngleOut, double* restLengthOut,
+                     double* restAngleOut) const;
   // restLength and restAngle of every fiber at the rest positions, by the batch code.
   void measureRestShape();
   // Pass 1 and 3 (and pass 2 if `gradient` is non-empty).
@@ -321,25 +331,37 @@ class FiberModel : public Model {
   std::vector<int32_t> patchOffsets_;  // (nNodes + 1)
   std::vector<int32_t> patchNodes_;    // (nEntries)
   std::vector<double> patchWeights_;   // (nEntries, 2), 1/m
-  // Where evaluate() adds entry e's share of its patch's frame gradient: kCentreRow (the patch's
-  // own node), a row 2 f + slot / 2 of fiberGradient_ (an end of a fiber centred there), or
-  // kPassTwo (left to pass 2).
-  static constexpr int32_t kCentreRow = -1;
-  static constexpr int32_t kPassTwo = -2;
-  std::vector<int32_t> patchTarget_;  // (nEntries)
-  // The transpose of the kPassTwo entries: node i appears in the patches memberPatch_[m] at
-  // entry memberEntry_[m], m in [memberOffsets_[i], memberOffsets_[i + 1]), ascending patch.
-  std::vector<int32_t> memberOffsets_;  // (nNodes + 1)
-  std::vector<int32_t> memberPatch_;    // (nPassTwoEntries)
-  std::vector<int32_t> memberEntry_;    // (nPassTwoEntries)
-  // Node i's end slots as rows of fiberGradient_: endRows_[endRowOffsets_[i] .. [i + 1]),
-  // row 2 f + slot / 2 for its incidences (f, slot != 1), ascending.
-  std::vector<int32_t> endRowOffsets_;  // (nNodes + 1)
-  std::vector<int32_t> endRows_;        // (2 nFibers)
+  // Evaluation plan (buildEvaluationPlan, fiber_model_eval.cpp), fixed until the topology
+  // changes, so that the order of every sum, hence every bit of the result, is independent of
+  // the thread count. Nodes form groups of kGroupNodes consecutive nodes, one per SIMD lane;
+  // groups form chunks of kChunkNodes nodes, the parallel tasks. Chunk c's fibers and patches
+  // touch the nodes chunkNodes_[chunkNodeOffsets_[c] .. [c + 1]) (ascending, its own nodes
+  // included), its "local slots". Pass 1 copies those positions into a local array, evaluates
+  // the chunk's groups from it and adds every force term into a local accumulator in a fixed
+  // order; then a node touched by this chunk alone (slotShare_ = -1) gets its sum added to
+  // the gradient right there, and a node touched by several chunks parks this chunk's part in
+  // shareRows_[slotShare_]. Pass 2 adds each shared node's parts in ascending chunk order.
+  // Group g (nodes 8 g + L, lane L) has F_g = groupFibers_[g] fiber rows (the most fibers of
+  // its nodes) and P_g patch rows (the largest patch); rows past a node's own count are
+  // padding (a benign fiber; a member of weight 0), all pointing at the node's own slot.
+  // "Local" indices below are 3 x the local slot: the offset of x in the local positions.
+  static constexpr size_t kGroupNodes = 8;
+  static constexpr size_t kChunkNodes = 512;
+  std::vector<int32_t> chunkNodeOffsets_;  // (nChunks + 1)
+  std::vector<int32_t> chunkNodes_;        // (nLocalSlots): the node of each local slot
+  std::vector<int32_t> slotShare_;         // (nLocalSlots): row of shareRows_, or -1
+  std::vector<int32_t> groupFibers_;       // (nGroups): F_g
+  std::vector<int32_t> groupFiberRows_;    // (nGroups + 1): first fiber row of g (F_g rows)
+  std::vector<int32_t> groupPatchRows_;    // (nGroups + 1): first patch row of g (P_g rows)
+  std::vector<int32_t> groupCentreLocal_;  // (nGroups, 8): local index of each lane's node
+  std::vector<int32_t> groupEndLocal_;     // (nFiberRows, 2, 8): local indices of p1, p2
+  std::vector<int32_t> groupPatchLocal_;   // (nPatchRows, 8): local index of the member
+  std::vector<double> groupPatchWeights_;  // (nPatchRows, 2, 8): c_i1, c_i2, 1/m
+  // Shared nodes: sharedNodes_[s] has the parts shareRows_[shareOffsets_[s] .. [s + 1]).
+  std::vector<int32_t> sharedNodes_;   // (nShared), ascending
+  std::vector<int32_t> shareOffsets_;  // (nShared + 1)
   // Scratch of one evaluation.
-  mutable std::vector<double> fiberGradient_;  // (nFibers, 2, 3): dE/dp1, dE/dp2 of its ends
-  // (nNodes, 3, 3): dE/df1, dE/df2 of node j's patch, dE/dp of the fibers centred at j
-  mutable std::vector<double> nodeGradient_;
+  mutable std::vector<double> shareRows_;  // (nShareRows, 3): a chunk's part of dE/dx_i
   mutable std::vector<double> nodeStretch_;  // (nNodes), J
   mutable std::vector<double> nodeBend_;     // (nNodes), J
   // l_k and theta_k of the last gradient evaluation and its x, for updateInelastic (only

@@ -1,0 +1,581 @@
+// The force pass of the fiber model (fiber_model.hpp, "Gradient"): the evaluation plan,
+// the rest-shape measurement and FiberModel::evaluate.
+//
+// Layout. Nodes are taken in groups of kGroup = 8 consecutive nodes, one node per SIMD lane
+// (a `Lanes` vector holds one value per node of the group). Group g's nodes have at most F_g
+// fibers and at most P_g patch members; its fibers are evaluated as F_g rows of 8 lanes, fiber
+// s of node 8 g + L in lane k = 8 s + L of a fiber::FiberBatch, so that every per-node sum of
+// eq. (4)-(8) is a sum of F_g vectors, and the patch frames of eq. (38)'s normals are P_g
+// multiply-adds of 8-lane vectors. Rows past a node's own fiber count or patch size are
+// padding: benign fibers with no energy, patch members of weight 0.
+// Chunks of kChunkNodes nodes (whole groups) are the parallel tasks; each works on a copy of
+// the positions it touches ("local slots", see fiber_model.hpp) and adds its force terms into
+// a local accumulator in a fixed order, so the result does not depend on the thread count.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+
+#include "core/lane_gather.hpp"
+#include "models/fiber/fiber_kernel.hpp"
+#include "models/fiber/fiber_model.hpp"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace shellsim {
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+constexpr int kGroup = 8;
+constexpr size_t kSharedGrain = 256;
+
+// One double per node of a group (GCC/Clang vector extension: one zmm register with AVX-512,
+// smaller registers or scalars elsewhere, same results).
+using Lanes = double __attribute__((vector_size(sizeof(double) * kGroup)));
+
+Lanes loadLanes(const double* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void storeLanes(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
+Lanes broadcast(double a) { return Lanes{} + a; }
+
+// Positions of 8 local indices (a row of a group's table) as 3 Lanes (x, y, z). `local` must
+// hold one readable value past its last position (gatherLanePositions' plain loads; hardware
+// gathers are several times slower on our Xeon).
+void gatherRow(const double* local, const int32_t* index, Lanes out[3]) {
+  alignas(64) double positions[3 * kGroup];
+  gatherLanePositions<1, false>(local, index, positions);
+  for (int c = 0; c < 3; ++c) out[c] = loadLanes(positions + kGroup * c);
+}
+
+// rows[r][L] = values[begin[L] + first + r] for r < 4 and first + r < count[L], else 0: per
+// lane one (masked) 256-bit load of its node's consecutive fibers, transposed in registers
+// as in gatherLanePositions.
+void loadFiberRows(const double* values, const int32_t* begin, const int32_t* count, int first,
+                   Lanes rows[4]) {
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+  const auto node = [&](int lane) {
+    const int valid = std::clamp(count[lane] - first, 0, 4);
+    return _mm256_maskz_loadu_pd(static_cast<__mmask8>((1U << valid) - 1U),
+                                 values + begin[lane] + first);
+  };
+  __m512d a[4];
+  for (int i = 0; i < 4; ++i) {
+    a[i] = _mm512_insertf64x4(_mm512_castpd256_pd512(node(i)), node(i + 4), 1);
+  }
+  const __m512i evenPairs = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i oddPairs = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  const __m512d t0 = _mm512_unpacklo_pd(a[0], a[1]);  // rows 0, 2 of lanes 0, 1, 4, 5
+  const __m512d t1 = _mm512_unpackhi_pd(a[0], a[1]);  // rows 1, 3
+  const __m512d t2 = _mm512_unpacklo_pd(a[2], a[3]);  // rows 0, 2 of lanes 2, 3, 6, 7
+  const __m512d t3 = _mm512_unpackhi_pd(a[2], a[3]);
+  rows[0] = (Lanes)_mm512_permutex2var_pd(t0, evenPairs, t2);
+  rows[1] = (Lanes)_mm512_permutex2var_pd(t1, evenPairs, t3);
+  rows[2] = (Lanes)_mm512_permutex2var_pd(t0, oddPairs, t2);
+  rows[3] = (Lanes)_mm512_permutex2var_pd(t1, oddPairs, t3);
+#else
+  for (int r = 0; r < 4; ++r) {
+    for (int lane = 0; lane < kGroup; ++lane) {
+      rows[r][lane] = first + r < count[lane] ? values[begin[lane] + first + r] : 0.0;
+    }
+  }
+#endif
+}
+
+Lanes sqrtLanes(Lanes v) {
+#if defined(__AVX512F__)
+  return (Lanes)_mm512_sqrt_pd((__m512d)v);
+#else
+  for (int lane = 0; lane < kGroup; ++lane) v[lane] = std::sqrt(v[lane]);
+  return v;
+#endif
+}
+
+// A node quantity of group g's lanes (0 past the last node).
+Lanes nodeLanes(const std::vector<double>& values, size_t firstNode, size_t nodeCount) {
+  if (firstNode + kGroup <= nodeCount) return loadLanes(values.data() + firstNode);
+  Lanes v{};
+  for (size_t lane = 0; firstNode + lane < nodeCount; ++lane) v[lane] = values[firstNode + lane];
+  return v;
+}
+
+void storeNodeLanes(double* out, Lanes v, size_t firstNode, size_t nodeCount) {
+  if (firstNode + kGroup <= nodeCount) {
+    storeLanes(out + firstNode, v);
+    return;
+  }
+  for (size_t lane = 0; firstNode + lane < nodeCount; ++lane) out[firstNode + lane] = v[lane];
+}
+
+// One group's patch frames f1, f2 and normals N = f1 x f2 / |f1 x f2| (fiber_model.hpp,
+// "Reference normals"), lane L = node 8 g + L.
+struct GroupFrames {
+  Lanes f1[3], f2[3], normal[3];
+  Lanes inverseLength;  // 1 / |f1 x f2|, 0 where the patch collapsed (N = the rest normal)
+};
+
+}  // namespace
+
+void FiberModel::buildEvaluationPlan() {
+  static_assert(kGroupNodes == kGroup && kChunkNodes % kGroup == 0);
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  const std::vector<int32_t>& offsets = network_.centreOffsets;
+  const size_t chunks = (n + kChunkNodes - 1) / kChunkNodes;
+  const size_t groups = (n + kGroup - 1) / kGroup;
+  chunkNodeOffsets_.assign(chunks + 1, 0);
+  chunkNodes_.clear();
+  groupFibers_.assign(groups, 0);
+  groupFiberRows_.assign(groups + 1, 0);
+  groupPatchRows_.assign(groups + 1, 0);
+  groupCentreLocal_.assign(kGroup * groups, 0);
+  groupEndLocal_.clear();
+  groupPatchLocal_.clear();
+  groupPatchWeights_.clear();
+  std::vector<int32_t> touched;
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t nodeBegin = c * kChunkNodes;
+    const size_t nodeEnd = std::min(n, nodeBegin + kChunkNodes);
+    // Local slots: the chunk's own nodes and every node of its fibers and patches, sorted.
+    touched.clear();
+    for (size_t j = nodeBegin; j < nodeEnd; ++j) touched.push_back(static_cast<int32_t>(j));
+    touched.insert(touched.end(),
+                   network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
+                   network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
+    touched.insert(touched.end(), patchNodes_.begin() + patchOffsets_[nodeBegin],
+                   patchNodes_.begin() + patchOffsets_[nodeEnd]);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    // 3 x the local slot of a node: the offset of its x coordinate in the local positions.
+    const auto local = [&](int32_t node) {
+      return 3 * static_cast<int32_t>(std::lower_bound(touched.begin(), touched.end(), node) -
+                                      touched.begin());
+    };
+    for (size_t g = nodeBegin / kGroup; g * kGroup < nodeEnd; ++g) {
+      const size_t first = g * kGroup;
+      int32_t fibers = 0, members = 0;
+      for (size_t j = first; j < std::min(nodeEnd, first + kGroup); ++j) {
+        fibers = std::max(fibers, offsets[j + 1] - offsets[j]);
+        members = std::max(members, patchOffsets_[j + 1] - patchOffsets_[j]);
+      }
+      groupFibers_[g] = fibers;
+      groupFiberRows_[g + 1] = groupFiberRows_[g] + fibers;
+      groupPatchRows_[g + 1] = groupPatchRows_[g] + members;
+      for (size_t lane = 0; lane < kGroup; ++lane) {
+        const size_t j = first + lane;
+        groupCentreLocal_[kGroup * g + lane] = j < nodeEnd ? local(static_cast<int32_t>(j)) : 0;
+      }
+      // Padding rows point at the lane's own centre (or slot 0 past the last node).
+      for (int32_t s = 0; s < fibers; ++s) {
+        for (const int slot : {0, 2}) {
+          for (size_t lane = 0; lane < kGroup; ++lane) {
+            const size_t j = first + lane;
+            const bool real = j < nodeEnd && s < offsets[j + 1] - offsets[j];
+            groupEndLocal_.push_back(
+                real ? local(network_.fiberNodes[3 * static_cast<size_t>(offsets[j] + s) +
+                                                 static_cast<size_t>(slot)])
+                     : groupCentreLocal_[kGroup * g + lane]);
+          }
+        }
+      }
+      for (int32_t p = 0; p < members; ++p) {
+        for (size_t lane = 0; lane < kGroup; ++lane) {
+          const size_t j = first + lane;
+          const bool real = j < nodeEnd && p < patchOffsets_[j + 1] - patchOffsets_[j];
+          const auto e = real ? static_cast<size_t>(patchOffsets_[j] + p) : 0;
+          groupPatchLocal_.push_back(real ? local(patchNodes_[e])
+                                          : groupCentreLocal_[kGroup * g + lane]);
+        }
+        for (int a = 0; a < 2; ++a) {
+          for (size_t lane = 0; lane < kGroup; ++lane) {
+            const size_t j = first + lane;
+            const bool real = j < nodeEnd && p < patchOffsets_[j + 1] - patchOffsets_[j];
+            groupPatchWeights_.push_back(
+                real ? patchWeights_[2 * static_cast<size_t>(patchOffsets_[j] + p) +
+                                     static_cast<size_t>(a)]
+                     : 0.0);
+          }
+        }
+      }
+    }
+    chunkNodes_.insert(chunkNodes_.end(), touched.begin(), touched.end());
+    chunkNodeOffsets_[c + 1] = static_cast<int32_t>(chunkNodes_.size());
+  }
+  for (auto* table : {&chunkNodes_, &groupEndLocal_, &groupPatchLocal_}) table->shrink_to_fit();
+  groupPatchWeights_.shrink_to_fit();
+  // Nodes touched by several chunks get one row per chunk, in ascending chunk order.
+  std::vector<int32_t> chunksTouching(n, 0);
+  for (const int32_t node : chunkNodes_) ++chunksTouching[static_cast<size_t>(node)];
+  sharedNodes_.clear();
+  shareOffsets_.assign(1, 0);
+  std::vector<int32_t> nextRow(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (chunksTouching[i] < 2) continue;
+    sharedNodes_.push_back(static_cast<int32_t>(i));
+    nextRow[i] = shareOffsets_.back();
+    shareOffsets_.push_back(shareOffsets_.back() + chunksTouching[i]);
+  }
+  slotShare_.resize(chunkNodes_.size());
+  for (size_t slot = 0; slot < chunkNodes_.size(); ++slot) {  // chunk by chunk, ascending
+    const auto node = static_cast<size_t>(chunkNodes_[slot]);
+    slotShare_[slot] = chunksTouching[node] < 2 ? -1 : nextRow[node]++;
+  }
+  shareRows_.resize(3 * static_cast<size_t>(shareOffsets_.back()));
+}
+
+void FiberModel::gatherChunk(std::span<const double> x, size_t chunk, double* local) const {
+  const auto begin = static_cast<size_t>(chunkNodeOffsets_[chunk]);
+  const auto end = static_cast<size_t>(chunkNodeOffsets_[chunk + 1]);
+  const int32_t* nodes = chunkNodes_.data();
+  const double* positions = x.data();
+  for (size_t slot = begin; slot < end; ++slot) {
+    const double* p = positions + 3 * static_cast<size_t>(nodes[slot]);
+    double* out = local + 3 * (slot - begin);
+    out[0] = p[0];
+    out[1] = p[1];
+    out[2] = p[2];
+  }
+}
+
+// Per lane of one group's batch (lane k = 8 s + L): the terms of the per-node sums and the
+// gradient rows. Inactive and padding lanes hold zeros.
+struct FiberModel::GroupTerms {
+  static constexpr int kLanes = fiber::FiberBatch::kLanes;
+  alignas(64) double active[kLanes];       // 1 or 0
+  alignas(64) double areaChange[kLanes];   // A_k - A_k0, m^2
+  alignas(64) double angleChange[kLanes];  // theta_k - theta_k0, rad
+  alignas(64) double stretchWeight[kLanes];  // s_k of E_s
+  alignas(64) double bendWeight[kLanes];     // s_k w_k^2 of E_b
+  alignas(64) double end1[3][kLanes];        // dE/dp1
+  alignas(64) double end2[3][kLanes];        // dE/dp2
+};
+
+void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch,
+                               GroupTerms& t, double* sum, double* meanAngleOut,
+                               double* restLengthOut, double* restAngleOut) const {
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  const std::vector<int32_t>& offsets = network_.centreOffsets;
+  const size_t first = group * kGroup;
+  const int fibers = groupFibers_[group];
+  // Fiber index of row s, lane L: fiberBegin[L] + s (valid where s < fiberCount[L]).
+  alignas(64) int32_t fiberBegin[kGroup];
+  alignas(64) int32_t fibersAt[kGroup];
+  Lanes fiberCount{};
+  for (size_t lane = 0; lane < kGroup; ++lane) {
+    const size_t j = first + lane;
+    fiberBegin[lane] = j < n ? offsets[j] : 0;
+    fibersAt[lane] = j < n ? offsets[j + 1] - offsets[j] : 0;
+    fiberCount[lane] = fibersAt[lane];
+  }
+
+  // Patch frames, f_a = sum_i c_ia x_i (fiber_model.hpp), member by member.
+  GroupFrames frame{};
+  const auto patchRow = static_cast<size_t>(groupPatchRows_[group]);
+  const auto patchRows = static_cast<size_t>(groupPatchRows_[group + 1]) - patchRow;
+  for (size_t p = 0; p < patchRows; ++p) {
+    const int32_t* index = &groupPatchLocal_[kGroup * (patchRow + p)];
+    const double* weights = &groupPatchWeights_[2 * kGroup * (patchRow + p)];
+    const Lanes c1 = loadLanes(weights);
+    const Lanes c2 = loadLanes(weights + kGroup);
+    Lanes position[3];
+    gatherRow(local, index, position);
+    for (int c = 0; c < 3; ++c) {
+      frame.f1[c] += c1 * position[c];
+      frame.f2[c] += c2 * position[c];
+    }
+  }
+  {
+    const Lanes* f1 = frame.f1;
+    const Lanes* f2 = frame.f2;
+    const Lanes v[3] = {f1[1] * f2[2] - f1[2] * f2[1], f1[2] * f2[0] - f1[0] * f2[2],
+                        f1[0] * f2[1] - f1[1] * f2[0]};
+    const Lanes length = sqrtLanes(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    const auto valid = length > 0 && length < std::numeric_limits<double>::infinity();
+    const Lanes inverse = 1.0 / length;
+    frame.inverseLength = valid ? inverse : 0.0;
+    for (int c = 0; c < 3; ++c) frame.normal[c] = v[c] * frame.inverseLength;
+    for (size_t lane = 0; lane < kGroup; ++lane) {
+      if (valid[lane] != 0 || first + lane >= n) continue;
+      for (int c = 0; c < 3; ++c) frame.normal[c][lane] = restNormals_[3 * (first + lane) + c];
+    }
+  }
+
+  // The batch: row s holds fiber s of every node; padding lanes a straight unit fiber.
+  const int32_t* centreIndex = &groupCentreLocal_[kGroup * group];
+  Lanes centre[3];
+  gatherRow(local, centreIndex, centre);
+  const auto fiberRow = static_cast<size_t>(groupFiberRows_[group]);
+  for (int s = 0; s < fibers; ++s) {
+    const int32_t* end1 = &groupEndLocal_[2 * kGroup * (fiberRow + static_cast<size_t>(s))];
+    const int32_t* end2 = end1 + kGroup;
+    const auto real = broadcast(s) < fiberCount;
+    const size_t k = kGroup * static_cast<size_t>(s);
+    Lanes p1[3], p2[3];
+    gatherRow(local, end1, p1);
+    gatherRow(local, end2, p2);
+    for (int c = 0; c < 3; ++c) {
+      storeLanes(&batch.e[c][k], real ? 0.5 * (p2[c] - p1[c]) : (c == 0 ? 1.0 : 0.0));  // fiber::reduce
+      storeLanes(&batch.q[c][k], real ? p1[c] - 2.0 * centre[c] + p2[c] : 0.0);
+      storeLanes(&batch.normal[c][k], real ? frame.normal[c] : (c == 2 ? 1.0 : 0.0));
+    }
+  }
+  const int laneCount = kGroup * fibers;
+  const bool wantGradient = sum != nullptr;
+  fiber::evaluateBatch(batch, laneCount, samples_, wantGradient);
+  if (restLengthOut != nullptr) {
+    for (int s = 0; s < fibers; ++s) {
+      for (size_t lane = 0; lane < kGroup; ++lane) {
+        if (s >= fiberCount[lane]) continue;
+        const auto f = static_cast<size_t>(fiberBegin[lane] + s);
+        restLengthOut[f] = batch.length[kGroup * s + static_cast<int>(lane)];
+        restAngleOut[f] = batch.angle[kGroup * s + static_cast<int>(lane)];
+      }
+    }
+    return;
+  }
+
+  // Per-node sums of eq. (4)-(8), as differences to the rest values (exactly 0 at rest:
+  // A_k - A_k0 = pi/4 (l - l0)(l + l0)); inactive and padding lanes add zeros.
+  const bool anisotropic = !fiberStretchWeight_.empty();
+  const bool inelastic =
+      wantGradient && (params_.plasticity.has_value() || params_.fracture.has_value());
+  Lanes count{}, sumAreaChange{}, sumAreaChange2{}, sumAngle{}, sumAngleChange{},
+      sumAngleChange2{};
+  const uint8_t* flags = network_.flags.data();
+  for (int block = 0; block < fibers; block += 4) {
+    Lanes restLength[4], restAngle[4], bendWeight[4], stretchWeight[4];
+    loadFiberRows(network_.restLength.data(), fiberBegin, fibersAt, block, restLength);
+    loadFiberRows(network_.restAngle.data(), fiberBegin, fibersAt, block, restAngle);
+    loadFiberRows(fiberBendWeight_.data(), fiberBegin, fibersAt, block, bendWeight);
+    if (anisotropic) {
+      loadFiberRows(fiberStretchWeight_.data(), fiberBegin, fibersAt, block, stretchWeight);
+    } else {
+      for (Lanes& weight : stretchWeight) weight = broadcast(1.0);
+    }
+    for (int r = 0; r < 4 && block + r < fibers; ++r) {
+      const int s = block + r;
+      Lanes active{};
+      for (size_t lane = 0; lane < kGroup; ++lane) {
+        active[lane] = s < fibersAt[lane] &&
+                               (flags[static_cast<size_t>(fiberBegin[lane] + s)] & kFiberActive) != 0
+                           ? 1.0
+                           : 0.0;
+      }
+      const size_t k = kGroup * static_cast<size_t>(s);
+      const Lanes length = loadLanes(&batch.length[k]);
+      const Lanes angle = loadLanes(&batch.angle[k]);
+      const auto on = active != 0.0;
+      const Lanes areaChange =
+          on ? kPi / 4 * ((length - restLength[r]) * (length + restLength[r])) : 0.0;
+      const Lanes angleChange = on ? angle - restAngle[r] : 0.0;
+      count += active;
+      sumAreaChange += areaChange;
+      sumAreaChange2 += stretchWeight[r] * areaChange * areaChange;
+      sumAngle += on ? angle : 0.0;
+      sumAngleChange += angleChange;
+      sumAngleChange2 += bendWeight[r] * angleChange * angleChange;
+      storeLanes(&t.active[k], active);
+      storeLanes(&t.areaChange[k], areaChange);
+      storeLanes(&t.angleChange[k], angleChange);
+      storeLanes(&t.stretchWeight[k], stretchWeight[r]);
+      storeLanes(&t.bendWeight[k], bendWeight[r]);
+      if (inelastic) {
+        for (size_t lane = 0; lane < kGroup; ++lane) {
+          if (s >= fibersAt[lane]) continue;
+          lengthNow_[static_cast<size_t>(fiberBegin[lane] + s)] = length[lane];
+          angleNow_[static_cast<size_t>(fiberBegin[lane] + s)] = angle[lane];
+        }
+      }
+    }
+  }
+  const auto any = count > 0.0;
+  const Lanes invCount = any ? 1.0 / count : 0.0;
+  const Lanes areaError = sumAreaChange * invCount;    // A_j - A_j0
+  const Lanes angleError = sumAngleChange * invCount;  // H_j - H_j0
+  const double alpha = meanAngleWeight_;
+  const Lanes stretchK = nodeLanes(stretchK_, first, n);
+  const Lanes bendArea = nodeLanes(bendK_, first, n) * nodeLanes(restArea_, first, n);
+  storeNodeLanes(nodeStretch_.data(),
+                 0.5 * stretchK * (areaError * areaError + sumAreaChange2 * invCount), first, n);
+  storeNodeLanes(nodeBend_.data(),
+                 0.5 * bendArea *
+                     (alpha * angleError * angleError + (1.0 - alpha) * sumAngleChange2 * invCount),
+                 first, n);
+  if (meanAngleOut != nullptr) storeNodeLanes(meanAngleOut, sumAngle * invCount, first, n);
+  if (!wantGradient) return;
+
+  // Per lane: dE/dl_k = K_s / n [(A_j - A_j0) + s_k (A_k - A_k0)] pi/2 l_k and dE/dtheta_k =
+  // K_b A_j0 / n [alpha (H_j - H_j0) + (1 - alpha) s_k w_k^2 (theta_k - theta_k0)] times the
+  // kernel's gradients, pulled back to the slots (fiberSlotGradient); the centre slots and
+  // dE/dN_j summed per node.
+  const Lanes stretchScale = stretchK * invCount * (kPi / 2);
+  const Lanes bendScale = bendArea * invCount;
+  const Lanes bendMean = bendScale * alpha * angleError;
+  const Lanes bendOwn = bendScale * (1.0 - alpha);
+  Lanes centreGradient[3] = {}, normalGradient[3] = {};
+  for (int s = 0; s < fibers; ++s) {
+    const size_t k = kGroup * static_cast<size_t>(s);
+    const Lanes active = loadLanes(&t.active[k]);
+    const Lanes dEdLength = active * stretchScale *
+                            (areaError + loadLanes(&t.stretchWeight[k]) * loadLanes(&t.areaChange[k])) *
+                            loadLanes(&batch.length[k]);
+    const Lanes dEdAngle =
+        active * (bendMean + bendOwn * loadLanes(&t.bendWeight[k]) * loadLanes(&t.angleChange[k]));
+    for (int c = 0; c < 3; ++c) {
+      const Lanes ge = dEdLength * loadLanes(&batch.lengthE[c][k]) +
+                       dEdAngle * loadLanes(&batch.angleE[c][k]);
+      const Lanes gq = dEdLength * loadLanes(&batch.lengthQ[c][k]) +
+                       dEdAngle * loadLanes(&batch.angleQ[c][k]);
+      storeLanes(&t.end1[c][k], -0.5 * ge + gq);
+      storeLanes(&t.end2[c][k], 0.5 * ge + gq);
+      centreGradient[c] += -2.0 * gq;
+      normalGradient[c] += dEdAngle * loadLanes(&batch.angleN[c][k]);
+    }
+  }
+  // The patch frame's gradient (fiber_model.hpp, "Chain rule"): w = P g / |v|, dE/df1 = f2 x w,
+  // dE/df2 = w x f1; member i of the patch gets c_i1 dE/df1 + c_i2 dE/df2.
+  const Lanes* g = normalGradient;
+  const Lanes* normal = frame.normal;
+  const Lanes gN = g[0] * normal[0] + g[1] * normal[1] + g[2] * normal[2];
+  Lanes w[3];
+  for (int c = 0; c < 3; ++c) w[c] = (g[c] - gN * normal[c]) * frame.inverseLength;
+  const Lanes* f1 = frame.f1;
+  const Lanes* f2 = frame.f2;
+  const Lanes g1[3] = {f2[1] * w[2] - f2[2] * w[1], f2[2] * w[0] - f2[0] * w[2],
+                       f2[0] * w[1] - f2[1] * w[0]};
+  const Lanes g2[3] = {w[1] * f1[2] - w[2] * f1[1], w[2] * f1[0] - w[0] * f1[2],
+                       w[0] * f1[1] - w[1] * f1[0]};
+
+  // Into the accumulator, node by node: its patch members' shares, its centre slot, then its
+  // fibers' end slots.
+  for (size_t lane = 0; lane < kGroup; ++lane) {
+    const size_t j = first + lane;
+    if (j >= n || fiberCount[lane] == 0) continue;
+    const auto members = static_cast<size_t>(patchOffsets_[j + 1] - patchOffsets_[j]);
+    for (size_t p = 0; p < members; ++p) {
+      const size_t row = patchRow + p;
+      const double c1 = groupPatchWeights_[2 * kGroup * row + lane];
+      const double c2 = groupPatchWeights_[2 * kGroup * row + kGroup + lane];
+      double* out = sum + groupPatchLocal_[kGroup * row + lane];
+      for (int c = 0; c < 3; ++c) out[c] += c1 * g1[c][lane] + c2 * g2[c][lane];
+    }
+    double* out = sum + centreIndex[lane];
+    for (int c = 0; c < 3; ++c) out[c] += centreGradient[c][lane];
+    for (int s = 0; s < fiberCount[lane]; ++s) {
+      const int32_t* end1 = &groupEndLocal_[2 * kGroup * (fiberRow + static_cast<size_t>(s))];
+      double* out1 = sum + end1[lane];
+      double* out2 = sum + end1[kGroup + lane];
+      const size_t k = kGroup * static_cast<size_t>(s) + lane;
+      for (int c = 0; c < 3; ++c) {
+        out1[c] += t.end1[c][k];
+        out2[c] += t.end2[c][k];
+      }
+    }
+  }
+}
+
+void FiberModel::measureRestShape() {
+  const size_t chunks = chunkNodeOffsets_.size() - 1;
+  const size_t groups = groupFibers_.size();
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, chunks, 1),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      fiber::FiberBatch batch;
+                      GroupTerms terms;
+                      std::vector<double> local;
+                      for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
+                        // One value more: gatherRow reads one past a position.
+                        local.resize(3 * static_cast<size_t>(chunkNodeOffsets_[chunk + 1] -
+                                                             chunkNodeOffsets_[chunk]) +
+                                     1);
+                        gatherChunk(restPositions_, chunk, local.data());
+                        const size_t groupBegin = chunk * (kChunkNodes / kGroup);
+                        const size_t groupEnd = std::min(groups, groupBegin + kChunkNodes / kGroup);
+                        for (size_t g = groupBegin; g < groupEnd; ++g) {
+                          evaluateGroup(g, local.data(), batch, terms, nullptr, nullptr,
+                                        network_.restLength.data(), network_.restAngle.data());
+                        }
+                      }
+                    });
+}
+
+EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
+                                 double* meanAngleOut) const {
+  const bool wantGradient = !gradient.empty();
+  // Plasticity and fracture read l and theta at the step's final positions, which the
+  // stepper's last gradient evaluation had: keep them (and x) instead of a second pass.
+  const bool inelastic = params_.plasticity.has_value() || params_.fracture.has_value();
+  if (inelastic && wantGradient) {
+    lengthNow_.resize(network_.restLength.size());
+    angleNow_.resize(network_.restLength.size());
+    evaluatedX_.assign(x.begin(), x.end());
+  }
+
+  // Pass 1: per chunk, its positions copied to `local`, then group by group (evaluateGroup)
+  // into the accumulator `sum`; then the chunk's sums go straight into the gradient for the
+  // nodes it alone touches, else into the node's share row.
+  const size_t chunks = chunkNodeOffsets_.size() - 1;
+  const size_t groups = groupFibers_.size();
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& r) {
+        fiber::FiberBatch batch;
+        GroupTerms terms;
+        std::vector<double> local, sum;  // (nSlots, 3) each
+        for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
+          const auto slotBegin = static_cast<size_t>(chunkNodeOffsets_[chunk]);
+          const auto slotCount = static_cast<size_t>(chunkNodeOffsets_[chunk + 1]) - slotBegin;
+          local.resize(3 * slotCount + 1);  // gatherRow reads one value past a position
+          gatherChunk(x, chunk, local.data());
+          if (wantGradient) sum.assign(3 * slotCount, 0.0);
+          const size_t groupBegin = chunk * (kChunkNodes / kGroup);
+          const size_t groupEnd = std::min(groups, groupBegin + kChunkNodes / kGroup);
+          for (size_t g = groupBegin; g < groupEnd; ++g) {
+            evaluateGroup(g, local.data(), batch, terms, wantGradient ? sum.data() : nullptr,
+                          meanAngleOut, nullptr, nullptr);
+          }
+          if (!wantGradient) continue;
+          for (size_t slot = 0; slot < slotCount; ++slot) {
+            const int32_t share = slotShare_[slotBegin + slot];
+            const double* part = &sum[3 * slot];
+            if (share < 0) {
+              double* out = &gradient[3 * static_cast<size_t>(chunkNodes_[slotBegin + slot])];
+              for (int c = 0; c < 3; ++c) out[c] += part[c];
+            } else {
+              double* out = &shareRows_[3 * static_cast<size_t>(share)];
+              for (int c = 0; c < 3; ++c) out[c] = part[c];
+            }
+          }
+        }
+      });
+
+  // Pass 2: each node touched by several chunks gets their parts, in ascending chunk order.
+  if (wantGradient) {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, sharedNodes_.size(), kSharedGrain),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t s = r.begin(); s != r.end(); ++s) {
+                          double total[3] = {0, 0, 0};
+                          for (auto row = static_cast<size_t>(shareOffsets_[s]);
+                               row < static_cast<size_t>(shareOffsets_[s + 1]); ++row) {
+                            for (int c = 0; c < 3; ++c) total[c] += shareRows_[3 * row + c];
+                          }
+                          double* out = &gradient[3 * static_cast<size_t>(sharedNodes_[s])];
+                          for (int c = 0; c < 3; ++c) out[c] += total[c];
+                        }
+                      });
+  }
+
+  // Pass 3: energies in a fixed reduction order.
+  EnergyParts parts;
+  parts.stretching = deterministicSum(nodeStretch_);
+  parts.bending = deterministicSum(nodeBend_);
+  return parts;
+}
+
+}  // namespace shellsim
