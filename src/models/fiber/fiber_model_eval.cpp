@@ -48,19 +48,63 @@ Lanes loadLanes(const double* p) {
 void storeLanes(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
 Lanes broadcast(double a) { return Lanes{} + a; }
 
-// Positions of 8 local indices (a row of a group's table) as 3 Lanes (x, y, z). `local` must
-// hold one readable value past its last position (gatherLanePositions' plain loads; hardware
-// gathers are several times slower on our Xeon).
-void gatherRow(const double* local, const int32_t* index, Lanes out[3]) {
+// A chunk's local positions and accumulator hold kSlotStride doubles per local slot (x, y, z,
+// and a fourth that is never used): every slot is one aligned 256-bit load or store, and
+// updates of neighbouring slots do not overlap (a partial overlap would stall the store
+// forwarding of the read-modify-writes in scatterAddRow).
+constexpr int kSlotStride = 4;
+
+// Positions of 8 local indices (a row of a group's table) as 3 Lanes (x, y, z):
+// gatherLanePositions' 256-bit loads and in-register transpose (hardware gathers are several
+// times slower on our Xeon).
+[[gnu::always_inline]] inline void gatherRow(const double* local, const int32_t* index,
+                                             Lanes out[3]) {
   alignas(64) double positions[3 * kGroup];
   gatherLanePositions<1, false>(local, index, positions);
   for (int c = 0; c < 3; ++c) out[c] = loadLanes(positions + kGroup * c);
 }
 
+// acc[index[L] + c] += v[c][L] for c < 3, lane after lane (a node may appear in several lanes).
+// With AVX-512 the three vectors are transposed into one (x, y, z, 0) per lane, each added
+// with one 256-bit load, add and store; otherwise scalars. Both give the same bits.
+[[gnu::always_inline]] inline void scatterAddRow(double* acc, const int32_t* index,
+                                                 const Lanes v[3]) {
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+  const __m512d x = (__m512d)v[0];
+  const __m512d y = (__m512d)v[1];
+  const __m512d z = (__m512d)v[2];
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d xyEven = _mm512_unpacklo_pd(x, y);  // x0 y0 x2 y2 | x4 y4 x6 y6
+  const __m512d xyOdd = _mm512_unpackhi_pd(x, y);   // x1 y1 x3 y3 | x5 y5 x7 y7
+  const __m512d zEven = _mm512_unpacklo_pd(z, zero);  // z0 0 z2 0 | z4 0 z6 0
+  const __m512d zOdd = _mm512_unpackhi_pd(z, zero);
+  const __m512i lowPairs = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i highPairs = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m512d lanes02 = _mm512_permutex2var_pd(xyEven, lowPairs, zEven);   // lane 0 | lane 2
+  const __m512d lanes46 = _mm512_permutex2var_pd(xyEven, highPairs, zEven);  // lane 4 | lane 6
+  const __m512d lanes13 = _mm512_permutex2var_pd(xyOdd, lowPairs, zOdd);
+  const __m512d lanes57 = _mm512_permutex2var_pd(xyOdd, highPairs, zOdd);
+  const __m256d rows[kGroup] = {
+      _mm512_castpd512_pd256(lanes02), _mm512_castpd512_pd256(lanes13),
+      _mm512_extractf64x4_pd(lanes02, 1), _mm512_extractf64x4_pd(lanes13, 1),
+      _mm512_castpd512_pd256(lanes46), _mm512_castpd512_pd256(lanes57),
+      _mm512_extractf64x4_pd(lanes46, 1), _mm512_extractf64x4_pd(lanes57, 1)};
+  for (int lane = 0; lane < kGroup; ++lane) {
+    double* out = acc + index[lane];
+    _mm256_storeu_pd(out, _mm256_add_pd(_mm256_loadu_pd(out), rows[lane]));
+  }
+#else
+  for (int lane = 0; lane < kGroup; ++lane) {
+    double* out = acc + index[lane];
+    for (int c = 0; c < 3; ++c) out[c] += v[c][lane];
+  }
+#endif
+}
+
 // rows[r][L] = values[begin[L] + first + r] for r < 4 and first + r < count[L], else 0: per
 // lane one (masked) 256-bit load of its node's consecutive fibers, transposed in registers
 // as in gatherLanePositions.
-void loadFiberRows(const double* values, const int32_t* begin, const int32_t* count, int first,
+[[gnu::always_inline]] inline void loadFiberRows(const double* values, const int32_t* begin, const int32_t* count, int first,
                    Lanes rows[4]) {
 #if defined(__AVX512F__) && defined(__AVX512VL__)
   const auto node = [&](int lane) {
@@ -154,9 +198,9 @@ void FiberModel::buildEvaluationPlan() {
                    patchNodes_.begin() + patchOffsets_[nodeEnd]);
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    // 3 x the local slot of a node: the offset of its x coordinate in the local positions.
+    // kSlotStride x the local slot of a node: the offset of its x in the local positions.
     const auto local = [&](int32_t node) {
-      return 3 * static_cast<int32_t>(std::lower_bound(touched.begin(), touched.end(), node) -
+      return kSlotStride * static_cast<int32_t>(std::lower_bound(touched.begin(), touched.end(), node) -
                                       touched.begin());
     };
     for (size_t g = nodeBegin / kGroup; g * kGroup < nodeEnd; ++g) {
@@ -238,15 +282,16 @@ void FiberModel::gatherChunk(std::span<const double> x, size_t chunk, double* lo
   const double* positions = x.data();
   for (size_t slot = begin; slot < end; ++slot) {
     const double* p = positions + 3 * static_cast<size_t>(nodes[slot]);
-    double* out = local + 3 * (slot - begin);
+    double* out = local + kSlotStride * (slot - begin);
     out[0] = p[0];
     out[1] = p[1];
     out[2] = p[2];
+    out[3] = 0.0;
   }
 }
 
-// Per lane of one group's batch (lane k = 8 s + L): the terms of the per-node sums and the
-// gradient rows. Inactive and padding lanes hold zeros.
+// Per lane of one group's batch (lane k = 8 s + L): the terms of the per-node sums, kept for
+// the multipliers. Inactive and padding lanes hold zeros.
 struct FiberModel::GroupTerms {
   static constexpr int kLanes = fiber::FiberBatch::kLanes;
   alignas(64) double active[kLanes];       // 1 or 0
@@ -254,8 +299,6 @@ struct FiberModel::GroupTerms {
   alignas(64) double angleChange[kLanes];  // theta_k - theta_k0, rad
   alignas(64) double stretchWeight[kLanes];  // s_k of E_s
   alignas(64) double bendWeight[kLanes];     // s_k w_k^2 of E_b
-  alignas(64) double end1[3][kLanes];        // dE/dp1
-  alignas(64) double end2[3][kLanes];        // dE/dp2
 };
 
 void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch,
@@ -429,16 +472,20 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
                             loadLanes(&batch.length[k]);
     const Lanes dEdAngle =
         active * (bendMean + bendOwn * loadLanes(&t.bendWeight[k]) * loadLanes(&t.angleChange[k]));
+    Lanes end1[3], end2[3];
     for (int c = 0; c < 3; ++c) {
       const Lanes ge = dEdLength * loadLanes(&batch.lengthE[c][k]) +
                        dEdAngle * loadLanes(&batch.angleE[c][k]);
       const Lanes gq = dEdLength * loadLanes(&batch.lengthQ[c][k]) +
                        dEdAngle * loadLanes(&batch.angleQ[c][k]);
-      storeLanes(&t.end1[c][k], -0.5 * ge + gq);
-      storeLanes(&t.end2[c][k], 0.5 * ge + gq);
+      end1[c] = -0.5 * ge + gq;
+      end2[c] = 0.5 * ge + gq;
       centreGradient[c] += -2.0 * gq;
       normalGradient[c] += dEdAngle * loadLanes(&batch.angleN[c][k]);
     }
+    const int32_t* endIndex = &groupEndLocal_[2 * kGroup * (fiberRow + static_cast<size_t>(s))];
+    scatterAddRow(sum, endIndex, end1);
+    scatterAddRow(sum, endIndex + kGroup, end2);
   }
   // The patch frame's gradient (fiber_model.hpp, "Chain rule"): w = P g / |v|, dE/df1 = f2 x w,
   // dE/df2 = w x f1; member i of the patch gets c_i1 dE/df1 + c_i2 dE/df2.
@@ -454,32 +501,17 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   const Lanes g2[3] = {w[1] * f1[2] - w[2] * f1[1], w[2] * f1[0] - w[0] * f1[2],
                        w[0] * f1[1] - w[1] * f1[0]};
 
-  // Into the accumulator, node by node: its patch members' shares, its centre slot, then its
-  // fibers' end slots.
-  for (size_t lane = 0; lane < kGroup; ++lane) {
-    const size_t j = first + lane;
-    if (j >= n || fiberCount[lane] == 0) continue;
-    const auto members = static_cast<size_t>(patchOffsets_[j + 1] - patchOffsets_[j]);
-    for (size_t p = 0; p < members; ++p) {
-      const size_t row = patchRow + p;
-      const double c1 = groupPatchWeights_[2 * kGroup * row + lane];
-      const double c2 = groupPatchWeights_[2 * kGroup * row + kGroup + lane];
-      double* out = sum + groupPatchLocal_[kGroup * row + lane];
-      for (int c = 0; c < 3; ++c) out[c] += c1 * g1[c][lane] + c2 * g2[c][lane];
-    }
-    double* out = sum + centreIndex[lane];
-    for (int c = 0; c < 3; ++c) out[c] += centreGradient[c][lane];
-    for (int s = 0; s < fiberCount[lane]; ++s) {
-      const int32_t* end1 = &groupEndLocal_[2 * kGroup * (fiberRow + static_cast<size_t>(s))];
-      double* out1 = sum + end1[lane];
-      double* out2 = sum + end1[kGroup + lane];
-      const size_t k = kGroup * static_cast<size_t>(s) + lane;
-      for (int c = 0; c < 3; ++c) {
-        out1[c] += t.end1[c][k];
-        out2[c] += t.end2[c][k];
-      }
-    }
+  // Into the accumulator: the patch members' shares, row by row (padding rows have weight 0),
+  // then the centres' slots. (The fibers' end slots went in above, row by row.)
+  for (size_t p = 0; p < patchRows; ++p) {
+    const size_t row = patchRow + p;
+    const Lanes c1 = loadLanes(&groupPatchWeights_[2 * kGroup * row]);
+    const Lanes c2 = loadLanes(&groupPatchWeights_[2 * kGroup * row + kGroup]);
+    Lanes share[3];
+    for (int c = 0; c < 3; ++c) share[c] = c1 * g1[c] + c2 * g2[c];
+    scatterAddRow(sum, &groupPatchLocal_[kGroup * row], share);
   }
+  scatterAddRow(sum, centreIndex, centreGradient);
 }
 
 void FiberModel::measureRestShape() {
@@ -491,10 +523,9 @@ void FiberModel::measureRestShape() {
                       GroupTerms terms;
                       std::vector<double> local;
                       for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
-                        // One value more: gatherRow reads one past a position.
-                        local.resize(3 * static_cast<size_t>(chunkNodeOffsets_[chunk + 1] -
-                                                             chunkNodeOffsets_[chunk]) +
-                                     1);
+                        local.resize(kSlotStride *
+                                     static_cast<size_t>(chunkNodeOffsets_[chunk + 1] -
+                                                         chunkNodeOffsets_[chunk]));
                         gatherChunk(restPositions_, chunk, local.data());
                         const size_t groupBegin = chunk * (kChunkNodes / kGroup);
                         const size_t groupEnd = std::min(groups, groupBegin + kChunkNodes / kGroup);
@@ -531,9 +562,9 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
         for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
           const auto slotBegin = static_cast<size_t>(chunkNodeOffsets_[chunk]);
           const auto slotCount = static_cast<size_t>(chunkNodeOffsets_[chunk + 1]) - slotBegin;
-          local.resize(3 * slotCount + 1);  // gatherRow reads one value past a position
+          local.resize(kSlotStride * slotCount);
           gatherChunk(x, chunk, local.data());
-          if (wantGradient) sum.assign(3 * slotCount, 0.0);
+          if (wantGradient) sum.assign(kSlotStride * slotCount, 0.0);
           const size_t groupBegin = chunk * (kChunkNodes / kGroup);
           const size_t groupEnd = std::min(groups, groupBegin + kChunkNodes / kGroup);
           for (size_t g = groupBegin; g < groupEnd; ++g) {
@@ -543,7 +574,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
           if (!wantGradient) continue;
           for (size_t slot = 0; slot < slotCount; ++slot) {
             const int32_t share = slotShare_[slotBegin + slot];
-            const double* part = &sum[3 * slot];
+            const double* part = &sum[kSlotStride * slot];
             if (share < 0) {
               double* out = &gradient[3 * static_cast<size_t>(chunkNodes_[slotBegin + slot])];
               for (int c = 0; c < 3; ++c) out[c] += part[c];
