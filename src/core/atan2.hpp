@@ -19,21 +19,52 @@
 // Special values as std::atan2: atan2(+-0, +0) = +-0, atan2(+-0, -0) = +-pi,
 // atan2(y != 0, +-0) = +-pi/2. Arguments must be finite with |x| + |y| finite (an infinite
 // argument or an overflowing sum gives NaN or a wrong angle); NaN in, NaN out.
+// atanLanes(y) is atan2Poly(y, 1) = atan(y) on 8 lanes (simd_lanes.hpp), the same operations.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+
+#include "core/simd_lanes.hpp"
 
 namespace shellsim {
 
+namespace atan2_detail {
+inline constexpr double kPiOver4Hi = 0x1.921fb54442d18p-1;   // pi/4 rounded; last 3 bits zero
+inline constexpr double kPiOver4Lo = 0x1.1a62633145c07p-55;  // pi/4 - kPiOver4Hi
+inline constexpr double kTanPiOver8 = 0.41421356237309503;
+// P(s) from the lowest degree up.
+inline constexpr double kP[11] = {-0.3333333333333333,  0.1999999999999552,
+                                  -0.14285714284666542, 0.11111111015256361,
+                                  -0.09090904578123903, 0.07692183190826087,
+                                  -0.06664511447381948, 0.0585814891280221,
+                                  -0.0508544973794026,  0.03923165829558719,
+                                  -0.01917688711906226};
+
+// t + t s P(s), s = t^2, by Estrin's scheme (depth 5 instead of Horner's 10 dependent
+// multiply-adds), written out: a loop here can stay a loop and stop the caller's
+// vectorization.
+template <class T>
+inline T atanOfReduced(T t) {
+  const T s = t * t;
+  const T s2 = s * s;
+  const T s4 = s2 * s2;
+  const T s8 = s4 * s4;
+  const T q01 = kP[0] + kP[1] * s;
+  const T q23 = kP[2] + kP[3] * s;
+  const T q45 = kP[4] + kP[5] * s;
+  const T q67 = kP[6] + kP[7] * s;
+  const T q89 = kP[8] + kP[9] * s;
+  const T q03 = q01 + q23 * s2;
+  const T q47 = q45 + q67 * s2;
+  const T q8a = q89 + kP[10] * s2;
+  const T p = (q03 + q47 * s4) + q8a * s8;
+  return t + t * s * p;
+}
+}  // namespace atan2_detail
+
 inline double atan2Poly(double y, double x) {
-  constexpr double kPiOver4Hi = 0x1.921fb54442d18p-1;   // pi/4 rounded; last 3 bits zero
-  constexpr double kPiOver4Lo = 0x1.1a62633145c07p-55;  // pi/4 - kPiOver4Hi
-  constexpr double kTanPiOver8 = 0.41421356237309503;
-  // P(s) from the lowest degree up.
-  constexpr double kP[11] = {-0.3333333333333333,  0.1999999999999552,   -0.14285714284666542,
-                             0.11111111015256361,  -0.09090904578123903, 0.07692183190826087,
-                             -0.06664511447381948, 0.0585814891280221,   -0.0508544973794026,
-                             0.03923165829558719,  -0.01917688711906226};
+  using namespace atan2_detail;
   const double a = std::fabs(x);
   const double b = std::fabs(y);
   const bool swapped = b > a;
@@ -47,22 +78,7 @@ inline double atan2Poly(double y, double x) {
   const double sum = lo + hi;
   const double hiSafe = hi > 0 ? hi : 1.0;
   const double t = (reduced ? difference : lo) / (reduced ? sum : hiSafe);
-  const double s = t * t;
-  // Estrin's scheme (depth 5 instead of Horner's 10 dependent multiply-adds), written out:
-  // a loop here can stay a loop and stop the caller's vectorization.
-  const double s2 = s * s;
-  const double s4 = s2 * s2;
-  const double s8 = s4 * s4;
-  const double q01 = kP[0] + kP[1] * s;
-  const double q23 = kP[2] + kP[3] * s;
-  const double q45 = kP[4] + kP[5] * s;
-  const double q67 = kP[6] + kP[7] * s;
-  const double q89 = kP[8] + kP[9] * s;
-  const double q03 = q01 + q23 * s2;
-  const double q47 = q45 + q67 * s2;
-  const double q8a = q89 + kP[10] * s2;
-  const double p = (q03 + q47 * s4) + q8a * s8;
-  double atanT = t + t * s * p;
+  double atanT = atanOfReduced(t);
   // Selects, not branches (and std::signbit would stop GCC 12 from vectorizing).
   double k = reduced ? 1.0 : 0.0;
   const double kSwapped = 2.0 - k;
@@ -74,6 +90,26 @@ inline double atan2Poly(double y, double x) {
   atanT = negativeX ? -atanT : atanT;
   const double angle = k * kPiOver4Hi + (k * kPiOver4Lo + atanT);
   return std::copysign(angle, y);
+}
+
+// atan2Poly(y, 1) lane by lane: x = 1 > 0, so hi >= 1 and no quadrant flip for x.
+inline Lanes atanLanes(Lanes y) {
+  using namespace atan2_detail;
+  using Bits = int64_t __attribute__((vector_size(sizeof(Lanes))));
+  constexpr int64_t kSign = INT64_MIN;
+  const Lanes one = broadcast(1.0);
+  const Lanes b = (Lanes)((Bits)y & ~kSign);  // |y|
+  const auto swapped = b > one;
+  const Lanes lo = swapped ? one : b;
+  const Lanes hi = swapped ? b : one;
+  const auto reduced = lo > kTanPiOver8 * hi;
+  const Lanes t = (reduced ? lo - hi : lo) / (reduced ? lo + hi : hi);
+  Lanes atanT = atanOfReduced(t);
+  Lanes k = reduced ? one : Lanes{};
+  k = swapped ? 2.0 - k : k;
+  atanT = swapped ? -atanT : atanT;
+  const Lanes angle = k * kPiOver4Hi + (k * kPiOver4Lo + atanT);
+  return (Lanes)(((Bits)angle & ~kSign) | ((Bits)y & kSign));  // copysign(angle, y)
 }
 
 }  // namespace shellsim

@@ -2,6 +2,8 @@
 // fiber_kernel.hpp.
 #include "models/fiber/fiber_kernel.hpp"
 
+#include "core/simd_lanes.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,166 +14,104 @@
 
 namespace shellsim::fiber {
 
-namespace {
-
-// out[k] = 1 / sqrt(x[k]) for k < count (a multiple of 8), 0 where x[k] is 0 (x >= 0).
-// With AVX-512: vrsqrt14pd (relative error < 2^-14) and two Newton steps
-// y <- y (3/2 - x/2 y^2) (error < 2^-27, then a few ulp), no division or square root; an x
-// below the smallest normal double (1e-308, i.e. a sample speed below 1e-154 m) counts as
-// 0. Otherwise 1 / std::sqrt(x), vectorized by the compiler, with the same cut-off.
-void inverseSqrt(const double* __restrict x, double* __restrict out, int count) {
-#if defined(__AVX512F__)
-  const __m512d half = _mm512_set1_pd(0.5);
-  const __m512d threeHalves = _mm512_set1_pd(1.5);
-  const __m512d smallest = _mm512_set1_pd(std::numeric_limits<double>::min());
-  for (int k = 0; k < count; k += 8) {
-    const __m512d value = _mm512_load_pd(x + k);
-    const __m512d halfValue = _mm512_mul_pd(half, value);
-    __m512d y = _mm512_rsqrt14_pd(value);
-    for (int step = 0; step < 2; ++step) {
-      const __m512d yy = _mm512_mul_pd(y, y);
-      y = _mm512_mul_pd(y, _mm512_fnmadd_pd(halfValue, yy, threeHalves));
-    }
-    const __mmask8 normal = _mm512_cmp_pd_mask(value, smallest, _CMP_GE_OQ);
-    _mm512_store_pd(out + k, _mm512_maskz_mov_pd(normal, y));
-  }
-#else
-  // The division runs on every lane and the zero is selected after it: a division inside
-  // a conditional would keep the compiler from vectorizing (it may not trap where the
-  // source would not divide).
-  constexpr double kSmallest = std::numeric_limits<double>::min();
-  for (int k = 0; k < count; ++k) {
-    const double inverse = 1.0 / std::sqrt(std::max(x[k], kSmallest));
-    out[k] = x[k] >= kSmallest ? inverse : 0.0;
-  }
-#endif
-}
-
-}  // namespace
 
 void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool wantGradient) {
-  // Every loop below runs over the lanes k with no dependence between lanes; the arrays are
-  // distinct members of one struct, so the compiler vectorizes them without alias checks.
-  // (This file is compiled with -fno-math-errno so that sqrt vectorizes.)
+  // Lanes (core/simd_lanes.hpp) of 8 fibers at a time, every intermediate in registers.
   const double invN = 1.0 / samples;
   constexpr double kEps2 = kSpeedSmoothing * kSpeedSmoothing;
-  constexpr int kLanes = FiberBatch::kLanes;
-  // The gradient needs only three sums of the samples' inverse speeds r_-+ = 1/|v_-+|_eps:
-  // with u_-+ = r_-+ (e -+ a_i q),
+  // Arc length: arcLength's sum over samples, 8 lanes at a time in registers, with
+  // |v|_eps = |v|_eps^2 r and r = 1 / |v|_eps from inverseSqrtLanes. The squared speeds come
+  // from three dot products: |e -+ a q|^2 + eps^2 |e|^2 = (1 + eps^2) e.e -+ 2 a e.q + a^2 q.q;
+  // the difference's rounding error, relative to |v|_eps^2, is about 1e-16 (e.e + a^2 q.q) /
+  // |v|_eps^2, below 1e-9 while a^2 q.q < 1e1 e.e thanks to the floor eps^2 e.e (a fiber
+  // whose ends nearly meet loses accuracy only in the samples at its hairpin).
+  // The gradient needs only three sums of the samples' inverse speeds r_-+: with
+  // u_-+ = r_-+ (e -+ a_i q),
   //   sum (u_- + u_+) = S0 e + S1 q,   sum a_i (u_+ - u_-) = S1 e + S2 q,
   //   S0 = sum (r_- + r_+),  S1 = sum a_i (r_+ - r_-),  S2 = sum a_i^2 (r_- + r_+),
   // so dl/de = (1/n) ((1 + eps^2) S0 e + S1 q) (the eps^2 S0 e from the smoothing) and
   // dl/dq = (1/n) (S1 e + S2 q): per sample three scalars instead of two 3-vectors.
-  alignas(64) double floor2[kLanes];      // eps^2 |e|^2
-  alignas(64) double sums[3][kLanes];     // S0, S1, S2
-  alignas(64) double speed2[2][kLanes];   // |v_-|^2 + floor2, |v_+|^2 + floor2
-  alignas(64) double inverse[2][kLanes];  // r_-, r_+
-  for (int k = 0; k < count; ++k) {
-    floor2[k] = kEps2 * (b.e[0][k] * b.e[0][k] + b.e[1][k] * b.e[1][k] + b.e[2][k] * b.e[2][k]);
-    b.length[k] = sums[0][k] = sums[1][k] = sums[2][k] = 0;
-  }
-  // Arc length: arcLength's sum over samples, sample by sample for all lanes, with
-  // |v|_eps = |v|_eps^2 r and r from inverseSqrt.
-  for (int i = 0; i < samples; ++i) {
-    const double s = (i + 0.5) * invN;
-    const double a = kTangentWeight * (1.0 - s * s);  // = sampleWeight(i, samples)
-    for (int k = 0; k < count; ++k) {
-      double nMinus = floor2[k], nPlus = floor2[k];
-      for (int c = 0; c < 3; ++c) {
-        const double vMinus = b.e[c][k] - a * b.q[c][k];  // f1'(s_i)
-        const double vPlus = b.e[c][k] + a * b.q[c][k];   // f2'(1 - s_i)
-        nMinus += vMinus * vMinus;
-        nPlus += vPlus * vPlus;
-      }
-      speed2[0][k] = nMinus;
-      speed2[1][k] = nPlus;
-    }
-    inverseSqrt(speed2[0], inverse[0], count);
-    inverseSqrt(speed2[1], inverse[1], count);
-    for (int k = 0; k < count; ++k) {
-      const double rMinus = inverse[0][k];
-      const double rPlus = inverse[1][k];
-      b.length[k] += speed2[0][k] * rMinus + speed2[1][k] * rPlus;
-      sums[0][k] += rMinus + rPlus;
-      sums[1][k] += a * (rPlus - rMinus);
-      sums[2][k] += (a * a) * (rMinus + rPlus);
-    }
-  }
-  for (int k = 0; k < count; ++k) {
-    b.length[k] *= invN;
-    const double s0 = invN * (1.0 + kEps2) * sums[0][k];
-    const double s1 = invN * sums[1][k];
-    const double s2 = invN * sums[2][k];
+  for (int k = 0; k < count; k += kLaneCount) {
+    Lanes e[3], q[3];
     for (int c = 0; c < 3; ++c) {
-      b.lengthE[c][k] = s0 * b.e[c][k] + s1 * b.q[c][k];
-      b.lengthQ[c][k] = s1 * b.e[c][k] + s2 * b.q[c][k];
+      e[c] = loadLanes(&b.e[c][k]);
+      q[c] = loadLanes(&b.q[c][k]);
+    }
+    const Lanes ee = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+    const Lanes eq = e[0] * q[0] + e[1] * q[1] + e[2] * q[2];
+    const Lanes qq = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
+    const Lanes smoothedEE = (1.0 + kEps2) * ee;
+    Lanes length{}, sum0{}, sum1{}, sum2{};
+    for (int i = 0; i < samples; ++i) {
+      const double s = (i + 0.5) * invN;
+      const double a = kTangentWeight * (1.0 - s * s);  // = sampleWeight(i, samples)
+      const Lanes middle = smoothedEE + (a * a) * qq;
+      const Lanes cross = (2.0 * a) * eq;
+      const Lanes zero{};
+      const Lanes speedMinus2 = middle - cross;  // |f1'(s_i)|_eps^2
+      const Lanes speedPlus2 = middle + cross;   // |f2'(1 - s_i)|_eps^2
+      const Lanes minus2 = speedMinus2 > zero ? speedMinus2 : zero;
+      const Lanes plus2 = speedPlus2 > zero ? speedPlus2 : zero;
+      const Lanes rMinus = inverseSqrtLanes(minus2);
+      const Lanes rPlus = inverseSqrtLanes(plus2);
+      length += minus2 * rMinus + plus2 * rPlus;
+      const Lanes rSum = rMinus + rPlus;
+      sum0 += rSum;
+      sum1 += a * (rPlus - rMinus);
+      sum2 += (a * a) * rSum;
+    }
+    storeLanes(&b.length[k], invN * length);
+    const Lanes s0 = (invN * (1.0 + kEps2)) * sum0;
+    const Lanes s1 = invN * sum1;
+    const Lanes s2 = invN * sum2;
+    for (int c = 0; c < 3; ++c) {
+      storeLanes(&b.lengthE[c][k], s0 * e[c] + s1 * q[c]);
+      storeLanes(&b.lengthQ[c][k], s1 * e[c] + s2 * q[c]);
     }
   }
 
-  // Tangential angle: angleTerms and tangentAngle, lane by lane, with 1/s from inverseSqrt
-  // and each quotient by |e|^2 taken as a product with its inverse.
-  alignas(64) double s2[FiberBatch::kLanes];
-  alignas(64) double invS[FiberBatch::kLanes];
-  for (int k = 0; k < count; ++k) {
-    const double ee = b.e[0][k] * b.e[0][k] + b.e[1][k] * b.e[1][k] + b.e[2][k] * b.e[2][k];
-    const double eN =
-        b.e[0][k] * b.normal[0][k] + b.e[1][k] * b.normal[1][k] + b.e[2][k] * b.normal[2][k];
-    s2[k] = std::max(ee - eN * eN, 1e-24 * ee);
-  }
-  inverseSqrt(s2, invS, count);
+  // Tangential angle: angleTerms and tangentAngle, 8 lanes at a time, with 1/s from
+  // inverseSqrtLanes and each quotient by |e|^2 taken as a product with its inverse.
   constexpr double kBeta = kTangentWeight;
-  alignas(64) double angleU[kLanes];      // u = y / (2 |e|^2)
-  alignas(64) double angleInvEE[kLanes];  // 1 / |e|^2, 0 for e = 0
-  for (int k = 0; k < count; ++k) {
-    // The value and gradient loops each load e, q, N and form the dot products themselves:
-    // moved into a helper returning a struct, GCC 12 stopped vectorizing both loops
-    // (BM_FiberForces side 158, 1 thread: 7.7 ms -> 12.5 ms per evaluation).
-    const double e[3] = {b.e[0][k], b.e[1][k], b.e[2][k]};
-    const double q[3] = {b.q[0][k], b.q[1][k], b.q[2][k]};
-    const double n[3] = {b.normal[0][k], b.normal[1][k], b.normal[2][k]};
-    const double eN = e[0] * n[0] + e[1] * n[1] + e[2] * n[2];
-    const double qe = q[0] * e[0] + q[1] * e[1] + q[2] * e[2];
-    const double qN = q[0] * n[0] + q[1] * n[1] + q[2] * n[2];
-    const double ee = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
-    const double yNum = eN * qe - ee * qN;  // Y
+  for (int k = 0; k < count; k += kLaneCount) {
+    Lanes e[3], q[3], n[3];
+    for (int c = 0; c < 3; ++c) {
+      e[c] = loadLanes(&b.e[c][k]);
+      q[c] = loadLanes(&b.q[c][k]);
+      n[c] = loadLanes(&b.normal[c][k]);
+    }
+    const Lanes eN = e[0] * n[0] + e[1] * n[1] + e[2] * n[2];
+    const Lanes qe = q[0] * e[0] + q[1] * e[1] + q[2] * e[2];
+    const Lanes qN = q[0] * n[0] + q[1] * n[1] + q[2] * n[2];
+    const Lanes ee = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+    const Lanes yNum = eN * qe - ee * qN;  // Y
+    const Lanes s2 = ee - eN * eN;
+    const Lanes s2Floor = 1e-24 * ee;
+    const Lanes invS = inverseSqrtLanes(s2 > s2Floor ? s2 : s2Floor);
     // s > 0 exactly when ee > 0 (s^2 >= 1e-24 |e|^2); invS is 0 otherwise.
-    const bool valid = ee > 0;
-    const double inverseEE = 1.0 / (valid ? ee : 1.0);  // unconditional, see inverseSqrt
-    const double invEE = valid ? inverseEE : 0.0;
-    const double u = 0.5 * (2.0 * kBeta * invS[k] * yNum) * invEE;
-    angleU[k] = u;
-    angleInvEE[k] = invEE;
-    b.angle[k] = 2.0 * atan2Poly(u, 1.0);
-  }
-  if (!wantGradient) return;
-  for (int k = 0; k < count; ++k) {
-    const double e[3] = {b.e[0][k], b.e[1][k], b.e[2][k]};
-    const double q[3] = {b.q[0][k], b.q[1][k], b.q[2][k]};
-    const double n[3] = {b.normal[0][k], b.normal[1][k], b.normal[2][k]};
-    const double eN = e[0] * n[0] + e[1] * n[1] + e[2] * n[2];
-    const double qe = q[0] * e[0] + q[1] * e[1] + q[2] * e[2];
-    const double qN = q[0] * n[0] + q[1] * n[1] + q[2] * n[2];
-    const double ee = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
-    const double yNum = eN * qe - ee * qN;  // Y
-    const double invEE = angleInvEE[k];
-    const double k1 = 2.0 * kBeta * invS[k];
-    const double y = k1 * yNum;
-    const double u = angleU[k];
+    const auto valid = ee > 0.0;
+    const Lanes inverseEE = 1.0 / (valid ? ee : 1.0);
+    const Lanes invEE = valid ? inverseEE : 0.0;
+    const Lanes k1 = 2.0 * kBeta * invS;
+    const Lanes y = k1 * yNum;
+    const Lanes u = 0.5 * y * invEE;
+    storeLanes(&b.angle[k], 2.0 * atanLanes(u));
+    if (!wantGradient) continue;
     // dtheta = c du, c = 2 / (1 + u^2), du = dy / (2 |e|^2) - y / |e|^4 (e, 0);
     // dy/de = 2 beta (dY/de / s - Y P e / s^3), dy/dq = 2 beta dY/dq / s,
     // dy/dN = 2 beta (dY/dN / s + Y (e.N) e / s^3). Invalid lanes have invS = invEE = 0.
-    const double c = 2.0 / (1.0 + u * u);
-    const double half = 0.5 * c * invEE;          // c / (2 |e|^2)
-    const double alongE = c * y * invEE * invEE;  // c y / |e|^4
-    const double k2 = yNum * invS[k] * invS[k];
+    const Lanes c = 2.0 / (1.0 + u * u);
+    const Lanes half = 0.5 * c * invEE;          // c / (2 |e|^2)
+    const Lanes alongE = c * y * invEE * invEE;  // c y / |e|^4
+    const Lanes k2 = yNum * invS * invS;
     for (int d = 0; d < 3; ++d) {
-      const double dYde = qe * n[d] + eN * q[d] - 2.0 * qN * e[d];
-      const double dYdq = eN * e[d] - ee * n[d];
-      const double dYdn = qe * e[d] - ee * q[d];
-      const double projectedE = e[d] - eN * n[d];  // P e
-      b.angleE[d][k] = half * (k1 * (dYde - k2 * projectedE)) - alongE * e[d];
-      b.angleQ[d][k] = half * (k1 * dYdq);
-      b.angleN[d][k] = half * (k1 * (dYdn + k2 * eN * e[d]));
+      const Lanes dYde = qe * n[d] + eN * q[d] - 2.0 * qN * e[d];
+      const Lanes dYdq = eN * e[d] - ee * n[d];
+      const Lanes dYdn = qe * e[d] - ee * q[d];
+      const Lanes projectedE = e[d] - eN * n[d];  // P e
+      storeLanes(&b.angleE[d][k], half * (k1 * (dYde - k2 * projectedE)) - alongE * e[d]);
+      storeLanes(&b.angleQ[d][k], half * (k1 * dYdq));
+      storeLanes(&b.angleN[d][k], half * (k1 * (dYdn + k2 * eN * e[d])));
     }
   }
 }

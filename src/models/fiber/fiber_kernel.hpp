@@ -251,11 +251,12 @@ inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = null
 }
 
 // A batch of fibers in structure-of-arrays form, lane k = one fiber, for the force pass of
-// fiber_model.cpp: the same l~, theta and gradients as arcLength and tangentAngle (same
-// formulas), evaluated by plain loops over the lanes that the compiler vectorizes. The
-// rounding differs from the scalar functions by a few ulp: each sample's |v|_eps is
-// |v|_eps^2 r with r = 1/|v|_eps from one inverse square root (with AVX-512 an estimate and
-// two Newton steps, fiber_kernel.cpp), and 1/s, 1/|e|^2 are multiplied instead of divided.
+// fiber_model_eval.cpp: the same l~, theta and gradients as arcLength and tangentAngle (same
+// formulas), evaluated 8 lanes at a time (core/simd_lanes.hpp). The rounding differs from
+// the scalar functions: each sample's squared speed is formed from the dot products e.e, e.q,
+// q.q (fiber_kernel.cpp), its |v|_eps is |v|_eps^2 r with r = 1/|v|_eps from one inverse
+// square root (with AVX-512 an estimate and two Newton steps), and 1/s, 1/|e|^2 are
+// multiplied instead of divided.
 // The model therefore measures its rest lengths and angles with this code too (a lane's
 // result does not depend on the other lanes or on wantGradient), so the rest state stays
 // force free to the last bit. Every array is (3, kLanes) or (kLanes); the caller fills e, q,

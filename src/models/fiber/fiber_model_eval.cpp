@@ -22,6 +22,7 @@
 #include <numbers>
 
 #include "core/lane_gather.hpp"
+#include "core/simd_lanes.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "models/fiber/fiber_model.hpp"
 
@@ -33,20 +34,8 @@ namespace shellsim {
 namespace {
 
 constexpr double kPi = std::numbers::pi;
-constexpr int kGroup = 8;
+constexpr int kGroup = kLaneCount;  // nodes per group, one per lane
 constexpr size_t kSharedGrain = 256;
-
-// One double per node of a group (GCC/Clang vector extension: one zmm register with AVX-512,
-// smaller registers or scalars elsewhere, same results).
-using Lanes = double __attribute__((vector_size(sizeof(double) * kGroup)));
-
-Lanes loadLanes(const double* p) {
-  Lanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-void storeLanes(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
-Lanes broadcast(double a) { return Lanes{} + a; }
 
 // A chunk's local positions and accumulator hold kSlotStride doubles per local slot (x, y, z,
 // and a fourth that is never used): every slot is one aligned 256-bit load or store, and
@@ -132,15 +121,6 @@ constexpr int kSlotStride = 4;
       rows[r][lane] = first + r < count[lane] ? values[begin[lane] + first + r] : 0.0;
     }
   }
-#endif
-}
-
-Lanes sqrtLanes(Lanes v) {
-#if defined(__AVX512F__)
-  return (Lanes)_mm512_sqrt_pd((__m512d)v);
-#else
-  for (int lane = 0; lane < kGroup; ++lane) v[lane] = std::sqrt(v[lane]);
-  return v;
 #endif
 }
 
