@@ -19,7 +19,8 @@
 // Special values as std::atan2: atan2(+-0, +0) = +-0, atan2(+-0, -0) = +-pi,
 // atan2(y != 0, +-0) = +-pi/2. Arguments must be finite with |x| + |y| finite (an infinite
 // argument or an overflowing sum gives NaN or a wrong angle); NaN in, NaN out.
-// atanLanes(y) is atan2Poly(y, 1) = atan(y) on 8 lanes (simd_lanes.hpp), the same operations.
+// atanLanes(y) is atan2Poly(y, 1) = atan(y) on 8 lanes (simd_lanes.hpp), the same operations
+// but for the reduction's division, a reciprocal (reciprocalLanes) times the numerator.
 #pragma once
 
 #include <cmath>
@@ -103,7 +104,8 @@ inline Lanes atanLanes(Lanes y) {
   const Lanes lo = swapped ? one : b;
   const Lanes hi = swapped ? b : one;
   const auto reduced = lo > kTanPiOver8 * hi;
-  const Lanes t = (reduced ? lo - hi : lo) / (reduced ? lo + hi : hi);
+  // The denominator is >= 1: a Newton reciprocal instead of a division (a few ulp).
+  const Lanes t = (reduced ? lo - hi : lo) * reciprocalLanes(reduced ? lo + hi : hi);
   Lanes atanT = atanOfReduced(t);
   Lanes k = reduced ? one : Lanes{};
   k = swapped ? 2.0 - k : k;

@@ -31,6 +31,14 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
   //   S0 = sum (r_- + r_+),  S1 = sum a_i (r_+ - r_-),  S2 = sum a_i^2 (r_- + r_+),
   // so dl/de = (1/n) ((1 + eps^2) S0 e + S1 q) (the eps^2 S0 e from the smoothing) and
   // dl/dq = (1/n) (S1 e + S2 q): per sample three scalars instead of two 3-vectors.
+  // a_i, a_i^2, 2 a_i of sample i (sampleWeight).
+  double weight[kMaxSamples], weight2[kMaxSamples], twoWeight[kMaxSamples];
+  for (int i = 0; i < samples; ++i) {
+    const double s = (i + 0.5) * invN;
+    weight[i] = kTangentWeight * (1.0 - s * s);
+    weight2[i] = weight[i] * weight[i];
+    twoWeight[i] = 2.0 * weight[i];
+  }
   for (int k = 0; k < count; k += kLaneCount) {
     Lanes e[3], q[3];
     for (int c = 0; c < 3; ++c) {
@@ -41,24 +49,28 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
     const Lanes eq = e[0] * q[0] + e[1] * q[1] + e[2] * q[2];
     const Lanes qq = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
     const Lanes smoothedEE = (1.0 + kEps2) * ee;
-    Lanes length{}, sum0{}, sum1{}, sum2{};
+    // All samples' squared speeds and inverse speeds first, then the sums: the inverse square
+    // roots are long chains, and independent ones overlap.
+    Lanes speed2[2 * kMaxSamples], inverse[2 * kMaxSamples];
     for (int i = 0; i < samples; ++i) {
-      const double s = (i + 0.5) * invN;
-      const double a = kTangentWeight * (1.0 - s * s);  // = sampleWeight(i, samples)
-      const Lanes middle = smoothedEE + (a * a) * qq;
-      const Lanes cross = (2.0 * a) * eq;
+      const Lanes middle = smoothedEE + weight2[i] * qq;
+      const Lanes cross = twoWeight[i] * eq;
       const Lanes zero{};
       const Lanes speedMinus2 = middle - cross;  // |f1'(s_i)|_eps^2
       const Lanes speedPlus2 = middle + cross;   // |f2'(1 - s_i)|_eps^2
-      const Lanes minus2 = speedMinus2 > zero ? speedMinus2 : zero;
-      const Lanes plus2 = speedPlus2 > zero ? speedPlus2 : zero;
-      const Lanes rMinus = inverseSqrtLanes(minus2);
-      const Lanes rPlus = inverseSqrtLanes(plus2);
-      length += minus2 * rMinus + plus2 * rPlus;
+      speed2[2 * i] = speedMinus2 > zero ? speedMinus2 : zero;
+      speed2[2 * i + 1] = speedPlus2 > zero ? speedPlus2 : zero;
+    }
+    for (int i = 0; i < 2 * samples; ++i) inverse[i] = inverseSqrtLanes(speed2[i]);
+    Lanes length{}, sum0{}, sum1{}, sum2{};
+    for (int i = 0; i < samples; ++i) {
+      const Lanes rMinus = inverse[2 * i];
+      const Lanes rPlus = inverse[2 * i + 1];
+      length += speed2[2 * i] * rMinus + speed2[2 * i + 1] * rPlus;
       const Lanes rSum = rMinus + rPlus;
       sum0 += rSum;
-      sum1 += a * (rPlus - rMinus);
-      sum2 += (a * a) * rSum;
+      sum1 += weight[i] * (rPlus - rMinus);
+      sum2 += weight2[i] * rSum;
     }
     storeLanes(&b.length[k], invN * length);
     const Lanes s0 = (invN * (1.0 + kEps2)) * sum0;
@@ -71,7 +83,7 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
   }
 
   // Tangential angle: angleTerms and tangentAngle, 8 lanes at a time, with 1/s from
-  // inverseSqrtLanes and each quotient by |e|^2 taken as a product with its inverse.
+  // inverseSqrtLanes and each quotient taken as a product with a reciprocal (reciprocalLanes).
   constexpr double kBeta = kTangentWeight;
   for (int k = 0; k < count; k += kLaneCount) {
     Lanes e[3], q[3], n[3];
@@ -90,7 +102,7 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
     const Lanes invS = inverseSqrtLanes(s2 > s2Floor ? s2 : s2Floor);
     // s > 0 exactly when ee > 0 (s^2 >= 1e-24 |e|^2); invS is 0 otherwise.
     const auto valid = ee > 0.0;
-    const Lanes inverseEE = 1.0 / (valid ? ee : 1.0);
+    const Lanes inverseEE = reciprocalLanes(valid ? ee : 1.0);
     const Lanes invEE = valid ? inverseEE : 0.0;
     const Lanes k1 = 2.0 * kBeta * invS;
     const Lanes y = k1 * yNum;
@@ -100,7 +112,7 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
     // dtheta = c du, c = 2 / (1 + u^2), du = dy / (2 |e|^2) - y / |e|^4 (e, 0);
     // dy/de = 2 beta (dY/de / s - Y P e / s^3), dy/dq = 2 beta dY/dq / s,
     // dy/dN = 2 beta (dY/dN / s + Y (e.N) e / s^3). Invalid lanes have invS = invEE = 0.
-    const Lanes c = 2.0 / (1.0 + u * u);
+    const Lanes c = 2.0 * reciprocalLanes(1.0 + u * u);
     const Lanes half = 0.5 * c * invEE;          // c / (2 |e|^2)
     const Lanes alongE = c * y * invEE * invEE;  // c y / |e|^4
     const Lanes k2 = yNum * invS * invS;

@@ -320,13 +320,15 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
     const Lanes* f2 = frame.f2;
     const Lanes v[3] = {f1[1] * f2[2] - f1[2] * f2[1], f1[2] * f2[0] - f1[0] * f2[2],
                         f1[0] * f2[1] - f1[1] * f2[0]};
-    const Lanes length = sqrtLanes(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-    const auto valid = length > 0 && length < std::numeric_limits<double>::infinity();
-    const Lanes inverse = 1.0 / length;
-    frame.inverseLength = valid ? inverse : 0.0;
+    // 1 / |v| by inverseSqrtLanes (0 for |v|^2 below the smallest normal double); a patch
+    // collapsed to a line or a point, or an overflowing one, keeps the rest normal.
+    const Lanes length2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+    const auto valid = length2 > 0.0 && length2 < std::numeric_limits<double>::infinity();
+    frame.inverseLength = valid ? inverseSqrtLanes(length2) : 0.0;
+    const auto keepRest = frame.inverseLength == 0.0;
     for (int c = 0; c < 3; ++c) frame.normal[c] = v[c] * frame.inverseLength;
     for (size_t lane = 0; lane < kGroup; ++lane) {
-      if (valid[lane] != 0 || first + lane >= n) continue;
+      if (keepRest[lane] == 0 || first + lane >= n) continue;
       for (int c = 0; c < 3; ++c) frame.normal[c][lane] = restNormals_[3 * (first + lane) + c];
     }
   }
