@@ -6,6 +6,7 @@
 // conditional operator (`mask ? a : b`) work lane by lane.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -57,6 +58,27 @@ inline Lanes inverseSqrtLanes(Lanes x) {
   for (int lane = 0; lane < kLaneCount; ++lane) {
     y[lane] = x[lane] >= kSmallest ? 1.0 / std::sqrt(x[lane]) : 0.0;
   }
+  return y;
+#endif
+}
+
+// 1 / sqrt(max(x, smallest normal double)): inverseSqrtLanes without its zero test, for
+// callers whose x is positive except where every use of the result is multiplied by 0.
+inline Lanes inverseSqrtClampedLanes(Lanes x) {
+  constexpr double kSmallest = std::numeric_limits<double>::min();
+#if defined(__AVX512F__)
+  const __m512d value = _mm512_max_pd((__m512d)x, _mm512_set1_pd(kSmallest));
+  const __m512d halfValue = _mm512_mul_pd(_mm512_set1_pd(0.5), value);
+  const __m512d threeHalves = _mm512_set1_pd(1.5);
+  __m512d y = _mm512_rsqrt14_pd(value);
+  for (int step = 0; step < 2; ++step) {
+    const __m512d yy = _mm512_mul_pd(y, y);
+    y = _mm512_mul_pd(y, _mm512_fnmadd_pd(halfValue, yy, threeHalves));
+  }
+  return (Lanes)y;
+#else
+  Lanes y;
+  for (int lane = 0; lane < kLaneCount; ++lane) y[lane] = 1.0 / std::sqrt(std::max(x[lane], kSmallest));
   return y;
 #endif
 }

@@ -50,18 +50,17 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
     const Lanes qq = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
     const Lanes smoothedEE = (1.0 + kEps2) * ee;
     // All samples' squared speeds and inverse speeds first, then the sums: the inverse square
-    // roots are long chains, and independent ones overlap.
+    // roots are long chains, and independent ones overlap. A squared speed is >= eps^2 |e|^2
+    // > 0 unless e = 0; then, with q = 0 too, the clamped inverse is finite and every term it
+    // enters is multiplied by a zero (the speed^2 itself, e or q).
     Lanes speed2[2 * kMaxSamples], inverse[2 * kMaxSamples];
     for (int i = 0; i < samples; ++i) {
       const Lanes middle = smoothedEE + weight2[i] * qq;
       const Lanes cross = twoWeight[i] * eq;
-      const Lanes zero{};
-      const Lanes speedMinus2 = middle - cross;  // |f1'(s_i)|_eps^2
-      const Lanes speedPlus2 = middle + cross;   // |f2'(1 - s_i)|_eps^2
-      speed2[2 * i] = speedMinus2 > zero ? speedMinus2 : zero;
-      speed2[2 * i + 1] = speedPlus2 > zero ? speedPlus2 : zero;
+      speed2[2 * i] = middle - cross;      // |f1'(s_i)|_eps^2
+      speed2[2 * i + 1] = middle + cross;  // |f2'(1 - s_i)|_eps^2
     }
-    for (int i = 0; i < 2 * samples; ++i) inverse[i] = inverseSqrtLanes(speed2[i]);
+    for (int i = 0; i < 2 * samples; ++i) inverse[i] = inverseSqrtClampedLanes(speed2[i]);
     Lanes length{}, sum0{}, sum1{}, sum2{};
     for (int i = 0; i < samples; ++i) {
       const Lanes rMinus = inverse[2 * i];

@@ -266,16 +266,19 @@ inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = null
 struct FiberBatch {
   static constexpr int kLanes = 256;  // 8 nodes x up to 32 fibers (fiber_model_eval.cpp)
   static constexpr int kLaneMultiple = 8;
-  alignas(64) double e[3][kLanes];        // (e_x, e_y, e_z) per lane, m
-  alignas(64) double q[3][kLanes];        // m
-  alignas(64) double normal[3][kLanes];   // reference normal N of the centre, unit
-  alignas(64) double length[kLanes];      // l~, m
-  alignas(64) double lengthE[3][kLanes];  // dl~/de, 1
-  alignas(64) double lengthQ[3][kLanes];  // dl~/dq, 1
-  alignas(64) double angle[kLanes];       // theta, rad
-  alignas(64) double angleE[3][kLanes];   // dtheta/de, 1/m
-  alignas(64) double angleQ[3][kLanes];   // dtheta/dq, 1/m
-  alignas(64) double angleN[3][kLanes];   // dtheta/dN, 1
+  // Row length of every array: kLanes plus one cache line, so that the rows do not all start
+  // at multiples of 2 KiB (they would share a few L1 sets and evict each other).
+  static constexpr int kRow = kLanes + 8;
+  alignas(64) double e[3][kRow];        // (e_x, e_y, e_z) per lane, m
+  alignas(64) double q[3][kRow];        // m
+  alignas(64) double normal[3][kRow];   // reference normal N of the centre, unit
+  alignas(64) double length[kRow];      // l~, m
+  alignas(64) double lengthE[3][kRow];  // dl~/de, 1
+  alignas(64) double lengthQ[3][kRow];  // dl~/dq, 1
+  alignas(64) double angle[kRow];       // theta, rad
+  alignas(64) double angleE[3][kRow];   // dtheta/de, 1/m
+  alignas(64) double angleQ[3][kRow];   // dtheta/dq, 1/m
+  alignas(64) double angleN[3][kRow];   // dtheta/dN, 1
 };
 
 // Fills length, angle and (with wantGradient) their gradients of lanes [0, count).

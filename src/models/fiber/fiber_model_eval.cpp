@@ -273,7 +273,7 @@ void FiberModel::gatherChunk(std::span<const double> x, size_t chunk, double* lo
 // Per lane of one group's batch (lane k = 8 s + L): the terms of the per-node sums, kept for
 // the multipliers. Inactive and padding lanes hold zeros.
 struct FiberModel::GroupTerms {
-  static constexpr int kLanes = fiber::FiberBatch::kLanes;
+  static constexpr int kLanes = fiber::FiberBatch::kRow;  // padded like FiberBatch's rows
   alignas(64) double active[kLanes];       // 1 or 0
   alignas(64) double areaChange[kLanes];   // A_k - A_k0, m^2
   alignas(64) double angleChange[kLanes];  // theta_k - theta_k0, rad
