@@ -1074,8 +1074,7 @@ size_t FiberModel::memoryBytes() const {
          bytes(bendK_) + bytes(restArea_) + bytes(restMeanAngle_) + bytes(restPositions_) +
          bytes(restNormals_) + bytes(patchOffsets_) + bytes(patchNodes_) + bytes(patchWeights_) +
          bytes(chunkNodeOffsets_) + bytes(chunkNodes_) + bytes(slotShare_) + bytes(groupFibers_) +
-         bytes(groupFiberRows_) + bytes(groupPatchRows_) + bytes(groupCentreLocal_) +
-         bytes(groupEndLocal_) + bytes(groupPatchLocal_) + bytes(groupPatchWeights_) +
+         bytes(groupPatchRows_) + bytes(groupPatchLocal_) + bytes(groupPatchWeights_) +
          bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(shareRows_) +
          bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_) +
          bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +

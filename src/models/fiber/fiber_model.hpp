@@ -342,21 +342,24 @@ class FiberModel : public Model {
   // the gradient right there, and a node touched by several chunks parks this chunk's part in
   // shareRows_[slotShare_]. Pass 2 adds each shared node's parts in ascending chunk order.
   // Group g (nodes 8 g + L, lane L) has F_g = groupFibers_[g] fiber rows (the most fibers of
-  // its nodes) and P_g patch rows (the largest patch); rows past a node's own count are
-  // padding (a benign fiber; a member of weight 0), all pointing at the node's own slot.
-  // "Local" indices below are 3 x the local slot: the offset of x in the local positions.
+  // its nodes) and P_g rows of nodes: row 0 is the lane's own node, rows 1 + s and 1 + F_g + s
+  // the ends p1, p2 of its fiber s, then the patch members that are none of these. Each patch
+  // member's weights (c_i1, c_i2) sit on its first row, every other row has weight 0; rows past
+  // a node's own fibers or members are padding (the node itself, weight 0). One gather of a
+  // row's positions serves the frame and the fibers, one update of the accumulator adds the
+  // member's share and the end or centre terms.
+  // "Local" indices below are kSlotStride (4) x the local slot: the offset of x in the local
+  // positions.
   static constexpr size_t kGroupNodes = 8;
   static constexpr size_t kChunkNodes = 512;
   std::vector<int32_t> chunkNodeOffsets_;  // (nChunks + 1)
   std::vector<int32_t> chunkNodes_;        // (nLocalSlots): the node of each local slot
   std::vector<int32_t> slotShare_;         // (nLocalSlots): row of shareRows_, or -1
   std::vector<int32_t> groupFibers_;       // (nGroups): F_g
-  std::vector<int32_t> groupFiberRows_;    // (nGroups + 1): first fiber row of g (F_g rows)
-  std::vector<int32_t> groupPatchRows_;    // (nGroups + 1): first patch row of g (P_g rows)
-  std::vector<int32_t> groupCentreLocal_;  // (nGroups, 8): local index of each lane's node
-  std::vector<int32_t> groupEndLocal_;     // (nFiberRows, 2, 8): local indices of p1, p2
-  std::vector<int32_t> groupPatchLocal_;   // (nPatchRows, 8): local index of the member
-  std::vector<double> groupPatchWeights_;  // (nPatchRows, 2, 8): c_i1, c_i2, 1/m
+  std::vector<int32_t> groupPatchRows_;    // (nGroups + 1): first row of g (P_g rows)
+  size_t maxGroupRows_ = 0;                // the largest P_g
+  std::vector<int32_t> groupPatchLocal_;   // (nRows, 8): local index of each lane's row node
+  std::vector<double> groupPatchWeights_;  // (nRows, 2, 8): c_i1, c_i2, 1/m
   // Shared nodes: sharedNodes_[s] has the parts shareRows_[shareOffsets_[s] .. [s + 1]).
   std::vector<int32_t> sharedNodes_;   // (nShared), ascending
   std::vector<int32_t> shareOffsets_;  // (nShared + 1)

@@ -43,16 +43,6 @@ constexpr size_t kSharedGrain = 256;
 // forwarding of the read-modify-writes in scatterAddRow).
 constexpr int kSlotStride = 4;
 
-// Positions of 8 local indices (a row of a group's table) as 3 Lanes (x, y, z):
-// gatherLanePositions' 256-bit loads and in-register transpose (hardware gathers are several
-// times slower on our Xeon).
-[[gnu::always_inline]] inline void gatherRow(const double* local, const int32_t* index,
-                                             Lanes out[3]) {
-  alignas(64) double positions[3 * kGroup];
-  gatherLanePositions<1, false>(local, index, positions);
-  for (int c = 0; c < 3; ++c) out[c] = loadLanes(positions + kGroup * c);
-}
-
 // acc[index[L] + c] += v[c][L] for c < 3, lane after lane (a node may appear in several lanes).
 // With AVX-512 the three vectors are transposed into one (x, y, z, 0) per lane, each added
 // with one 256-bit load, add and store; otherwise scalars. Both give the same bits.
@@ -158,10 +148,8 @@ void FiberModel::buildEvaluationPlan() {
   chunkNodeOffsets_.assign(chunks + 1, 0);
   chunkNodes_.clear();
   groupFibers_.assign(groups, 0);
-  groupFiberRows_.assign(groups + 1, 0);
   groupPatchRows_.assign(groups + 1, 0);
-  groupCentreLocal_.assign(kGroup * groups, 0);
-  groupEndLocal_.clear();
+  maxGroupRows_ = 0;
   groupPatchLocal_.clear();
   groupPatchWeights_.clear();
   std::vector<int32_t> touched;
@@ -184,48 +172,66 @@ void FiberModel::buildEvaluationPlan() {
                                       touched.begin());
     };
     for (size_t g = nodeBegin / kGroup; g * kGroup < nodeEnd; ++g) {
+      // Rows of each lane's node j: 0 = j, 1 + s = end p1 of its fiber s, 1 + F + s = end p2,
+      // then the patch members that are none of these (grown rings). A patch member's weights
+      // go on its first row, every other row has weight 0; rows past the lane's own fibers or
+      // members are padding (j, weight 0; slot 0 past the last node).
       const size_t first = g * kGroup;
-      int32_t fibers = 0, members = 0;
+      int32_t fibers = 0;
       for (size_t j = first; j < std::min(nodeEnd, first + kGroup); ++j) {
         fibers = std::max(fibers, offsets[j + 1] - offsets[j]);
-        members = std::max(members, patchOffsets_[j + 1] - patchOffsets_[j]);
       }
-      groupFibers_[g] = fibers;
-      groupFiberRows_[g + 1] = groupFiberRows_[g] + fibers;
-      groupPatchRows_[g + 1] = groupPatchRows_[g] + members;
+      std::array<std::vector<int32_t>, kGroup> rowNodes;      // per lane: node of each row
+      std::array<std::vector<double>, kGroup> rowWeights;     // per lane: (c1, c2) of each row
+      size_t rows = 0;
       for (size_t lane = 0; lane < kGroup; ++lane) {
         const size_t j = first + lane;
-        groupCentreLocal_[kGroup * g + lane] = j < nodeEnd ? local(static_cast<int32_t>(j)) : 0;
-      }
-      // Padding rows point at the lane's own centre (or slot 0 past the last node).
-      for (int32_t s = 0; s < fibers; ++s) {
-        for (const int slot : {0, 2}) {
-          for (size_t lane = 0; lane < kGroup; ++lane) {
-            const size_t j = first + lane;
-            const bool real = j < nodeEnd && s < offsets[j + 1] - offsets[j];
-            groupEndLocal_.push_back(
-                real ? local(network_.fiberNodes[3 * static_cast<size_t>(offsets[j] + s) +
-                                                 static_cast<size_t>(slot)])
-                     : groupCentreLocal_[kGroup * g + lane]);
+        if (j >= nodeEnd) continue;
+        std::vector<int32_t>& nodes = rowNodes[lane];
+        nodes.assign(1 + 2 * static_cast<size_t>(fibers), static_cast<int32_t>(j));
+        const int32_t count = offsets[j + 1] - offsets[j];
+        for (int32_t s = 0; s < count; ++s) {
+          const size_t f = static_cast<size_t>(offsets[j] + s);
+          nodes[1 + static_cast<size_t>(s)] = network_.fiberNodes[3 * f];
+          nodes[1 + static_cast<size_t>(fibers + s)] = network_.fiberNodes[3 * f + 2];
+        }
+        std::vector<double>& weights = rowWeights[lane];
+        weights.assign(2 * nodes.size(), 0.0);
+        for (auto e = static_cast<size_t>(patchOffsets_[j]);
+             e < static_cast<size_t>(patchOffsets_[j + 1]); ++e) {
+          // Its first row among the centre and the real ends, else a row of its own.
+          size_t row = nodes.size();
+          for (size_t r = 0; r < 1 + 2 * static_cast<size_t>(fibers); ++r) {
+            const bool real = r == 0 || (r - 1) % static_cast<size_t>(fibers) <
+                                            static_cast<size_t>(count);
+            if (real && nodes[r] == patchNodes_[e]) {
+              row = r;
+              break;
+            }
           }
+          if (row == nodes.size()) {
+            nodes.push_back(patchNodes_[e]);
+            weights.resize(2 * nodes.size(), 0.0);
+          }
+          weights[2 * row] = patchWeights_[2 * e];
+          weights[2 * row + 1] = patchWeights_[2 * e + 1];
         }
+        rows = std::max(rows, nodes.size());
       }
-      for (int32_t p = 0; p < members; ++p) {
+      groupFibers_[g] = fibers;
+      groupPatchRows_[g + 1] = groupPatchRows_[g] + static_cast<int32_t>(rows);
+      maxGroupRows_ = std::max(maxGroupRows_, rows);
+      for (size_t r = 0; r < rows; ++r) {
         for (size_t lane = 0; lane < kGroup; ++lane) {
-          const size_t j = first + lane;
-          const bool real = j < nodeEnd && p < patchOffsets_[j + 1] - patchOffsets_[j];
-          const auto e = real ? static_cast<size_t>(patchOffsets_[j] + p) : 0;
-          groupPatchLocal_.push_back(real ? local(patchNodes_[e])
-                                          : groupCentreLocal_[kGroup * g + lane]);
+          const bool real = r < rowNodes[lane].size();
+          groupPatchLocal_.push_back(real                        ? local(rowNodes[lane][r])
+                                     : rowNodes[lane].empty()    ? 0
+                                                                 : local(rowNodes[lane][0]));
         }
-        for (int a = 0; a < 2; ++a) {
+        for (size_t a = 0; a < 2; ++a) {
           for (size_t lane = 0; lane < kGroup; ++lane) {
-            const size_t j = first + lane;
-            const bool real = j < nodeEnd && p < patchOffsets_[j + 1] - patchOffsets_[j];
-            groupPatchWeights_.push_back(
-                real ? patchWeights_[2 * static_cast<size_t>(patchOffsets_[j] + p) +
-                                     static_cast<size_t>(a)]
-                     : 0.0);
+            groupPatchWeights_.push_back(r < rowNodes[lane].size() ? rowWeights[lane][2 * r + a]
+                                                                   : 0.0);
           }
         }
       }
@@ -233,7 +239,7 @@ void FiberModel::buildEvaluationPlan() {
     chunkNodes_.insert(chunkNodes_.end(), touched.begin(), touched.end());
     chunkNodeOffsets_[c + 1] = static_cast<int32_t>(chunkNodes_.size());
   }
-  for (auto* table : {&chunkNodes_, &groupEndLocal_, &groupPatchLocal_}) table->shrink_to_fit();
+  for (auto* table : {&chunkNodes_, &groupPatchLocal_}) table->shrink_to_fit();
   groupPatchWeights_.shrink_to_fit();
   // Nodes touched by several chunks get one row per chunk, in ascending chunk order.
   std::vector<int32_t> chunksTouching(n, 0);
@@ -279,6 +285,12 @@ struct FiberModel::GroupTerms {
   alignas(64) double angleChange[kLanes];  // theta_k - theta_k0, rad
   alignas(64) double stretchWeight[kLanes];  // s_k of E_s
   alignas(64) double bendWeight[kLanes];     // s_k w_k^2 of E_b
+  // Per row of the group (the plan's rows, maxGroupRows_ of them): its positions (x, y, z of 8
+  // lanes) and the force terms of its fibers' end or centre slots, (rows, 3, 8) each.
+  std::vector<double> rowPositions;
+  std::vector<double> rowForces;
+  explicit GroupTerms(size_t rows)
+      : rowPositions(rows * 3 * kGroup), rowForces(rows * 3 * kGroup) {}
 };
 
 void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch,
@@ -299,20 +311,22 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
     fiberCount[lane] = fibersAt[lane];
   }
 
-  // Patch frames, f_a = sum_i c_ia x_i (fiber_model.hpp), member by member.
+  // Patch frames, f_a = sum_i c_ia x_i (fiber_model.hpp), row by row; the rows' positions are
+  // kept for the fibers.
   GroupFrames frame{};
   const auto patchRow = static_cast<size_t>(groupPatchRows_[group]);
   const auto patchRows = static_cast<size_t>(groupPatchRows_[group + 1]) - patchRow;
+  double* rowPositions = t.rowPositions.data();
   for (size_t p = 0; p < patchRows; ++p) {
     const int32_t* index = &groupPatchLocal_[kGroup * (patchRow + p)];
     const double* weights = &groupPatchWeights_[2 * kGroup * (patchRow + p)];
     const Lanes c1 = loadLanes(weights);
     const Lanes c2 = loadLanes(weights + kGroup);
-    Lanes position[3];
-    gatherRow(local, index, position);
+    gatherLanePositions<1, false>(local, index, rowPositions + 3 * kGroup * p);
     for (int c = 0; c < 3; ++c) {
-      frame.f1[c] += c1 * position[c];
-      frame.f2[c] += c2 * position[c];
+      const Lanes position = loadLanes(rowPositions + kGroup * (3 * p + static_cast<size_t>(c)));
+      frame.f1[c] += c1 * position;
+      frame.f2[c] += c2 * position;
     }
   }
   {
@@ -333,22 +347,20 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
     }
   }
 
-  // The batch: row s holds fiber s of every node; padding lanes a straight unit fiber.
-  const int32_t* centreIndex = &groupCentreLocal_[kGroup * group];
-  Lanes centre[3];
-  gatherRow(local, centreIndex, centre);
-  const auto fiberRow = static_cast<size_t>(groupFiberRows_[group]);
+  // The batch: fiber row s holds fiber s of every node, its ends in rows 1 + s and 1 + F + s,
+  // the centre in row 0; padding lanes a straight unit fiber.
+  const auto rowPosition = [&](size_t row, int c) {
+    return loadLanes(rowPositions + kGroup * (3 * row + static_cast<size_t>(c)));
+  };
   for (int s = 0; s < fibers; ++s) {
-    const int32_t* end1 = &groupEndLocal_[2 * kGroup * (fiberRow + static_cast<size_t>(s))];
-    const int32_t* end2 = end1 + kGroup;
     const auto real = broadcast(s) < fiberCount;
     const size_t k = kGroup * static_cast<size_t>(s);
-    Lanes p1[3], p2[3];
-    gatherRow(local, end1, p1);
-    gatherRow(local, end2, p2);
     for (int c = 0; c < 3; ++c) {
-      storeLanes(&batch.e[c][k], real ? 0.5 * (p2[c] - p1[c]) : (c == 0 ? 1.0 : 0.0));  // fiber::reduce
-      storeLanes(&batch.q[c][k], real ? p1[c] - 2.0 * centre[c] + p2[c] : 0.0);
+      const Lanes p1 = rowPosition(1 + static_cast<size_t>(s), c);
+      const Lanes p2 = rowPosition(1 + static_cast<size_t>(fibers + s), c);
+      const Lanes centre = rowPosition(0, c);
+      storeLanes(&batch.e[c][k], real ? 0.5 * (p2 - p1) : (c == 0 ? 1.0 : 0.0));  // fiber::reduce
+      storeLanes(&batch.q[c][k], real ? p1 - 2.0 * centre + p2 : 0.0);
       storeLanes(&batch.normal[c][k], real ? frame.normal[c] : (c == 2 ? 1.0 : 0.0));
     }
   }
@@ -446,6 +458,7 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   const Lanes bendMean = bendScale * alpha * angleError;
   const Lanes bendOwn = bendScale * (1.0 - alpha);
   Lanes centreGradient[3] = {}, normalGradient[3] = {};
+  double* rowForces = t.rowForces.data();
   for (int s = 0; s < fibers; ++s) {
     const size_t k = kGroup * static_cast<size_t>(s);
     const Lanes active = loadLanes(&t.active[k]);
@@ -454,21 +467,20 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
                             loadLanes(&batch.length[k]);
     const Lanes dEdAngle =
         active * (bendMean + bendOwn * loadLanes(&t.bendWeight[k]) * loadLanes(&t.angleChange[k]));
-    Lanes end1[3], end2[3];
+    double* end1 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(s));
+    double* end2 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(fibers + s));
     for (int c = 0; c < 3; ++c) {
       const Lanes ge = dEdLength * loadLanes(&batch.lengthE[c][k]) +
                        dEdAngle * loadLanes(&batch.angleE[c][k]);
       const Lanes gq = dEdLength * loadLanes(&batch.lengthQ[c][k]) +
                        dEdAngle * loadLanes(&batch.angleQ[c][k]);
-      end1[c] = -0.5 * ge + gq;
-      end2[c] = 0.5 * ge + gq;
+      storeLanes(end1 + kGroup * c, -0.5 * ge + gq);
+      storeLanes(end2 + kGroup * c, 0.5 * ge + gq);
       centreGradient[c] += -2.0 * gq;
       normalGradient[c] += dEdAngle * loadLanes(&batch.angleN[c][k]);
     }
-    const int32_t* endIndex = &groupEndLocal_[2 * kGroup * (fiberRow + static_cast<size_t>(s))];
-    scatterAddRow(sum, endIndex, end1);
-    scatterAddRow(sum, endIndex + kGroup, end2);
   }
+  for (int c = 0; c < 3; ++c) storeLanes(rowForces + kGroup * c, centreGradient[c]);
   // The patch frame's gradient (fiber_model.hpp, "Chain rule"): w = P g / |v|, dE/df1 = f2 x w,
   // dE/df2 = w x f1; member i of the patch gets c_i1 dE/df1 + c_i2 dE/df2.
   const Lanes* g = normalGradient;
@@ -483,17 +495,20 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   const Lanes g2[3] = {w[1] * f1[2] - w[2] * f1[1], w[2] * f1[0] - w[0] * f1[2],
                        w[0] * f1[1] - w[1] * f1[0]};
 
-  // Into the accumulator: the patch members' shares, row by row (padding rows have weight 0),
-  // then the centres' slots. (The fibers' end slots went in above, row by row.)
+  // Into the accumulator, row by row: the patch member's share c_i1 dE/df1 + c_i2 dE/df2 (0 on
+  // rows of weight 0) plus the row's fiber end or centre terms (none past row 2 F).
+  const size_t forceRows = 1 + 2 * static_cast<size_t>(fibers);
   for (size_t p = 0; p < patchRows; ++p) {
     const size_t row = patchRow + p;
     const Lanes c1 = loadLanes(&groupPatchWeights_[2 * kGroup * row]);
     const Lanes c2 = loadLanes(&groupPatchWeights_[2 * kGroup * row + kGroup]);
-    Lanes share[3];
-    for (int c = 0; c < 3; ++c) share[c] = c1 * g1[c] + c2 * g2[c];
-    scatterAddRow(sum, &groupPatchLocal_[kGroup * row], share);
+    Lanes force[3];
+    for (int c = 0; c < 3; ++c) {
+      force[c] = c1 * g1[c] + c2 * g2[c];
+      if (p < forceRows) force[c] += loadLanes(rowForces + kGroup * (3 * p + static_cast<size_t>(c)));
+    }
+    scatterAddRow(sum, &groupPatchLocal_[kGroup * row], force);
   }
-  scatterAddRow(sum, centreIndex, centreGradient);
 }
 
 void FiberModel::measureRestShape() {
@@ -502,7 +517,7 @@ void FiberModel::measureRestShape() {
   tbb::parallel_for(tbb::blocked_range<size_t>(0, chunks, 1),
                     [&](const tbb::blocked_range<size_t>& r) {
                       fiber::FiberBatch batch;
-                      GroupTerms terms;
+                      GroupTerms terms(maxGroupRows_);
                       std::vector<double> local;
                       for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
                         local.resize(kSlotStride *
@@ -539,7 +554,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& r) {
         fiber::FiberBatch batch;
-        GroupTerms terms;
+        GroupTerms terms(maxGroupRows_);
         std::vector<double> local, sum;  // (nSlots, 3) each
         for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
           const auto slotBegin = static_cast<size_t>(chunkNodeOffsets_[chunk]);
