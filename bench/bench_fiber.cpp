@@ -32,10 +32,14 @@
 #include <tbb/parallel_for.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
+#include "geometry/sampling.hpp"
 #include "models/fiber/fiber_model.hpp"
+#include "shellsim/geometry.hpp"
+#include "shellsim/io.hpp"
 #include "shellsim/parallel.hpp"
 
 namespace {
@@ -81,6 +85,72 @@ void BM_FiberForces(benchmark::State& state) {
 BENCHMARK(BM_FiberForces)
     ->ArgsProduct({{16, 50, 158, 500}, {1, 2}})
     ->ArgNames({"side", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Real surfaces, whose node order is the file's: every vertex of the Stanford bunny (35,947
+// nodes), and the Igea point set clustered to 10^5 nodes (geometry/sampling.hpp) as a scene's
+// `node_count` would. Same measurement as BM_FiberForces.
+shellsim::FiberNodes surfaceNodes(int which) {
+  shellsim::FiberNodes nodes;
+  if (which == 0) {
+    shellsim::Geometry mesh = shellsim::readGeometry(SHELLSIM_DATA_DIR "/stanford-bunny.obj");
+    shellsim::computeVertexNormals(mesh);
+    const std::vector<double> areas = shellsim::pointAreas(mesh);
+    for (size_t v = 0; v < areas.size(); ++v) {
+      if (!(areas[v] > 0)) continue;  // vertices of no triangle
+      nodes.areas.push_back(areas[v]);
+      for (size_t c = 0; c < 3; ++c) {
+        nodes.positions.push_back(mesh.positions[3 * v + c]);
+        nodes.normals.push_back(mesh.normals[3 * v + c]);
+      }
+    }
+  } else {
+    shellsim::Geometry cloud = shellsim::readGeometry(SHELLSIM_DATA_DIR "/igea.ply");
+    if (!cloud.hasNormals()) shellsim::estimateNormals(cloud);
+    shellsim::SamplingParams sampling;
+    sampling.targetNodeCount = 100000;
+    shellsim::NodeSampling clusters = shellsim::clusterSurface(cloud, sampling);
+    nodes.positions = std::move(clusters.positions);
+    nodes.normals = std::move(clusters.normals);
+    nodes.areas = std::move(clusters.areas);
+  }
+  return nodes;
+}
+
+void BM_FiberForcesSurface(benchmark::State& state) {
+  static const shellsim::FiberNodes bunny = surfaceNodes(0);
+  static const shellsim::FiberNodes igea = surfaceNodes(1);
+  const shellsim::FiberNodes& nodes = state.range(0) == 0 ? bunny : igea;
+  std::unique_ptr<shellsim::FiberModel> built;
+  try {
+    built = std::make_unique<shellsim::FiberModel>(nodes, shellsim::MaterialDef{});
+  } catch (const std::exception& error) {
+    state.SkipWithError(error.what());
+    return;
+  }
+  const shellsim::FiberModel& model = *built;
+  std::vector<double> x = nodes.positions;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> u(-1e-5, 1e-5);
+  for (double& v : x) v += u(rng);
+  std::vector<double> gradient(x.size());
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
+  for (auto _ : state) {
+    std::fill(gradient.begin(), gradient.end(), 0.0);
+    benchmark::DoNotOptimize(model.addGradient(x, gradient));
+    benchmark::ClobberMemory();
+  }
+  const auto fibers = static_cast<double>(model.elementCount());
+  state.counters["fibers"] = fibers;
+  state.counters["bytes_per_fiber"] = static_cast<double>(model.memoryBytes()) / fibers;
+  state.counters["ns_per_fiber"] =
+      benchmark::Counter(fibers * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_FiberForcesSurface)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgNames({"surface", "threads"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

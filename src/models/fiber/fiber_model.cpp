@@ -249,8 +249,6 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     }
   }
 
-  nodeStretch_.resize(n);
-  nodeBend_.resize(n);
 }
 
 void FiberModel::buildNormalPatches(bool dropDegenerate) {
@@ -408,18 +406,20 @@ std::span<const int32_t> FiberModel::normalPatch(int32_t node) const {
 }
 
 EnergyParts FiberModel::energy(std::span<const double> x) const {
-  return evaluate(x, {}, nullptr);
+  return evaluate(x, {});
 }
 
 EnergyParts FiberModel::addGradient(std::span<const double> x, std::span<double> gradient) const {
-  return evaluate(x, gradient, nullptr);
+  return evaluate(x, gradient);
 }
 
 void FiberModel::nodeValues(std::span<const double> x, std::span<double> stretching,
                             std::span<double> bending, std::span<double> meanAngle) const {
-  evaluate(x, {}, meanAngle.empty() ? nullptr : meanAngle.data());
-  if (!stretching.empty()) std::copy(nodeStretch_.begin(), nodeStretch_.end(), stretching.begin());
-  if (!bending.empty()) std::copy(nodeBend_.begin(), nodeBend_.end(), bending.begin());
+  NodeOutputs outputs;
+  if (!stretching.empty()) outputs.stretching = stretching.data();
+  if (!bending.empty()) outputs.bending = bending.data();
+  if (!meanAngle.empty()) outputs.meanAngle = meanAngle.data();
+  evaluate(x, {}, outputs);
 }
 
 std::vector<int32_t> FiberModel::hessianBlockNodes() const {
@@ -639,8 +639,8 @@ double FiberModel::stableTimeStep() const {
     }
     std::fill(gp.begin(), gp.end(), 0.0);
     std::fill(gm.begin(), gm.end(), 0.0);
-    evaluate(plus, gp, nullptr);
-    evaluate(minus, gm, nullptr);
+    evaluate(plus, gp);
+    evaluate(minus, gm);
     double a = 0;
     for (size_t i = 0; i < dofs; ++i) {
       w[i] = (gp[i] - gm[i]) / (2 * t) * invSqrtMass[i / 3] - betaPrevious * previous[i];
@@ -1076,7 +1076,7 @@ size_t FiberModel::memoryBytes() const {
          bytes(chunkNodeOffsets_) + bytes(chunkNodes_) + bytes(slotShare_) + bytes(groupFibers_) +
          bytes(groupPatchRows_) + bytes(groupPatchLocal_) + bytes(groupPatchWeights_) +
          bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(shareRows_) +
-         bytes(fiberBendWeight_) + bytes(nodeStretch_) + bytes(nodeBend_) +
+         bytes(fiberBendWeight_) + bytes(chunkEnergy_) +
          bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
          bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) + bytes(areas_) +
          bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_) + bytes(lengthNow_) +

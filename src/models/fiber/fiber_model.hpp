@@ -275,19 +275,29 @@ class FiberModel : public Model {
   void gatherChunk(std::span<const double> x, size_t chunk, double* local) const;
   // Scratch of evaluateGroup (fiber_model_eval.cpp).
   struct GroupTerms;
+  // Per-node results of an evaluation, each (nNodes) or null: E_s(j), E_b(j) (J), H_j (rad).
+  struct NodeOutputs {
+    double* stretching = nullptr;
+    double* bending = nullptr;
+    double* meanAngle = nullptr;
+  };
   // Node group g of a chunk whose local positions are `local`: patch frames, the fibers'
-  // l~ and theta, per-node sums and energies (nodeStretch_, nodeBend_, meanAngleOut if
-  // non-null). With `sum` (the chunk's accumulator, (nSlots, 3)) non-null also the gradient,
-  // added into it. With restLengthOut non-null only l~ and theta, written per fiber to
-  // restLengthOut and restAngleOut (the rest-shape measurement).
+  // l~ and theta, per-node sums and energies (added lane by lane to energy[0] (E_s) and
+  // energy[1] (E_b); per node into the non-null outputs). With `sum` (the chunk's
+  // accumulator, (nSlots, 4)) non-null also the gradient, added into it. With restLengthOut
+  // non-null only l~ and theta, written per fiber to restLengthOut and restAngleOut (the
+  // rest-shape measurement).
   void evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch, GroupTerms& t,
-                     double* sum, double* meanAngleOut, double* restLengthOut,
-                     double* restAngleOut) const;
+                     double* sum, const NodeOutputs& outputs, double energy[2],
+                     double* restLengthOut, double* restAngleOut) const;
   // restLength and restAngle of every fiber at the rest positions, by the batch code.
   void measureRestShape();
-  // Pass 1 and 3 (and pass 2 if `gradient` is non-empty).
+  // Pass 1 and 3 (and pass 2 if `gradient` is non-empty); fills the non-null outputs.
   EnergyParts evaluate(std::span<const double> x, std::span<double> gradient,
-                       double* meanAngleOut) const;
+                       const NodeOutputs& outputs) const;
+  EnergyParts evaluate(std::span<const double> x, std::span<double> gradient) const {
+    return evaluate(x, gradient, NodeOutputs());
+  }
 
   int samples_ = 4;
   double meanAngleWeight_ = 1;  // alpha of E_b, from the Poisson ratio (see the header)
@@ -334,7 +344,7 @@ class FiberModel : public Model {
   // Evaluation plan (buildEvaluationPlan, fiber_model_eval.cpp), fixed until the topology
   // changes, so that the order of every sum, hence every bit of the result, is independent of
   // the thread count. Nodes form groups of kGroupNodes consecutive nodes, one per SIMD lane;
-  // groups form chunks of kChunkNodes nodes, the parallel tasks. Chunk c's fibers and patches
+  // groups form chunks of chunkNodeCount_ nodes, the parallel tasks. Chunk c's fibers and patches
   // touch the nodes chunkNodes_[chunkNodeOffsets_[c] .. [c + 1]) (ascending, its own nodes
   // included), its "local slots". Pass 1 copies those positions into a local array, evaluates
   // the chunk's groups from it and adds every force term into a local accumulator in a fixed
@@ -351,7 +361,10 @@ class FiberModel : public Model {
   // "Local" indices below are kSlotStride (4) x the local slot: the offset of x in the local
   // positions.
   static constexpr size_t kGroupNodes = 8;
-  static constexpr size_t kChunkNodes = 512;
+  static constexpr size_t kChunksPerModel = 32;
+  static constexpr size_t kMinChunkNodes = 512;
+  static constexpr size_t kMaxChunkNodes = 8192;
+  size_t chunkNodeCount_ = kMinChunkNodes;  // nodes per chunk (a multiple of 8)
   std::vector<int32_t> chunkNodeOffsets_;  // (nChunks + 1)
   std::vector<int32_t> chunkNodes_;        // (nLocalSlots): the node of each local slot
   std::vector<int32_t> slotShare_;         // (nLocalSlots): row of shareRows_, or -1
@@ -365,8 +378,7 @@ class FiberModel : public Model {
   std::vector<int32_t> shareOffsets_;  // (nShared + 1)
   // Scratch of one evaluation.
   mutable std::vector<double> shareRows_;  // (nShareRows, 3): a chunk's part of dE/dx_i
-  mutable std::vector<double> nodeStretch_;  // (nNodes), J
-  mutable std::vector<double> nodeBend_;     // (nNodes), J
+  mutable std::vector<double> chunkEnergy_;  // (nChunks, 2): E_s, E_b of each chunk, J
   // l_k and theta_k of the last gradient evaluation and its x, for updateInelastic (only
   // with plasticity or fracture).
   mutable std::vector<double> lengthNow_;   // (nFibers), m

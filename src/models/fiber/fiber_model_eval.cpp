@@ -8,7 +8,7 @@
 // eq. (4)-(8) is a sum of F_g vectors, and the patch frames of eq. (38)'s normals are P_g
 // multiply-adds of 8-lane vectors. Rows past a node's own fiber count or patch size are
 // padding: benign fibers with no energy, patch members of weight 0.
-// Chunks of kChunkNodes nodes (whole groups) are the parallel tasks; each works on a copy of
+// Chunks of chunkNodeCount_ nodes (whole groups) are the parallel tasks; each works on a copy of
 // the positions it touches ("local slots", see fiber_model.hpp) and adds its force terms into
 // a local accumulator in a fixed order, so the result does not depend on the thread count.
 #include <tbb/blocked_range.h>
@@ -140,10 +140,17 @@ struct GroupFrames {
 }  // namespace
 
 void FiberModel::buildEvaluationPlan() {
-  static_assert(kGroupNodes == kGroup && kChunkNodes % kGroup == 0);
+  static_assert(kGroupNodes == kGroup);
   const auto n = static_cast<size_t>(network_.nodeCount);
+  // About kChunksPerModel chunks, of kMinChunkNodes to kMaxChunkNodes nodes: larger chunks
+  // touch fewer nodes outside themselves (each touched node costs a copy, an accumulator
+  // row and, if shared, a pass-2 row), smaller ones balance the threads. A function of the
+  // node count only, so the result stays independent of the thread count.
+  chunkNodeCount_ = std::clamp((n / kChunksPerModel + kGroup - 1) / kGroup * kGroup, kMinChunkNodes,
+                          kMaxChunkNodes);
+  const size_t chunkSize = chunkNodeCount_;
   const std::vector<int32_t>& offsets = network_.centreOffsets;
-  const size_t chunks = (n + kChunkNodes - 1) / kChunkNodes;
+  const size_t chunks = (n + chunkSize - 1) / chunkSize;
   const size_t groups = (n + kGroup - 1) / kGroup;
   chunkNodeOffsets_.assign(chunks + 1, 0);
   chunkNodes_.clear();
@@ -154,8 +161,8 @@ void FiberModel::buildEvaluationPlan() {
   groupPatchWeights_.clear();
   std::vector<int32_t> touched;
   for (size_t c = 0; c < chunks; ++c) {
-    const size_t nodeBegin = c * kChunkNodes;
-    const size_t nodeEnd = std::min(n, nodeBegin + kChunkNodes);
+    const size_t nodeBegin = c * chunkSize;
+    const size_t nodeEnd = std::min(n, nodeBegin + chunkSize);
     // Local slots: the chunk's own nodes and every node of its fibers and patches, sorted.
     touched.clear();
     for (size_t j = nodeBegin; j < nodeEnd; ++j) touched.push_back(static_cast<int32_t>(j));
@@ -259,6 +266,7 @@ void FiberModel::buildEvaluationPlan() {
     slotShare_[slot] = chunksTouching[node] < 2 ? -1 : nextRow[node]++;
   }
   shareRows_.resize(3 * static_cast<size_t>(shareOffsets_.back()));
+  chunkEnergy_.assign(2 * chunks, 0.0);
 }
 
 void FiberModel::gatherChunk(std::span<const double> x, size_t chunk, double* local) const {
@@ -294,8 +302,9 @@ struct FiberModel::GroupTerms {
 };
 
 void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch,
-                               GroupTerms& t, double* sum, double* meanAngleOut,
-                               double* restLengthOut, double* restAngleOut) const {
+                               GroupTerms& t, double* sum, const NodeOutputs& outputs,
+                               double energy[2], double* restLengthOut,
+                               double* restAngleOut) const {
   const auto n = static_cast<size_t>(network_.nodeCount);
   const std::vector<int32_t>& offsets = network_.centreOffsets;
   const size_t first = group * kGroup;
@@ -440,13 +449,17 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   const double alpha = meanAngleWeight_;
   const Lanes stretchK = nodeLanes(stretchK_, first, n);
   const Lanes bendArea = nodeLanes(bendK_, first, n) * nodeLanes(restArea_, first, n);
-  storeNodeLanes(nodeStretch_.data(),
-                 0.5 * stretchK * (areaError * areaError + sumAreaChange2 * invCount), first, n);
-  storeNodeLanes(nodeBend_.data(),
-                 0.5 * bendArea *
-                     (alpha * angleError * angleError + (1.0 - alpha) * sumAngleChange2 * invCount),
-                 first, n);
-  if (meanAngleOut != nullptr) storeNodeLanes(meanAngleOut, sumAngle * invCount, first, n);
+  const Lanes stretching = 0.5 * stretchK * (areaError * areaError + sumAreaChange2 * invCount);
+  const Lanes bending =
+      0.5 * bendArea *
+      (alpha * angleError * angleError + (1.0 - alpha) * sumAngleChange2 * invCount);
+  for (int lane = 0; lane < kGroup; ++lane) {  // lanes past the last node hold zeros
+    energy[0] += stretching[lane];
+    energy[1] += bending[lane];
+  }
+  if (outputs.stretching != nullptr) storeNodeLanes(outputs.stretching, stretching, first, n);
+  if (outputs.bending != nullptr) storeNodeLanes(outputs.bending, bending, first, n);
+  if (outputs.meanAngle != nullptr) storeNodeLanes(outputs.meanAngle, sumAngle * invCount, first, n);
   if (!wantGradient) return;
 
   // Per lane: dE/dl_k = K_s / n [(A_j - A_j0) + s_k (A_k - A_k0)] pi/2 l_k and dE/dtheta_k =
@@ -524,10 +537,12 @@ void FiberModel::measureRestShape() {
                                      static_cast<size_t>(chunkNodeOffsets_[chunk + 1] -
                                                          chunkNodeOffsets_[chunk]));
                         gatherChunk(restPositions_, chunk, local.data());
-                        const size_t groupBegin = chunk * (kChunkNodes / kGroup);
-                        const size_t groupEnd = std::min(groups, groupBegin + kChunkNodes / kGroup);
+                        const size_t groupBegin = chunk * (chunkNodeCount_ / kGroup);
+                        const size_t groupEnd =
+                            std::min(groups, groupBegin + chunkNodeCount_ / kGroup);
                         for (size_t g = groupBegin; g < groupEnd; ++g) {
-                          evaluateGroup(g, local.data(), batch, terms, nullptr, nullptr,
+                          double energy[2] = {0, 0};
+                          evaluateGroup(g, local.data(), batch, terms, nullptr, NodeOutputs(), energy,
                                         network_.restLength.data(), network_.restAngle.data());
                         }
                       }
@@ -535,7 +550,7 @@ void FiberModel::measureRestShape() {
 }
 
 EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
-                                 double* meanAngleOut) const {
+                                 const NodeOutputs& outputs) const {
   const bool wantGradient = !gradient.empty();
   // Plasticity and fracture read l and theta at the step's final positions, which the
   // stepper's last gradient evaluation had: keep them (and x) instead of a second pass.
@@ -562,12 +577,15 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
           local.resize(kSlotStride * slotCount);
           gatherChunk(x, chunk, local.data());
           if (wantGradient) sum.assign(kSlotStride * slotCount, 0.0);
-          const size_t groupBegin = chunk * (kChunkNodes / kGroup);
-          const size_t groupEnd = std::min(groups, groupBegin + kChunkNodes / kGroup);
+          const size_t groupBegin = chunk * (chunkNodeCount_ / kGroup);
+          const size_t groupEnd = std::min(groups, groupBegin + chunkNodeCount_ / kGroup);
+          double energy[2] = {0, 0};  // this chunk's, summed group by group, lane by lane
           for (size_t g = groupBegin; g < groupEnd; ++g) {
             evaluateGroup(g, local.data(), batch, terms, wantGradient ? sum.data() : nullptr,
-                          meanAngleOut, nullptr, nullptr);
+                          outputs, energy, nullptr, nullptr);
           }
+          chunkEnergy_[2 * chunk] = energy[0];
+          chunkEnergy_[2 * chunk + 1] = energy[1];
           if (!wantGradient) continue;
           for (size_t slot = 0; slot < slotCount; ++slot) {
             const int32_t share = slotShare_[slotBegin + slot];
@@ -599,10 +617,12 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
                       });
   }
 
-  // Pass 3: energies in a fixed reduction order.
+  // Pass 3: the chunks' energies in chunk order.
   EnergyParts parts;
-  parts.stretching = deterministicSum(nodeStretch_);
-  parts.bending = deterministicSum(nodeBend_);
+  for (size_t chunk = 0; chunk < chunks; ++chunk) {
+    parts.stretching += chunkEnergy_[2 * chunk];
+    parts.bending += chunkEnergy_[2 * chunk + 1];
+  }
   return parts;
 }
 
