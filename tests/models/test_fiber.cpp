@@ -375,9 +375,24 @@ TEST(FiberNetwork, RejectsBadInputNamingTheNode) {
 // The energy contract on real networks.
 
 FiberNodes contractNodes(const std::string& which) {
-  if (which == "bunny") return bunnyNodes();
+  if (which == "bunny" || which == "bunny_k16_anisotropic") return bunnyNodes();
   if (which == "sphere") return primitiveNodes(PrimitiveType::kSphere, 20);
+  if (which == "jittered_strip") return gridSheet(24, 4, 0.1, 0.3, 5);
   return primitiveNodes(PrimitiveType::kSheet, 12);
+}
+
+// Besides the defaults: 16 neighbours (up to 16 fibers per node, several rows of 4 in the
+// force pass's per-fiber loads) with anisotropic fibers (their own stretch weights), and a
+// jittered strip three nodes wide, where patches grow by rings (extra rows of the force
+// pass; FiberModel.JitteredStripHasGrownPatches checks that they do).
+FiberParams contractParams(const std::string& which) {
+  FiberParams params;
+  if (which == "bunny_k16_anisotropic") {
+    params.neighbourCount = 16;
+    params.anisotropy = FiberAnisotropyDef{{1, 0.5, 0}, 3.0};
+  }
+  if (which == "jittered_strip") params.neighbourCount = 4;
+  return params;
 }
 
 // The energy contract (model_contract.hpp) on a sheet, a sphere and the bunny, random
@@ -393,7 +408,7 @@ testing::ContractCase fiberCase(const std::string& which) {
   c.name = which;
   c.setup = [which] {
     const FiberNodes n = contractNodes(which);
-    auto model = std::make_unique<FiberModel>(n, rubber());
+    auto model = std::make_unique<FiberModel>(n, rubber(), contractParams(which));
     testing::ContractSetup s;
     s.scale = meanRestLength(*model);
     s.model = std::move(model);
@@ -415,7 +430,8 @@ testing::ContractCase fiberCase(const std::string& which) {
 
 INSTANTIATE_TEST_SUITE_P(Fiber, ModelContract,
                          ::testing::Values(fiberCase("sheet"), fiberCase("sphere"),
-                                           fiberCase("bunny")),
+                                           fiberCase("bunny"), fiberCase("bunny_k16_anisotropic"),
+                                           fiberCase("jittered_strip")),
                          testing::contractCaseName);
 
 class FiberReferenceNormals : public ::testing::TestWithParam<const char*> {};
@@ -626,6 +642,22 @@ TEST(FiberModel, RawStiffnessOverridesAndMasses) {
 
 // ---------------------------------------------------------------------------------------
 // Determinism.
+
+TEST(FiberModel, StripHasGrownPatches) {
+  // A patch larger than the node and its fibers' ends grew by rings (fiber_model.hpp,
+  // "Reference normals"): on nodes with fibers, whose frame the energy uses, the contract case
+  // "jittered_strip" then covers those rows.
+  const FiberModel model(contractNodes("jittered_strip"), rubber(),
+                         contractParams("jittered_strip"));
+  int grown = 0;
+  for (int32_t j = 0; j < model.nodeCount(); ++j) {
+    const auto fibers = static_cast<size_t>(model.network().fibersAt(j));
+    grown += fibers > 0 && model.normalPatch(j).size() > 1 + 2 * fibers ? 1 : 0;
+  }
+  std::cout << "[ measured ] " << grown << " of " << model.nodeCount()
+            << " nodes with fibers have grown patches\n";
+  EXPECT_GT(grown, 10);
+}
 
 TEST(FiberModel, GradientIsBitIdenticalWithOneAndTwoThreads) {
   PrimitiveDef sheet;

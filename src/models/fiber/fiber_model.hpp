@@ -23,23 +23,23 @@
 // bending does not couple to stretching. (Eq. (11) also mixes the indices i and j; the
 // energy above is the definition, the gradient is derived from it.)
 //
-// Gradient, three passes, none sharing a write (DESIGN.md principle 5):
-//   1. per centre node j (parallel, in batches of consecutive nodes whose fibers are
-//      evaluated lane-parallel, fiber_kernel.hpp FiberBatch): l_k, theta_k and their
-//      gradients for k in F_j; A_j - A_j0 = (1/n_j) sum_k (A_k - A_k0) and H_j - H_j0 =
-//      (1/n_j) sum_k (theta_k - theta_k0) (A_j0, H_j0 are the means of the rest values; as
-//      sums of differences they are exactly 0 at rest); E_s(j), E_b(j); the multipliers
-//      dE/dl_k = K_s/n_j [(A_j - A_j0) + (A_k - A_k0)] pi/2 l_k and dE/dtheta_k = K_b A_j0 /
-//      n_j [alpha (H_j - H_j0) + (1 - alpha) w_k^2 (theta_k - theta_k0)]; the fiber's gradient
-//      (g_e, g_q) w.r.t. its reduced coordinates, pulled back to its two end slots
-//      (fiberSlotGradient) into fiberGradient[k], its centre slot summed over F_j; dE/dN_j
-//      through the patch frame (see "Chain rule" below), whose shares go to the end slots of
-//      F_j or the centre where the member is one of them, else to nodeGradient[j].
-//      The rest lengths and angles are measured with the same batch code (measureRestShape),
-//      so the rest state is force free bit for bit.
-//   2. per node (parallel): its centre row, then its incident end slots in ascending (fiber,
-//      slot) order, then its shares c_i1 dE/df1 + c_i2 dE/df2 of the patches that left them.
-//   3. energies: deterministicSum over the per-node energies.
+// Gradient, three passes, none sharing a write (DESIGN.md principle 5); fiber_model_eval.cpp:
+//   1. per chunk of consecutive centre nodes (parallel; the chunks and every order of summation
+//      are fixed by the plan, see the members), in groups of 8 nodes, one per SIMD lane: the
+//      patch frames N_j; l_k, theta_k and their gradients for the fibers k in F_j, as rows of
+//      8 lanes of a fiber_kernel.hpp FiberBatch; A_j - A_j0 = (1/n_j) sum_k (A_k - A_k0) and
+//      H_j - H_j0 = (1/n_j) sum_k (theta_k - theta_k0) (A_j0, H_j0 are the means of the rest
+//      values; as sums of differences they are exactly 0 at rest); E_s(j), E_b(j); the
+//      multipliers dE/dl_k = K_s/n_j [(A_j - A_j0) + (A_k - A_k0)] pi/2 l_k and dE/dtheta_k =
+//      K_b A_j0 / n_j [alpha (H_j - H_j0) + (1 - alpha) w_k^2 (theta_k - theta_k0)]; the
+//      fiber's gradient (g_e, g_q) w.r.t. its reduced coordinates pulled back to its three
+//      slots (fiberSlotGradient), and dE/dN_j through the patch frame (see "Chain rule"
+//      below) as shares c_i1 dE/df1 + c_i2 dE/df2 of the patch members; all of it added into
+//      the chunk's own accumulator, then into the gradient for the nodes no other chunk
+//      touches. The rest lengths and angles are measured with the same code
+//      (measureRestShape), so the rest state is force free bit for bit.
+//   2. per node touched by several chunks (parallel): their parts, in chunk order.
+//   3. energies: the chunks' sums, in chunk order.
 //
 // Stiffness mapping (material -> K_s,j, K_b,j), per node from its rest fibers and its area
 // a_j (the true surface area the node represents, m^2):

@@ -2,15 +2,20 @@
 // the rest-shape measurement and FiberModel::evaluate.
 //
 // Layout. Nodes are taken in groups of kGroup = 8 consecutive nodes, one node per SIMD lane
-// (a `Lanes` vector holds one value per node of the group). Group g's nodes have at most F_g
-// fibers and at most P_g patch members; its fibers are evaluated as F_g rows of 8 lanes, fiber
-// s of node 8 g + L in lane k = 8 s + L of a fiber::FiberBatch, so that every per-node sum of
-// eq. (4)-(8) is a sum of F_g vectors, and the patch frames of eq. (38)'s normals are P_g
-// multiply-adds of 8-lane vectors. Rows past a node's own fiber count or patch size are
-// padding: benign fibers with no energy, patch members of weight 0.
-// Chunks of chunkNodeCount_ nodes (whole groups) are the parallel tasks; each works on a copy of
-// the positions it touches ("local slots", see fiber_model.hpp) and adds its force terms into
+// (a `Lanes` vector, core/simd_lanes.hpp, holds one value per node of the group). Group g has
+// F_g fiber rows and P_g rows of nodes (fiber_model.hpp, the plan's members): row 0 the lane's
+// node, rows 1 + s and 1 + F_g + s the ends of its fiber s, then other patch members. One
+// gather of a row's positions (8 nodes, transposed in registers) feeds the patch frame
+// f_a = sum_i c_ia x_i as 8-lane multiply-adds, and the fibers: fiber s of node 8 g + L is
+// lane k = 8 s + L of a fiber::FiberBatch, so every per-node sum of eq. (4)-(8) is a sum of
+// F_g vectors. On the way back each row takes one read-modify-write of the accumulator per
+// lane: the member's frame share plus the row's end or centre terms. Rows past a node's own
+// fibers or patch are padding: benign fibers with no energy, members of weight 0.
+// Chunks of chunkNodeCount_ nodes (whole groups) are the parallel tasks; each works on a copy
+// of the positions it touches ("local slots", fiber_model.hpp) and adds its force terms into
 // a local accumulator in a fixed order, so the result does not depend on the thread count.
+// Hardware gathers (vgatherdpd) are avoided: several times slower than loads and shuffles on
+// our Xeon.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
