@@ -35,12 +35,10 @@ inline constexpr double kPiOver4Hi = 0x1.921fb54442d18p-1;   // pi/4 rounded; la
 inline constexpr double kPiOver4Lo = 0x1.1a62633145c07p-55;  // pi/4 - kPiOver4Hi
 inline constexpr double kTanPiOver8 = 0.41421356237309503;
 // P(s) from the lowest degree up.
-inline constexpr double kP[11] = {-0.3333333333333333,  0.1999999999999552,
-                                  -0.14285714284666542, 0.11111111015256361,
-                                  -0.09090904578123903, 0.07692183190826087,
-                                  -0.06664511447381948, 0.0585814891280221,
-                                  -0.0508544973794026,  0.03923165829558719,
-                                  -0.01917688711906226};
+inline constexpr double kP[11] = {-0.3333333333333333,  0.1999999999999552,   -0.14285714284666542,
+                                  0.11111111015256361,  -0.09090904578123903, 0.07692183190826087,
+                                  -0.06664511447381948, 0.0585814891280221,   -0.0508544973794026,
+                                  0.03923165829558719,  -0.01917688711906226};
 
 // t + t s P(s), s = t^2, by Estrin's scheme (depth 5 instead of Horner's 10 dependent
 // multiply-adds), written out: a loop here can stay a loop and stop the caller's

@@ -25,8 +25,12 @@ inline Lanes loadLanes(const double* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void storeLanes(double* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
-inline Lanes broadcast(double a) { return Lanes{} + a; }
+inline void storeLanes(double* p, Lanes v) {
+  std::memcpy(p, &v, sizeof v);
+}
+inline Lanes broadcast(double a) {
+  return Lanes{} + a;
+}
 
 inline Lanes sqrtLanes(Lanes v) {
 #if defined(__AVX512F__)
@@ -78,7 +82,8 @@ inline Lanes inverseSqrtClampedLanes(Lanes x) {
   return (Lanes)y;
 #else
   Lanes y;
-  for (int lane = 0; lane < kLaneCount; ++lane) y[lane] = 1.0 / std::sqrt(std::max(x[lane], kSmallest));
+  for (int lane = 0; lane < kLaneCount; ++lane)
+    y[lane] = 1.0 / std::sqrt(std::max(x[lane], kSmallest));
   return y;
 #endif
 }

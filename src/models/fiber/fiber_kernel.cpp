@@ -2,18 +2,17 @@
 // fiber_kernel.hpp.
 #include "models/fiber/fiber_kernel.hpp"
 
-#include "core/simd_lanes.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "core/simd_lanes.hpp"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 namespace shellsim::fiber {
-
 
 void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool wantGradient) {
   // Lanes (core/simd_lanes.hpp) of 8 fibers at a time, every intermediate in registers.

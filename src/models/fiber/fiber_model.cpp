@@ -248,7 +248,6 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
                       (params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[centre]);
     }
   }
-
 }
 
 void FiberModel::buildNormalPatches(bool dropDegenerate) {
@@ -1075,12 +1074,11 @@ size_t FiberModel::memoryBytes() const {
          bytes(restNormals_) + bytes(patchOffsets_) + bytes(patchNodes_) + bytes(patchWeights_) +
          bytes(chunkNodeOffsets_) + bytes(chunkNodes_) + bytes(slotShare_) + bytes(groupFibers_) +
          bytes(groupPatchRows_) + bytes(groupPatchLocal_) + bytes(groupPatchWeights_) +
-         bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(shareRows_) +
-         bytes(fiberBendWeight_) + bytes(chunkEnergy_) +
-         bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
-         bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) + bytes(areas_) +
-         bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_) + bytes(lengthNow_) +
-         bytes(angleNow_) + bytes(evaluatedX_);
+         bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(shareRows_) + bytes(fiberBendWeight_) +
+         bytes(chunkEnergy_) + bytes(fiberStretchWeight_) + bytes(plasticLength_) +
+         bytes(plasticAngle_) + bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) +
+         bytes(areas_) + bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_) +
+         bytes(lengthNow_) + bytes(angleNow_) + bytes(evaluatedX_);
 }
 
 }  // namespace shellsim

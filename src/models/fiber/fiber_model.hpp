@@ -365,19 +365,19 @@ class FiberModel : public Model {
   static constexpr size_t kMinChunkNodes = 512;
   static constexpr size_t kMaxChunkNodes = 8192;
   size_t chunkNodeCount_ = kMinChunkNodes;  // nodes per chunk (a multiple of 8)
-  std::vector<int32_t> chunkNodeOffsets_;  // (nChunks + 1)
-  std::vector<int32_t> chunkNodes_;        // (nLocalSlots): the node of each local slot
-  std::vector<int32_t> slotShare_;         // (nLocalSlots): row of shareRows_, or -1
-  std::vector<int32_t> groupFibers_;       // (nGroups): F_g
-  std::vector<int32_t> groupPatchRows_;    // (nGroups + 1): first row of g (P_g rows)
-  size_t maxGroupRows_ = 0;                // the largest P_g
-  std::vector<int32_t> groupPatchLocal_;   // (nRows, 8): local index of each lane's row node
-  std::vector<double> groupPatchWeights_;  // (nRows, 2, 8): c_i1, c_i2, 1/m
+  std::vector<int32_t> chunkNodeOffsets_;   // (nChunks + 1)
+  std::vector<int32_t> chunkNodes_;         // (nLocalSlots): the node of each local slot
+  std::vector<int32_t> slotShare_;          // (nLocalSlots): row of shareRows_, or -1
+  std::vector<int32_t> groupFibers_;        // (nGroups): F_g
+  std::vector<int32_t> groupPatchRows_;     // (nGroups + 1): first row of g (P_g rows)
+  size_t maxGroupRows_ = 0;                 // the largest P_g
+  std::vector<int32_t> groupPatchLocal_;    // (nRows, 8): local index of each lane's row node
+  std::vector<double> groupPatchWeights_;   // (nRows, 2, 8): c_i1, c_i2, 1/m
   // Shared nodes: sharedNodes_[s] has the parts shareRows_[shareOffsets_[s] .. [s + 1]).
   std::vector<int32_t> sharedNodes_;   // (nShared), ascending
   std::vector<int32_t> shareOffsets_;  // (nShared + 1)
   // Scratch of one evaluation.
-  mutable std::vector<double> shareRows_;  // (nShareRows, 3): a chunk's part of dE/dx_i
+  mutable std::vector<double> shareRows_;    // (nShareRows, 3): a chunk's part of dE/dx_i
   mutable std::vector<double> chunkEnergy_;  // (nChunks, 2): E_s, E_b of each chunk, J
   // l_k and theta_k of the last gradient evaluation and its x, for updateInelastic (only
   // with plasticity or fracture).

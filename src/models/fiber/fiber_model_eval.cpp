@@ -58,8 +58,8 @@ constexpr int kSlotStride = 4;
   const __m512d y = (__m512d)v[1];
   const __m512d z = (__m512d)v[2];
   const __m512d zero = _mm512_setzero_pd();
-  const __m512d xyEven = _mm512_unpacklo_pd(x, y);  // x0 y0 x2 y2 | x4 y4 x6 y6
-  const __m512d xyOdd = _mm512_unpackhi_pd(x, y);   // x1 y1 x3 y3 | x5 y5 x7 y7
+  const __m512d xyEven = _mm512_unpacklo_pd(x, y);    // x0 y0 x2 y2 | x4 y4 x6 y6
+  const __m512d xyOdd = _mm512_unpackhi_pd(x, y);     // x1 y1 x3 y3 | x5 y5 x7 y7
   const __m512d zEven = _mm512_unpacklo_pd(z, zero);  // z0 0 z2 0 | z4 0 z6 0
   const __m512d zOdd = _mm512_unpackhi_pd(z, zero);
   const __m512i lowPairs = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
@@ -69,9 +69,9 @@ constexpr int kSlotStride = 4;
   const __m512d lanes13 = _mm512_permutex2var_pd(xyOdd, lowPairs, zOdd);
   const __m512d lanes57 = _mm512_permutex2var_pd(xyOdd, highPairs, zOdd);
   const __m256d rows[kGroup] = {
-      _mm512_castpd512_pd256(lanes02), _mm512_castpd512_pd256(lanes13),
+      _mm512_castpd512_pd256(lanes02),    _mm512_castpd512_pd256(lanes13),
       _mm512_extractf64x4_pd(lanes02, 1), _mm512_extractf64x4_pd(lanes13, 1),
-      _mm512_castpd512_pd256(lanes46), _mm512_castpd512_pd256(lanes57),
+      _mm512_castpd512_pd256(lanes46),    _mm512_castpd512_pd256(lanes57),
       _mm512_extractf64x4_pd(lanes46, 1), _mm512_extractf64x4_pd(lanes57, 1)};
   for (int lane = 0; lane < kGroup; ++lane) {
     double* out = acc + index[lane];
@@ -88,8 +88,8 @@ constexpr int kSlotStride = 4;
 // rows[r][L] = values[begin[L] + first + r] for r < 4 and first + r < count[L], else 0: per
 // lane one (masked) 256-bit load of its node's consecutive fibers, transposed in registers
 // as in gatherLanePositions.
-[[gnu::always_inline]] inline void loadFiberRows(const double* values, const int32_t* begin, const int32_t* count, int first,
-                   Lanes rows[4]) {
+[[gnu::always_inline]] inline void loadFiberRows(const double* values, const int32_t* begin,
+                                                 const int32_t* count, int first, Lanes rows[4]) {
 #if defined(__AVX512F__) && defined(__AVX512VL__)
   const auto node = [&](int lane) {
     const int valid = std::clamp(count[lane] - first, 0, 4);
@@ -152,7 +152,7 @@ void FiberModel::buildEvaluationPlan() {
   // row and, if shared, a pass-2 row), smaller ones balance the threads. A function of the
   // node count only, so the result stays independent of the thread count.
   chunkNodeCount_ = std::clamp((n / kChunksPerModel + kGroup - 1) / kGroup * kGroup, kMinChunkNodes,
-                          kMaxChunkNodes);
+                               kMaxChunkNodes);
   const size_t chunkSize = chunkNodeCount_;
   const std::vector<int32_t>& offsets = network_.centreOffsets;
   const size_t chunks = (n + chunkSize - 1) / chunkSize;
@@ -171,17 +171,19 @@ void FiberModel::buildEvaluationPlan() {
     // Local slots: the chunk's own nodes and every node of its fibers and patches, sorted.
     touched.clear();
     for (size_t j = nodeBegin; j < nodeEnd; ++j) touched.push_back(static_cast<int32_t>(j));
-    touched.insert(touched.end(),
-                   network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
-                   network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
+    touched.insert(
+        touched.end(),
+        network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
+        network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
     touched.insert(touched.end(), patchNodes_.begin() + patchOffsets_[nodeBegin],
                    patchNodes_.begin() + patchOffsets_[nodeEnd]);
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     // kSlotStride x the local slot of a node: the offset of its x in the local positions.
     const auto local = [&](int32_t node) {
-      return kSlotStride * static_cast<int32_t>(std::lower_bound(touched.begin(), touched.end(), node) -
-                                      touched.begin());
+      return kSlotStride *
+             static_cast<int32_t>(std::lower_bound(touched.begin(), touched.end(), node) -
+                                  touched.begin());
     };
     for (size_t g = nodeBegin / kGroup; g * kGroup < nodeEnd; ++g) {
       // Rows of each lane's node j: 0 = j, 1 + s = end p1 of its fiber s, 1 + F + s = end p2,
@@ -193,8 +195,8 @@ void FiberModel::buildEvaluationPlan() {
       for (size_t j = first; j < std::min(nodeEnd, first + kGroup); ++j) {
         fibers = std::max(fibers, offsets[j + 1] - offsets[j]);
       }
-      std::array<std::vector<int32_t>, kGroup> rowNodes;      // per lane: node of each row
-      std::array<std::vector<double>, kGroup> rowWeights;     // per lane: (c1, c2) of each row
+      std::array<std::vector<int32_t>, kGroup> rowNodes;   // per lane: node of each row
+      std::array<std::vector<double>, kGroup> rowWeights;  // per lane: (c1, c2) of each row
       size_t rows = 0;
       for (size_t lane = 0; lane < kGroup; ++lane) {
         const size_t j = first + lane;
@@ -214,8 +216,8 @@ void FiberModel::buildEvaluationPlan() {
           // Its first row among the centre and the real ends, else a row of its own.
           size_t row = nodes.size();
           for (size_t r = 0; r < 1 + 2 * static_cast<size_t>(fibers); ++r) {
-            const bool real = r == 0 || (r - 1) % static_cast<size_t>(fibers) <
-                                            static_cast<size_t>(count);
+            const bool real =
+                r == 0 || (r - 1) % static_cast<size_t>(fibers) < static_cast<size_t>(count);
             if (real && nodes[r] == patchNodes_[e]) {
               row = r;
               break;
@@ -236,9 +238,9 @@ void FiberModel::buildEvaluationPlan() {
       for (size_t r = 0; r < rows; ++r) {
         for (size_t lane = 0; lane < kGroup; ++lane) {
           const bool real = r < rowNodes[lane].size();
-          groupPatchLocal_.push_back(real                        ? local(rowNodes[lane][r])
-                                     : rowNodes[lane].empty()    ? 0
-                                                                 : local(rowNodes[lane][0]));
+          groupPatchLocal_.push_back(real                     ? local(rowNodes[lane][r])
+                                     : rowNodes[lane].empty() ? 0
+                                                              : local(rowNodes[lane][0]));
         }
         for (size_t a = 0; a < 2; ++a) {
           for (size_t lane = 0; lane < kGroup; ++lane) {
@@ -293,11 +295,11 @@ void FiberModel::gatherChunk(std::span<const double> x, size_t chunk, double* lo
 // the multipliers. Inactive and padding lanes hold zeros.
 struct FiberModel::GroupTerms {
   static constexpr int kLanes = fiber::FiberBatch::kRow;  // padded like FiberBatch's rows
-  alignas(64) double active[kLanes];       // 1 or 0
-  alignas(64) double areaChange[kLanes];   // A_k - A_k0, m^2
-  alignas(64) double angleChange[kLanes];  // theta_k - theta_k0, rad
-  alignas(64) double stretchWeight[kLanes];  // s_k of E_s
-  alignas(64) double bendWeight[kLanes];     // s_k w_k^2 of E_b
+  alignas(64) double active[kLanes];                      // 1 or 0
+  alignas(64) double areaChange[kLanes];                  // A_k - A_k0, m^2
+  alignas(64) double angleChange[kLanes];                 // theta_k - theta_k0, rad
+  alignas(64) double stretchWeight[kLanes];               // s_k of E_s
+  alignas(64) double bendWeight[kLanes];                  // s_k w_k^2 of E_b
   // Per row of the group (the plan's rows, maxGroupRows_ of them): its positions (x, y, z of 8
   // lanes) and the force terms of its fibers' end or centre slots, (rows, 3, 8) each.
   std::vector<double> rowPositions;
@@ -398,8 +400,7 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   const bool anisotropic = !fiberStretchWeight_.empty();
   const bool inelastic =
       wantGradient && (params_.plasticity.has_value() || params_.fracture.has_value());
-  Lanes count{}, sumAreaChange{}, sumAreaChange2{}, sumAngle{}, sumAngleChange{},
-      sumAngleChange2{};
+  Lanes count{}, sumAreaChange{}, sumAreaChange2{}, sumAngle{}, sumAngleChange{}, sumAngleChange2{};
   const uint8_t* flags = network_.flags.data();
   for (int block = 0; block < fibers; block += 4) {
     Lanes restLength[4], restAngle[4], bendWeight[4], stretchWeight[4];
@@ -415,8 +416,8 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
       const int s = block + r;
       Lanes active{};
       for (size_t lane = 0; lane < kGroup; ++lane) {
-        active[lane] = s < fibersAt[lane] &&
-                               (flags[static_cast<size_t>(fiberBegin[lane] + s)] & kFiberActive) != 0
+        active[lane] = s < fibersAt[lane] && (flags[static_cast<size_t>(fiberBegin[lane] + s)] &
+                                              kFiberActive) != 0
                            ? 1.0
                            : 0.0;
       }
@@ -464,7 +465,8 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   }
   if (outputs.stretching != nullptr) storeNodeLanes(outputs.stretching, stretching, first, n);
   if (outputs.bending != nullptr) storeNodeLanes(outputs.bending, bending, first, n);
-  if (outputs.meanAngle != nullptr) storeNodeLanes(outputs.meanAngle, sumAngle * invCount, first, n);
+  if (outputs.meanAngle != nullptr)
+    storeNodeLanes(outputs.meanAngle, sumAngle * invCount, first, n);
   if (!wantGradient) return;
 
   // Per lane: dE/dl_k = K_s / n [(A_j - A_j0) + s_k (A_k - A_k0)] pi/2 l_k and dE/dtheta_k =
@@ -480,18 +482,19 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   for (int s = 0; s < fibers; ++s) {
     const size_t k = kGroup * static_cast<size_t>(s);
     const Lanes active = loadLanes(&t.active[k]);
-    const Lanes dEdLength = active * stretchScale *
-                            (areaError + loadLanes(&t.stretchWeight[k]) * loadLanes(&t.areaChange[k])) *
-                            loadLanes(&batch.length[k]);
+    const Lanes dEdLength =
+        active * stretchScale *
+        (areaError + loadLanes(&t.stretchWeight[k]) * loadLanes(&t.areaChange[k])) *
+        loadLanes(&batch.length[k]);
     const Lanes dEdAngle =
         active * (bendMean + bendOwn * loadLanes(&t.bendWeight[k]) * loadLanes(&t.angleChange[k]));
     double* end1 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(s));
     double* end2 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(fibers + s));
     for (int c = 0; c < 3; ++c) {
-      const Lanes ge = dEdLength * loadLanes(&batch.lengthE[c][k]) +
-                       dEdAngle * loadLanes(&batch.angleE[c][k]);
-      const Lanes gq = dEdLength * loadLanes(&batch.lengthQ[c][k]) +
-                       dEdAngle * loadLanes(&batch.angleQ[c][k]);
+      const Lanes ge =
+          dEdLength * loadLanes(&batch.lengthE[c][k]) + dEdAngle * loadLanes(&batch.angleE[c][k]);
+      const Lanes gq =
+          dEdLength * loadLanes(&batch.lengthQ[c][k]) + dEdAngle * loadLanes(&batch.angleQ[c][k]);
       storeLanes(end1 + kGroup * c, -0.5 * ge + gq);
       storeLanes(end2 + kGroup * c, 0.5 * ge + gq);
       centreGradient[c] += -2.0 * gq;
@@ -523,7 +526,8 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
     Lanes force[3];
     for (int c = 0; c < 3; ++c) {
       force[c] = c1 * g1[c] + c2 * g2[c];
-      if (p < forceRows) force[c] += loadLanes(rowForces + kGroup * (3 * p + static_cast<size_t>(c)));
+      if (p < forceRows)
+        force[c] += loadLanes(rowForces + kGroup * (3 * p + static_cast<size_t>(c)));
     }
     scatterAddRow(sum, &groupPatchLocal_[kGroup * row], force);
   }
@@ -532,26 +536,24 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
 void FiberModel::measureRestShape() {
   const size_t chunks = chunkNodeOffsets_.size() - 1;
   const size_t groups = groupFibers_.size();
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, chunks, 1),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      fiber::FiberBatch batch;
-                      GroupTerms terms(maxGroupRows_);
-                      std::vector<double> local;
-                      for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
-                        local.resize(kSlotStride *
-                                     static_cast<size_t>(chunkNodeOffsets_[chunk + 1] -
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& r) {
+        fiber::FiberBatch batch;
+        GroupTerms terms(maxGroupRows_);
+        std::vector<double> local;
+        for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
+          local.resize(kSlotStride * static_cast<size_t>(chunkNodeOffsets_[chunk + 1] -
                                                          chunkNodeOffsets_[chunk]));
-                        gatherChunk(restPositions_, chunk, local.data());
-                        const size_t groupBegin = chunk * (chunkNodeCount_ / kGroup);
-                        const size_t groupEnd =
-                            std::min(groups, groupBegin + chunkNodeCount_ / kGroup);
-                        for (size_t g = groupBegin; g < groupEnd; ++g) {
-                          double energy[2] = {0, 0};
-                          evaluateGroup(g, local.data(), batch, terms, nullptr, NodeOutputs(), energy,
-                                        network_.restLength.data(), network_.restAngle.data());
-                        }
-                      }
-                    });
+          gatherChunk(restPositions_, chunk, local.data());
+          const size_t groupBegin = chunk * (chunkNodeCount_ / kGroup);
+          const size_t groupEnd = std::min(groups, groupBegin + chunkNodeCount_ / kGroup);
+          for (size_t g = groupBegin; g < groupEnd; ++g) {
+            double energy[2] = {0, 0};
+            evaluateGroup(g, local.data(), batch, terms, nullptr, NodeOutputs(), energy,
+                          network_.restLength.data(), network_.restAngle.data());
+          }
+        }
+      });
 }
 
 EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
