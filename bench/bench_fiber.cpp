@@ -58,13 +58,13 @@ shellsim::FiberNodes sheetNodes(int side) {
   return nodes;
 }
 
-void BM_FiberForces(benchmark::State& state) {
-  const int side = static_cast<int>(state.range(0));
-  const shellsim::FiberNodes nodes = sheetNodes(side);
-  shellsim::FiberModel model(nodes, shellsim::MaterialDef{});
+// The gradient of `model` at its nodes moved by up to `jitter` (m) per coordinate, with
+// state.range(1) threads; counters: fibers, bytes per fiber, ns per fiber.
+void measureForces(benchmark::State& state, const shellsim::FiberModel& model,
+                   const shellsim::FiberNodes& nodes, double jitter) {
   std::vector<double> x = nodes.positions;
   std::mt19937 rng(1);
-  std::uniform_real_distribution<double> u(-1e-4, 1e-4);
+  std::uniform_real_distribution<double> u(-jitter, jitter);
   for (double& v : x) v += u(rng);
   std::vector<double> gradient(x.size());
   const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
@@ -79,6 +79,12 @@ void BM_FiberForces(benchmark::State& state) {
   state.counters["ns_per_fiber"] =
       benchmark::Counter(fibers * static_cast<double>(state.iterations()) * 1e-9,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_FiberForces(benchmark::State& state) {
+  const shellsim::FiberNodes nodes = sheetNodes(static_cast<int>(state.range(0)));
+  const shellsim::FiberModel model(nodes, shellsim::MaterialDef{});
+  measureForces(state, model, nodes, 1e-4);
 }
 
 // ~10^3, 10^4, 10^5, 10^6 fibers (4 per node).
@@ -129,24 +135,7 @@ void BM_FiberForcesSurface(benchmark::State& state) {
     state.SkipWithError(error.what());
     return;
   }
-  const shellsim::FiberModel& model = *built;
-  std::vector<double> x = nodes.positions;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<double> u(-1e-5, 1e-5);
-  for (double& v : x) v += u(rng);
-  std::vector<double> gradient(x.size());
-  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
-  for (auto _ : state) {
-    std::fill(gradient.begin(), gradient.end(), 0.0);
-    benchmark::DoNotOptimize(model.addGradient(x, gradient));
-    benchmark::ClobberMemory();
-  }
-  const auto fibers = static_cast<double>(model.elementCount());
-  state.counters["fibers"] = fibers;
-  state.counters["bytes_per_fiber"] = static_cast<double>(model.memoryBytes()) / fibers;
-  state.counters["ns_per_fiber"] =
-      benchmark::Counter(fibers * static_cast<double>(state.iterations()) * 1e-9,
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  measureForces(state, *built, nodes, 1e-5);
 }
 BENCHMARK(BM_FiberForcesSurface)
     ->ArgsProduct({{0, 1}, {1, 2}})

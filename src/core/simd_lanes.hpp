@@ -41,13 +41,11 @@ inline Lanes sqrtLanes(Lanes v) {
 #endif
 }
 
-// 1 / sqrt(x) for x >= 0, 0 where x is below the smallest normal double (1e-308). With
-// AVX-512: vrsqrt14pd (relative error < 2^-14) and two Newton steps y <- y (3/2 - x/2 y^2)
-// (error < 2^-27, then a few ulp); no division or square root. Otherwise 1 / std::sqrt(x).
-inline Lanes inverseSqrtLanes(Lanes x) {
-  constexpr double kSmallest = std::numeric_limits<double>::min();
 #if defined(__AVX512F__)
-  const __m512d value = (__m512d)x;
+namespace simd_detail {
+// vrsqrt14pd (relative error < 2^-14) and two Newton steps y <- y (3/2 - x/2 y^2) (error
+// < 2^-27, then a few ulp); inf for x = 0.
+inline __m512d newtonInverseSqrt(__m512d value) {
   const __m512d halfValue = _mm512_mul_pd(_mm512_set1_pd(0.5), value);
   const __m512d threeHalves = _mm512_set1_pd(1.5);
   __m512d y = _mm512_rsqrt14_pd(value);
@@ -55,6 +53,19 @@ inline Lanes inverseSqrtLanes(Lanes x) {
     const __m512d yy = _mm512_mul_pd(y, y);
     y = _mm512_mul_pd(y, _mm512_fnmadd_pd(halfValue, yy, threeHalves));
   }
+  return y;
+}
+}  // namespace simd_detail
+#endif
+
+// 1 / sqrt(x) for x >= 0, 0 where x is below the smallest normal double (1e-308). With
+// AVX-512: vrsqrt14pd (relative error < 2^-14) and two Newton steps y <- y (3/2 - x/2 y^2)
+// (error < 2^-27, then a few ulp); no division or square root. Otherwise 1 / std::sqrt(x).
+inline Lanes inverseSqrtLanes(Lanes x) {
+  constexpr double kSmallest = std::numeric_limits<double>::min();
+#if defined(__AVX512F__)
+  const __m512d value = (__m512d)x;
+  const __m512d y = simd_detail::newtonInverseSqrt(value);
   const __mmask8 normal = _mm512_cmp_pd_mask(value, _mm512_set1_pd(kSmallest), _CMP_GE_OQ);
   return (Lanes)_mm512_maskz_mov_pd(normal, y);
 #else
@@ -71,15 +82,8 @@ inline Lanes inverseSqrtLanes(Lanes x) {
 inline Lanes inverseSqrtClampedLanes(Lanes x) {
   constexpr double kSmallest = std::numeric_limits<double>::min();
 #if defined(__AVX512F__)
-  const __m512d value = _mm512_max_pd((__m512d)x, _mm512_set1_pd(kSmallest));
-  const __m512d halfValue = _mm512_mul_pd(_mm512_set1_pd(0.5), value);
-  const __m512d threeHalves = _mm512_set1_pd(1.5);
-  __m512d y = _mm512_rsqrt14_pd(value);
-  for (int step = 0; step < 2; ++step) {
-    const __m512d yy = _mm512_mul_pd(y, y);
-    y = _mm512_mul_pd(y, _mm512_fnmadd_pd(halfValue, yy, threeHalves));
-  }
-  return (Lanes)y;
+  return (Lanes)simd_detail::newtonInverseSqrt(
+      _mm512_max_pd((__m512d)x, _mm512_set1_pd(kSmallest)));
 #else
   Lanes y;
   for (int lane = 0; lane < kLaneCount; ++lane)

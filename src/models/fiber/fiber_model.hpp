@@ -292,6 +292,12 @@ class FiberModel : public Model {
                      double* restLengthOut, double* restAngleOut) const;
   // restLength and restAngle of every fiber at the rest positions, by the batch code.
   void measureRestShape();
+  // Pass 1 of evaluate() over every chunk (the energies into chunkEnergy_, the gradient into
+  // `gradient` and shareRows_ if non-empty); with restLengthOut non-null only the rest shape
+  // (evaluateGroup).
+  void evaluateChunks(std::span<const double> x, std::span<double> gradient,
+                      const NodeOutputs& outputs, double* restLengthOut,
+                      double* restAngleOut) const;
   // Pass 1 and 3 (and pass 2 if `gradient` is non-empty); fills the non-null outputs.
   EnergyParts evaluate(std::span<const double> x, std::span<double> gradient,
                        const NodeOutputs& outputs) const;

@@ -534,43 +534,17 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
 }
 
 void FiberModel::measureRestShape() {
-  const size_t chunks = chunkNodeOffsets_.size() - 1;
-  const size_t groups = groupFibers_.size();
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& r) {
-        fiber::FiberBatch batch;
-        GroupTerms terms(maxGroupRows_);
-        std::vector<double> local;
-        for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
-          local.resize(kSlotStride * static_cast<size_t>(chunkNodeOffsets_[chunk + 1] -
-                                                         chunkNodeOffsets_[chunk]));
-          gatherChunk(restPositions_, chunk, local.data());
-          const size_t groupBegin = chunk * (chunkNodeCount_ / kGroup);
-          const size_t groupEnd = std::min(groups, groupBegin + chunkNodeCount_ / kGroup);
-          for (size_t g = groupBegin; g < groupEnd; ++g) {
-            double energy[2] = {0, 0};
-            evaluateGroup(g, local.data(), batch, terms, nullptr, NodeOutputs(), energy,
-                          network_.restLength.data(), network_.restAngle.data());
-          }
-        }
-      });
+  evaluateChunks(restPositions_, {}, NodeOutputs(), network_.restLength.data(),
+                 network_.restAngle.data());
 }
 
-EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
-                                 const NodeOutputs& outputs) const {
-  const bool wantGradient = !gradient.empty();
-  // Plasticity and fracture read l and theta at the step's final positions, which the
-  // stepper's last gradient evaluation had: keep them (and x) instead of a second pass.
-  const bool inelastic = params_.plasticity.has_value() || params_.fracture.has_value();
-  if (inelastic && wantGradient) {
-    lengthNow_.resize(network_.restLength.size());
-    angleNow_.resize(network_.restLength.size());
-    evaluatedX_.assign(x.begin(), x.end());
-  }
-
+void FiberModel::evaluateChunks(std::span<const double> x, std::span<double> gradient,
+                                const NodeOutputs& outputs, double* restLengthOut,
+                                double* restAngleOut) const {
   // Pass 1: per chunk, its positions copied to `local`, then group by group (evaluateGroup)
   // into the accumulator `sum`; then the chunk's sums go straight into the gradient for the
   // nodes it alone touches, else into the node's share row.
+  const bool wantGradient = !gradient.empty();
   const size_t chunks = chunkNodeOffsets_.size() - 1;
   const size_t groups = groupFibers_.size();
   tbb::parallel_for(
@@ -589,7 +563,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
           double energy[2] = {0, 0};  // this chunk's, summed group by group, lane by lane
           for (size_t g = groupBegin; g < groupEnd; ++g) {
             evaluateGroup(g, local.data(), batch, terms, wantGradient ? sum.data() : nullptr,
-                          outputs, energy, nullptr, nullptr);
+                          outputs, energy, restLengthOut, restAngleOut);
           }
           chunkEnergy_[2 * chunk] = energy[0];
           chunkEnergy_[2 * chunk + 1] = energy[1];
@@ -607,6 +581,21 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
           }
         }
       });
+}
+
+EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
+                                 const NodeOutputs& outputs) const {
+  const bool wantGradient = !gradient.empty();
+  // Plasticity and fracture read l and theta at the step's final positions, which the
+  // stepper's last gradient evaluation had: keep them (and x) instead of a second pass.
+  const bool inelastic = params_.plasticity.has_value() || params_.fracture.has_value();
+  if (inelastic && wantGradient) {
+    lengthNow_.resize(network_.restLength.size());
+    angleNow_.resize(network_.restLength.size());
+    evaluatedX_.assign(x.begin(), x.end());
+  }
+
+  evaluateChunks(x, gradient, outputs, nullptr, nullptr);
 
   // Pass 2: each node touched by several chunks gets their parts, in ascending chunk order.
   if (wantGradient) {
@@ -626,7 +615,7 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
 
   // Pass 3: the chunks' energies in chunk order.
   EnergyParts parts;
-  for (size_t chunk = 0; chunk < chunks; ++chunk) {
+  for (size_t chunk = 0; chunk + 1 < chunkNodeOffsets_.size(); ++chunk) {
     parts.stretching += chunkEnergy_[2 * chunk];
     parts.bending += chunkEnergy_[2 * chunk + 1];
   }
