@@ -4,29 +4,25 @@
 // machine's memory bandwidth to compare with. Run: build/release/bench/shellsim_bench
 //   --benchmark_filter='Fiber|StreamTriad'
 //
-// Measured 2026-11-26 on a 2-core Xeon (Ice Lake, AVX-512, 2.8 GHz) shared with other jobs
-// (load average 4.5 to 6 on the 2 cores, so every figure is inflated and noisy): CPU time of
-// the calling thread per fiber, the smallest of 5 repetitions
-// (--benchmark_filter='BM_FiberForces/side:(158|500)' --benchmark_repetitions=5), in ns.
-// With 2 threads the calling thread does its half, so its CPU time approximates the wall
-// time of an unloaded machine.
-//                              10^5 fibers       10^6 fibers      bytes
-//                             1 thr   2 thr     1 thr   2 thr    / fiber
-//   before (517381e), -O3      159     116       199      97      208.0 / 208.7
-//   after,            -O3      104      58       116      61      214.0 / 214.7
-//   before, -O3 -march=native  152      93       147      62
-//   after,  -O3 -march=native   74      43        66      36
-// STREAM triad in the same runs: 7 to 10 GB/s with 1 or 2 threads. Issue 3's target (8 ns at
-// 10^5 and 15 ns at 10^6 with 2 threads) is not reached. Where the time goes (perf, 10^5
-// fibers, 1 thread, -march=native): pass 1's per-node sums, per-lane multipliers, frame
-// shares and write-back 42 %, the lane-parallel kernel (fiber::evaluateBatch) 19 %, the patch
-// frames 16 %, gathering (e, q, N) 12 %, pass 2 (the per-node gather) 11 %.
-// Re-measured 2026-11-26 09:07 on the idle machine (load ~1.2), the default build (Release,
-// -march=native), --benchmark_filter='BM_FiberForces/side:(158|500)/|StreamTriad'
-// --benchmark_repetitions=3, real time per fiber (mean): 10^5 fibers 75.5 ns (1 thr), 38.9 ns
-// (2 thr, 1.94x); 10^6 fibers 69.5 ns, 50.2 ns (1.38x: bandwidth-bound); STREAM triad 17 ms
-// (1 thr), 8 ms (2 thr). Main before the batch kernel, built the same way: 150 and 78 ns at
-// 10^5.
+// Measured 2026-11-26 on the 2-core Xeon (Ice Lake, AVX-512), Release with -march=native,
+// real time per fiber in ns. Five alternating rounds of the commit before the node-group force
+// pass (5df9a3f, "old") and this one ("new"), --benchmark_min_time=0.3, smallest / median:
+//                                      old              new
+//   10^5 fibers (side 158), 1 thread   60.1 / 70.0      27.0 / 31.3
+//   10^5 fibers, 2 threads             29.5 / 31.6      13.4 / 13.6
+//   10^6 fibers (side 500), 1 thread   61.0 / 65.5      30.7 / 31.3
+//   10^6 fibers, 2 threads             32.6 / 36.4      16.1 / 16.2
+//   bunny, 154,332 fibers, 2 threads   35.3 / 37.2      21.4 / 24.3
+//   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4 19.0 / 21.9
+// Bytes per fiber (all arrays, nodes and scratch included): 214 before, 180 (10^5) and 175
+// (10^6) now. STREAM triad: 11.5 GB/s (1 thread), 22.8 GB/s (2 threads). Issue 3's targets
+// with 2 threads are 8 ns at 10^5 fibers and 15 ns at 10^6: neither is reached (the best
+// 10^6 run today took 15.1 ns); 1 to 2 threads scales by 1.9 to 2.1.
+// At 10^3 fibers one chunk holds every node, so the second thread has nothing to do.
+// Where the time goes (perf, 10^5 fibers, 1 thread): the lane kernel fiber::evaluateBatch
+// about 30 %, the rest of the group pass (frames, gathers, sums, multipliers, accumulator
+// updates) about 55 %, spread evenly over its parts; a 10^4-fiber sheet that fits in L2 takes
+// 26 ns per fiber on 1 thread, so the pass is bound by its arithmetic, not by memory.
 #include <benchmark/benchmark.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
