@@ -119,6 +119,34 @@ constexpr int kSlotStride = 4;
 #endif
 }
 
+// The flags of 4 consecutive fibers per lane (bytes first .. first + 3 of the lane's fibers,
+// 0 past its count) as one 32-bit word per lane, with AVX-512 by one masked byte load each.
+using FlagWords = int32_t __attribute__((vector_size(sizeof(int32_t) * kGroup)));
+[[gnu::always_inline]] inline FlagWords loadFlagWords(const uint8_t* flags, const int32_t* begin,
+                                                      const int32_t* count, int first) {
+  FlagWords words;
+  for (int lane = 0; lane < kGroup; ++lane) {
+    const int valid = std::clamp(count[lane] - first, 0, 4);
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    words[lane] = _mm_cvtsi128_si32(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1U << valid) - 1U),
+                                                         flags + begin[lane] + first));
+#else
+    uint32_t word = 0;
+    for (int b = 0; b < valid; ++b) {
+      word |= static_cast<uint32_t>(flags[begin[lane] + first + b]) << (8 * b);
+    }
+    words[lane] = static_cast<int32_t>(word);
+#endif
+  }
+  return words;
+}
+
+// 1 where fiber `first + row` of the lane exists and is active, else 0.
+[[gnu::always_inline]] inline Lanes activeLanes(FlagWords words, int row) {
+  const FlagWords bit = (words >> (8 * row)) & kFiberActive;
+  return __builtin_convertvector(bit, Lanes);
+}
+
 // A node quantity of group g's lanes (0 past the last node).
 Lanes nodeLanes(const std::vector<double>& values, size_t firstNode, size_t nodeCount) {
   if (firstNode + kGroup <= nodeCount) return loadLanes(values.data() + firstNode);
@@ -412,15 +440,10 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
     } else {
       for (Lanes& weight : stretchWeight) weight = broadcast(1.0);
     }
+    const FlagWords flagWords = loadFlagWords(flags, fiberBegin, fibersAt, block);
     for (int r = 0; r < 4 && block + r < fibers; ++r) {
       const int s = block + r;
-      Lanes active{};
-      for (size_t lane = 0; lane < kGroup; ++lane) {
-        active[lane] = s < fibersAt[lane] && (flags[static_cast<size_t>(fiberBegin[lane] + s)] &
-                                              kFiberActive) != 0
-                           ? 1.0
-                           : 0.0;
-      }
+      const Lanes active = activeLanes(flagWords, r);
       const size_t k = kGroup * static_cast<size_t>(s);
       const Lanes length = loadLanes(&batch.length[k]);
       const Lanes angle = loadLanes(&batch.angle[k]);
