@@ -6,14 +6,15 @@
 //
 // Measured 2026-11-26 on the 2-core Xeon (Ice Lake, AVX-512), Release with -march=native,
 // real time per fiber in ns. Five alternating rounds of the commit before the node-group force
-// pass (5df9a3f, "old") and this one ("new"), --benchmark_min_time=0.3, smallest / median:
+// pass (5df9a3f, "old") and this one ("new"), --benchmark_min_time=0.3, smallest / median
+// (16:03; the surfaces' "old" column from the same comparison at 15:20):
 //                                      old              new
-//   10^5 fibers (side 158), 1 thread   60.1 / 70.0      27.0 / 31.3
-//   10^5 fibers, 2 threads             29.5 / 31.6      13.4 / 13.6
-//   10^6 fibers (side 500), 1 thread   61.0 / 65.5      30.7 / 31.3
-//   10^6 fibers, 2 threads             32.6 / 36.4      16.1 / 16.2
-//   bunny, 154,332 fibers, 2 threads   35.3 / 37.2      21.4 / 24.3
-//   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4 19.0 / 21.9
+//   10^5 fibers (side 158), 1 thread   58.5 / 59.9      26.9 / 27.7
+//   10^5 fibers, 2 threads             27.6 / 28.5      13.2 / 13.8
+//   10^6 fibers (side 500), 1 thread   59.0 / 59.7      28.6 / 29.7
+//   10^6 fibers, 2 threads             31.0 / 31.7      14.8 / 15.5
+//   bunny, 154,332 fibers, 2 threads   35.3 / 37.2      19.9 / 20.4
+//   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4 17.8 / 18.5
 // Bytes per fiber (all arrays, nodes and scratch included): 214 before, 180 (10^5) and 175
 // (10^6) now; per node 724 and 702 (sheets, 4 fibers per node), 851 (bunny) and 839 (Igea). STREAM
 // triad: 11.5 GB/s (1 thread), 22.8 GB/s (2 threads). Issue 3's targets with 2 threads are 8 ns at
