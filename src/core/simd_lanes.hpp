@@ -32,15 +32,6 @@ inline Lanes broadcast(double a) {
   return Lanes{} + a;
 }
 
-inline Lanes sqrtLanes(Lanes v) {
-#if defined(__AVX512F__)
-  return (Lanes)_mm512_sqrt_pd((__m512d)v);
-#else
-  for (int lane = 0; lane < kLaneCount; ++lane) v[lane] = std::sqrt(v[lane]);
-  return v;
-#endif
-}
-
 #if defined(__AVX512F__)
 namespace simd_detail {
 // vrsqrt14pd (relative error < 2^-14) and two Newton steps y <- y (3/2 - x/2 y^2) (error
