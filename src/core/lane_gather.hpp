@@ -35,12 +35,32 @@ namespace shellsim {
 
 inline constexpr int kGatherLanes = 8;
 
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+// The transpose of 8 lanes' 4-vectors, rows[r][l] = lanes[l][r], by the scheme above (4
+// inserts, 4 unpacks and one two-source permute per row; the compiler drops a row its caller
+// does not use). Also used for other per-lane runs of 4 values (fiber_model_eval.cpp).
+inline void transposeLanes(const __m256d (&lanes)[kGatherLanes], __m512d (&rows)[4]) {
+  const __m512i evenPairs = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i oddPairs = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  __m512d a[4];  // lanes i and i + 4
+  for (int i = 0; i < 4; ++i) {
+    a[i] = _mm512_insertf64x4(_mm512_castpd256_pd512(lanes[i]), lanes[i + 4], 1);
+  }
+  const __m512d t0 = _mm512_unpacklo_pd(a[0], a[1]);  // rows 0, 2 of lanes 0, 1, 4, 5
+  const __m512d t1 = _mm512_unpackhi_pd(a[0], a[1]);  // rows 1, 3
+  const __m512d t2 = _mm512_unpacklo_pd(a[2], a[3]);  // rows 0, 2 of lanes 2, 3, 6, 7
+  const __m512d t3 = _mm512_unpackhi_pd(a[2], a[3]);
+  rows[0] = _mm512_permutex2var_pd(t0, evenPairs, t2);
+  rows[1] = _mm512_permutex2var_pd(t1, evenPairs, t3);
+  rows[2] = _mm512_permutex2var_pd(t0, oddPairs, t2);
+  rows[3] = _mm512_permutex2var_pd(t1, oddPairs, t3);
+}
+#endif
+
 template <int K, bool kMayReachEnd = true>
 inline void gatherLanePositions(const double* __restrict xs, const int32_t* __restrict offsets,
                                 double* __restrict positions) {
 #if defined(__AVX512F__) && defined(__AVX512VL__)
-  const __m512i evenPairs = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-  const __m512i oddPairs = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
   const auto node = [xs](int32_t offset) {
     if constexpr (kMayReachEnd) {
       return _mm256_maskz_loadu_pd(0x7, xs + offset);
@@ -50,18 +70,12 @@ inline void gatherLanePositions(const double* __restrict xs, const int32_t* __re
   };
   for (int c = 0; c < K; ++c) {
     const int32_t* slot = offsets + kGatherLanes * c;
-    __m512d a[4];
-    for (int i = 0; i < 4; ++i) {
-      a[i] = _mm512_insertf64x4(_mm512_castpd256_pd512(node(slot[i])), node(slot[i + 4]), 1);
-    }
-    const __m512d t0 = _mm512_unpacklo_pd(a[0], a[1]);
-    const __m512d t1 = _mm512_unpackhi_pd(a[0], a[1]);
-    const __m512d t2 = _mm512_unpacklo_pd(a[2], a[3]);
-    const __m512d t3 = _mm512_unpackhi_pd(a[2], a[3]);
+    __m256d lanes[kGatherLanes];
+    for (int l = 0; l < kGatherLanes; ++l) lanes[l] = node(slot[l]);
+    __m512d rows[4];  // x, y, z, and the unused fourth values
+    transposeLanes(lanes, rows);
     double* out = positions + 3 * kGatherLanes * c;
-    _mm512_storeu_pd(out, _mm512_permutex2var_pd(t0, evenPairs, t2));
-    _mm512_storeu_pd(out + kGatherLanes, _mm512_permutex2var_pd(t1, evenPairs, t3));
-    _mm512_storeu_pd(out + 2 * kGatherLanes, _mm512_permutex2var_pd(t0, oddPairs, t2));
+    for (int i = 0; i < 3; ++i) _mm512_storeu_pd(out + i * kGatherLanes, rows[i]);
   }
 #else
   for (int c = 0; c < K; ++c) {

@@ -2,15 +2,9 @@
 // fiber_kernel.hpp.
 #include "models/fiber/fiber_kernel.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/simd_lanes.hpp"
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 namespace shellsim::fiber {
 
@@ -19,7 +13,7 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
   const double invN = 1.0 / samples;
   constexpr double kEps2 = kSpeedSmoothing * kSpeedSmoothing;
   // Arc length: arcLength's sum over samples, 8 lanes at a time in registers, with
-  // |v|_eps = |v|_eps^2 r and r = 1 / |v|_eps from inverseSqrtLanes. The squared speeds come
+  // |v|_eps = |v|_eps^2 r and r = 1 / |v|_eps from inverseSqrtClampedLanes. The squared speeds come
   // from three dot products: |e -+ a q|^2 + eps^2 |e|^2 = (1 + eps^2) e.e -+ 2 a e.q + a^2 q.q;
   // the difference's rounding error, relative to |v|_eps^2, is about 1e-16 (e.e + a^2 q.q) /
   // |v|_eps^2, below 1e-9 while a^2 q.q < 1e1 e.e thanks to the floor eps^2 e.e (a fiber

@@ -259,10 +259,10 @@ inline double tangentAngle(const Reduced& z, const Vec3& normal, Vec3* dE = null
 // multiplied instead of divided.
 // The model therefore measures its rest lengths and angles with this code too (a lane's
 // result does not depend on the other lanes or on wantGradient), so the rest state stays
-// force free to the last bit. Every array is (3, kLanes) or (kLanes); the caller fills e, q,
-// normal for lanes [0, count) and evaluateBatch fills the rest. `count` must be a multiple of
-// kLaneMultiple with benign padding lanes (e.g. e = (1, 0, 0), q = 0, normal = (0, 0, 1)):
-// their results are computed and ignored.
+// force free to the last bit. Every array is (3, kRow) or (kRow), of which lanes [0, kLanes)
+// are used; the caller fills e, q, normal for lanes [0, count) and evaluateBatch fills the
+// rest. `count` must be a multiple of kLaneMultiple with benign padding lanes (e.g.
+// e = (1, 0, 0), q = 0, normal = (0, 0, 1)): their results are computed and ignored.
 struct FiberBatch {
   static constexpr int kLanes = 256;  // 8 nodes x up to 32 fibers (fiber_model_eval.cpp)
   static constexpr int kLaneMultiple = 8;

@@ -21,7 +21,7 @@ namespace {
 
 using fiber::Mat3;
 constexpr double kPi = std::numbers::pi;
-constexpr int kMaxFibersPerNode = 32;  // = the largest neighbourCount
+constexpr int kMaxFibersPerNode = kMaxNeighbourCount;
 constexpr size_t kNodeGrain = 256;
 
 std::string nodeMessage(size_t node, const std::string& what) {
@@ -354,18 +354,15 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
 }
 
 FiberModel::PatchFrame FiberModel::patchFrame(std::span<const double> x, size_t node) const {
-  return patchFrame(x.data(), patchNodes_.data(), node);
-}
-
-FiberModel::PatchFrame FiberModel::patchFrame(const double* positions, const int32_t* rows,
-                                              size_t node) const {
   // f_a = sum_i c_ia x_i over the patch (header comment), accumulated in locals.
+  const int32_t* nodes = patchNodes_.data();
   const double* weights = patchWeights_.data();
+  const double* positions = x.data();
   double f1[3] = {0, 0, 0}, f2[3] = {0, 0, 0};
   const auto begin = static_cast<size_t>(patchOffsets_[node]);
   const auto end = static_cast<size_t>(patchOffsets_[node + 1]);
   for (size_t e = begin; e < end; ++e) {
-    const double* p = positions + 3 * static_cast<size_t>(rows[e]);
+    const double* p = positions + 3 * static_cast<size_t>(nodes[e]);
     const double c1 = weights[2 * e];
     const double c2 = weights[2 * e + 1];
     for (int c = 0; c < 3; ++c) {

@@ -254,10 +254,8 @@ class FiberModel : public Model {
     double length;  // |f1 x f2|
   };
   PatchFrame patchFrame(std::span<const double> x, size_t node) const;
-  // The same from positions (nRows, 3), member e of node j's patch at row rows[e]
-  // (patchNodes_ with all positions): the arithmetic of every frame of the model.
-  PatchFrame patchFrame(const double* positions, const int32_t* rows, size_t node) const;
-  // Fills patchOffsets_ .. memberEntry_ from the network and the rest state. With
+  // Fills patchOffsets_, patchNodes_, patchWeights_ from the network and the rest state, then
+  // the evaluation plan (buildEvaluationPlan). With
   // `dropDegenerate` a node whose patch is collinear loses its fibers; otherwise that throws.
   void buildNormalPatches(bool dropDegenerate);
   // The network from the rest positions and cracks_, then the patches, rest angles and the
@@ -271,7 +269,7 @@ class FiberModel : public Model {
   // Chunks, groups, local slots and shared rows (see the members below), from the network
   // and the patches.
   void buildEvaluationPlan();
-  // Copies the positions of chunk c's local slots from x into local (nSlots, 3).
+  // Copies the positions of chunk c's local slots from x into local (nSlots, 4): x, y, z, 0.
   void gatherChunk(std::span<const double> x, size_t chunk, double* local) const;
   // Scratch of evaluateGroup (fiber_model_eval.cpp).
   struct GroupTerms;

@@ -39,6 +39,9 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 constexpr int kGroup = kLaneCount;  // nodes per group, one per lane
+static_assert(kGroup == kGatherLanes);
+// A group's fibers, at most kMaxNeighbourCount per node, fill one batch.
+static_assert(kGroup * kMaxNeighbourCount <= fiber::FiberBatch::kLanes);
 constexpr size_t kSharedGrain = 256;
 
 // A chunk's local positions and accumulator hold kSlotStride doubles per local slot (x, y, z,
@@ -86,29 +89,19 @@ constexpr int kSlotStride = 4;
 
 // rows[r][L] = values[begin[L] + first + r] for r < 4 and first + r < count[L], else 0: per
 // lane one (masked) 256-bit load of its node's consecutive fibers, transposed in registers
-// as in gatherLanePositions.
+// (transposeLanes, core/lane_gather.hpp).
 [[gnu::always_inline]] inline void loadFiberRows(const double* values, const int32_t* begin,
                                                  const int32_t* count, int first, Lanes rows[4]) {
 #if defined(__AVX512F__) && defined(__AVX512VL__)
-  const auto node = [&](int lane) {
+  __m256d lanes[kGroup];
+  for (int lane = 0; lane < kGroup; ++lane) {
     const int valid = std::clamp(count[lane] - first, 0, 4);
-    return _mm256_maskz_loadu_pd(static_cast<__mmask8>((1U << valid) - 1U),
-                                 values + begin[lane] + first);
-  };
-  __m512d a[4];
-  for (int i = 0; i < 4; ++i) {
-    a[i] = _mm512_insertf64x4(_mm512_castpd256_pd512(node(i)), node(i + 4), 1);
+    lanes[lane] = _mm256_maskz_loadu_pd(static_cast<__mmask8>((1U << valid) - 1U),
+                                        values + begin[lane] + first);
   }
-  const __m512i evenPairs = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-  const __m512i oddPairs = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-  const __m512d t0 = _mm512_unpacklo_pd(a[0], a[1]);  // rows 0, 2 of lanes 0, 1, 4, 5
-  const __m512d t1 = _mm512_unpackhi_pd(a[0], a[1]);  // rows 1, 3
-  const __m512d t2 = _mm512_unpacklo_pd(a[2], a[3]);  // rows 0, 2 of lanes 2, 3, 6, 7
-  const __m512d t3 = _mm512_unpackhi_pd(a[2], a[3]);
-  rows[0] = (Lanes)_mm512_permutex2var_pd(t0, evenPairs, t2);
-  rows[1] = (Lanes)_mm512_permutex2var_pd(t1, evenPairs, t3);
-  rows[2] = (Lanes)_mm512_permutex2var_pd(t0, oddPairs, t2);
-  rows[3] = (Lanes)_mm512_permutex2var_pd(t1, oddPairs, t3);
+  __m512d transposed[4];
+  transposeLanes(lanes, transposed);
+  for (int r = 0; r < 4; ++r) rows[r] = (Lanes)transposed[r];
 #else
   for (int r = 0; r < 4; ++r) {
     for (int lane = 0; lane < kGroup; ++lane) {
@@ -573,7 +566,7 @@ void FiberModel::evaluateChunks(std::span<const double> x, std::span<double> gra
       tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& r) {
         fiber::FiberBatch batch;
         GroupTerms terms(maxGroupRows_);
-        std::vector<double> local, sum;  // (nSlots, 3) each
+        std::vector<double> local, sum;  // (nSlots, kSlotStride) each
         for (size_t chunk = r.begin(); chunk != r.end(); ++chunk) {
           const auto slotBegin = static_cast<size_t>(chunkNodeOffsets_[chunk]);
           const auto slotCount = static_cast<size_t>(chunkNodeOffsets_[chunk + 1]) - slotBegin;

@@ -35,9 +35,9 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   if (n < 3) {
     throw InputError("fiber network: needs at least 3 nodes, got " + std::to_string(n));
   }
-  if (params.neighbourCount < 2 || params.neighbourCount > 32) {
+  if (params.neighbourCount < 2 || params.neighbourCount > kMaxNeighbourCount) {
     throw InputError("fiber network: neighbourCount = " + std::to_string(params.neighbourCount) +
-                     ": must be in [2, 32]");
+                     ": must be in [2, " + std::to_string(kMaxNeighbourCount) + "]");
   }
   if (params.samples < 1 || params.samples > fiber::kMaxSamples) {
     throw InputError("fiber network: samples = " + std::to_string(params.samples) +

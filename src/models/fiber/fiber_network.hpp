@@ -37,8 +37,11 @@
 
 namespace shellsim {
 
+// The largest neighbourCount, hence the most fibers of one node (one per neighbour).
+inline constexpr int kMaxNeighbourCount = 32;
+
 struct FiberNetworkParams {
-  int neighbourCount = 8;               // k nearest neighbours per node, [2, 32]
+  int neighbourCount = 8;               // k nearest neighbours per node, [2, kMaxNeighbourCount]
   double minOpeningAngleDegrees = 120;  // rule (a) above
   double minEndTangentCosine = 0.25;    // rule (b) above
   int samples = 4;                      // arc-length samples per spline piece, [1, 16]
