@@ -8,7 +8,16 @@
 
 namespace shellsim::fiber {
 
-void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool wantGradient) {
+namespace {
+
+// evaluateBatch with kSamples samples per piece, or `runtimeSamples` for kSamples = 0. A
+// constant count lets the compiler unroll the sample loops and keep every sample's speed and
+// inverse speed in registers; a runtime count keeps them in memory (3% of the whole force
+// pass at the default 4 samples, bench_fiber).
+template <int kSamples>
+void evaluateBatchWith(FiberBatch& b, const int count, const int runtimeSamples,
+                       const bool wantGradient) {
+  const int samples = kSamples > 0 ? kSamples : runtimeSamples;
   // Lanes (core/simd_lanes.hpp) of 8 fibers at a time, every intermediate in registers.
   const double invN = 1.0 / samples;
   constexpr double kEps2 = kSpeedSmoothing * kSpeedSmoothing;
@@ -65,13 +74,9 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
       sum2 += weight2[i] * rSum;
     }
     storeLanes(&b.length[k], invN * length);
-    const Lanes s0 = (invN * (1.0 + kEps2)) * sum0;
-    const Lanes s1 = invN * sum1;
-    const Lanes s2 = invN * sum2;
-    for (int c = 0; c < 3; ++c) {
-      storeLanes(&b.lengthE[c][k], s0 * e[c] + s1 * q[c]);
-      storeLanes(&b.lengthQ[c][k], s1 * e[c] + s2 * q[c]);
-    }
+    storeLanes(&b.lengthCoef[0][k], (invN * (1.0 + kEps2)) * sum0);
+    storeLanes(&b.lengthCoef[1][k], invN * sum1);
+    storeLanes(&b.lengthCoef[2][k], invN * sum2);
   }
 
   // Tangential angle: angleTerms and tangentAngle, 8 lanes at a time, with 1/s from
@@ -103,20 +108,33 @@ void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool
     if (!wantGradient) continue;
     // dtheta = c du, c = 2 / (1 + u^2), du = dy / (2 |e|^2) - y / |e|^4 (e, 0);
     // dy/de = 2 beta (dY/de / s - Y P e / s^3), dy/dq = 2 beta dY/dq / s,
-    // dy/dN = 2 beta (dY/dN / s + Y (e.N) e / s^3). Invalid lanes have invS = invEE = 0.
+    // dy/dN = 2 beta (dY/dN / s + Y (e.N) e / s^3). With h = c beta / (|e|^2 s) (= c k1 / (4
+    // |e|^2)), k2 = Y / s^2 and dY/de, dY/dq, dY/dN of fiber_kernel.hpp, collected on e, q, N:
+    //   dtheta/de = h (q.e + k2 e.N) N + h (e.N) q - (h (2 q.N + k2) + c y / |e|^4) e
+    //   dtheta/dq = h (e.N) e - h |e|^2 N,   dtheta/dN = h (q.e + k2 e.N) e - h |e|^2 q.
+    // Invalid lanes have invS = invEE = 0, so h = y = 0.
     const Lanes c = 2.0 * reciprocalLanes(1.0 + u * u);
-    const Lanes half = 0.5 * c * invEE;          // c / (2 |e|^2)
+    const Lanes h = (0.5 * c * invEE) * k1;
     const Lanes alongE = c * y * invEE * invEE;  // c y / |e|^4
     const Lanes k2 = yNum * invS * invS;
-    for (int d = 0; d < 3; ++d) {
-      const Lanes dYde = qe * n[d] + eN * q[d] - 2.0 * qN * e[d];
-      const Lanes dYdq = eN * e[d] - ee * n[d];
-      const Lanes dYdn = qe * e[d] - ee * q[d];
-      const Lanes projectedE = e[d] - eN * n[d];  // P e
-      storeLanes(&b.angleE[d][k], half * (k1 * (dYde - k2 * projectedE)) - alongE * e[d]);
-      storeLanes(&b.angleQ[d][k], half * (k1 * dYdq));
-      storeLanes(&b.angleN[d][k], half * (k1 * (dYdn + k2 * eN * e[d])));
-    }
+    storeLanes(&b.angleCoef[0][k], h * (qe + k2 * eN));
+    storeLanes(&b.angleCoef[1][k], h * eN);
+    storeLanes(&b.angleCoef[2][k], -(h * (2.0 * qN + k2) + alongE));
+    storeLanes(&b.angleCoef[3][k], -(h * ee));
+  }
+}
+
+}  // namespace
+
+void evaluateBatch(FiberBatch& b, const int count, const int samples, const bool wantGradient) {
+  switch (samples) {
+    case 1: return evaluateBatchWith<1>(b, count, samples, wantGradient);
+    case 2: return evaluateBatchWith<2>(b, count, samples, wantGradient);
+    case 3: return evaluateBatchWith<3>(b, count, samples, wantGradient);
+    case 4: return evaluateBatchWith<4>(b, count, samples, wantGradient);
+    case 6: return evaluateBatchWith<6>(b, count, samples, wantGradient);
+    case 8: return evaluateBatchWith<8>(b, count, samples, wantGradient);
+    default: return evaluateBatchWith<0>(b, count, samples, wantGradient);
   }
 }
 

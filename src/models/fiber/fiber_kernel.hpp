@@ -269,16 +269,18 @@ struct FiberBatch {
   // Row length of every array: kLanes plus one cache line, so that the rows do not all start
   // at multiples of 2 KiB (they would share a few L1 sets and evict each other).
   static constexpr int kRow = kLanes + 8;
-  alignas(64) double e[3][kRow];        // (e_x, e_y, e_z) per lane, m
-  alignas(64) double q[3][kRow];        // m
-  alignas(64) double normal[3][kRow];   // reference normal N of the centre, unit
-  alignas(64) double length[kRow];      // l~, m
-  alignas(64) double lengthE[3][kRow];  // dl~/de, 1
-  alignas(64) double lengthQ[3][kRow];  // dl~/dq, 1
-  alignas(64) double angle[kRow];       // theta, rad
-  alignas(64) double angleE[3][kRow];   // dtheta/de, 1/m
-  alignas(64) double angleQ[3][kRow];   // dtheta/dq, 1/m
-  alignas(64) double angleN[3][kRow];   // dtheta/dN, 1
+  alignas(64) double e[3][kRow];       // (e_x, e_y, e_z) per lane, m
+  alignas(64) double q[3][kRow];       // m
+  alignas(64) double normal[3][kRow];  // reference normal N of the centre, unit
+  alignas(64) double length[kRow];     // l~, m
+  alignas(64) double angle[kRow];      // theta, rad
+  // The gradients as coefficients on e, q and N (lane by lane; 3 + 4 numbers instead of 15):
+  //   dl~/de = L0 e + L1 q,            dl~/dq = L1 e + L2 q,
+  //   dtheta/de = T2 e + T1 q + T0 N,  dtheta/dq = T1 e + T3 N,  dtheta/dN = T0 e + T3 q,
+  // (L0, L1, L2) = lengthCoef, each 1/m; (T0, T1, T2, T3) = angleCoef, in 1/m, 1/m^2, 1/m^2,
+  // 1/m.
+  alignas(64) double lengthCoef[3][kRow];
+  alignas(64) double angleCoef[4][kRow];
 };
 
 // Fills length, angle and (with wantGradient) their gradients of lanes [0, count).

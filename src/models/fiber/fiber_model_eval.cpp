@@ -486,14 +486,17 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
 
   // Per lane: dE/dl_k = K_s / n [(A_j - A_j0) + s_k (A_k - A_k0)] pi/2 l_k and dE/dtheta_k =
   // K_b A_j0 / n [alpha (H_j - H_j0) + (1 - alpha) s_k w_k^2 (theta_k - theta_k0)] times the
-  // kernel's gradients, pulled back to the slots (fiberSlotGradient); the centre slots and
-  // dE/dN_j summed per node.
+  // kernel's gradients (FiberBatch's coefficients on e, q, N), pulled back to the slots
+  // (fiberSlotGradient); the centre slots and dE/dN_j summed per node. With
+  //   g_e = dE/de = A e + M q + C N,   g_q = dE/dq = M e + G q + H N,
+  // the ends get -g_e/2 + g_q and g_e/2 + g_q, the centre -2 g_q, and dE/dN = C e + H q.
   const Lanes stretchScale = stretchK * invCount * (kPi / 2);
   const Lanes bendScale = bendArea * invCount;
   const Lanes bendMean = bendScale * alpha * angleError;
   const Lanes bendOwn = bendScale * (1.0 - alpha);
   Lanes centreGradient[3] = {}, normalGradient[3] = {};
   double* rowForces = t.rowForces.data();
+  const Lanes* normal = frame.normal;
   for (int s = 0; s < fibers; ++s) {
     const size_t k = kGroup * static_cast<size_t>(s);
     const Lanes active = loadLanes(&t.active[k]);
@@ -503,24 +506,32 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
         loadLanes(&batch.length[k]);
     const Lanes dEdAngle =
         active * (bendMean + bendOwn * loadLanes(&t.bendWeight[k]) * loadLanes(&t.angleChange[k]));
+    const Lanes a = dEdLength * loadLanes(&batch.lengthCoef[0][k]) +
+                    dEdAngle * loadLanes(&batch.angleCoef[2][k]);
+    const Lanes m = dEdLength * loadLanes(&batch.lengthCoef[1][k]) +
+                    dEdAngle * loadLanes(&batch.angleCoef[1][k]);
+    const Lanes gg = dEdLength * loadLanes(&batch.lengthCoef[2][k]);
+    const Lanes cn = dEdAngle * loadLanes(&batch.angleCoef[0][k]);
+    const Lanes hn = dEdAngle * loadLanes(&batch.angleCoef[3][k]);
+    // End p1: (M - A/2) e + (G - M/2) q + (H - C/2) N; end p2 with + A/2, + M/2, + C/2.
+    const Lanes e1 = m - 0.5 * a, q1 = gg - 0.5 * m, n1 = hn - 0.5 * cn;
+    const Lanes e2 = m + 0.5 * a, q2 = gg + 0.5 * m, n2 = hn + 0.5 * cn;
     double* end1 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(s));
     double* end2 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(fibers + s));
     for (int c = 0; c < 3; ++c) {
-      const Lanes ge =
-          dEdLength * loadLanes(&batch.lengthE[c][k]) + dEdAngle * loadLanes(&batch.angleE[c][k]);
-      const Lanes gq =
-          dEdLength * loadLanes(&batch.lengthQ[c][k]) + dEdAngle * loadLanes(&batch.angleQ[c][k]);
-      storeLanes(end1 + kGroup * c, -0.5 * ge + gq);
-      storeLanes(end2 + kGroup * c, 0.5 * ge + gq);
-      centreGradient[c] += -2.0 * gq;
-      normalGradient[c] += dEdAngle * loadLanes(&batch.angleN[c][k]);
+      const Lanes e = loadLanes(&batch.e[c][k]);
+      const Lanes q = loadLanes(&batch.q[c][k]);
+      storeLanes(end1 + kGroup * c, e1 * e + q1 * q + n1 * normal[c]);
+      storeLanes(end2 + kGroup * c, e2 * e + q2 * q + n2 * normal[c]);
+      centreGradient[c] += m * e + gg * q + hn * normal[c];
+      normalGradient[c] += cn * e + hn * q;
     }
   }
+  for (int c = 0; c < 3; ++c) centreGradient[c] *= -2.0;
   for (int c = 0; c < 3; ++c) storeLanes(rowForces + kGroup * c, centreGradient[c]);
   // The patch frame's gradient (fiber_model.hpp, "Chain rule"): w = P g / |v|, dE/df1 = f2 x w,
   // dE/df2 = w x f1; member i of the patch gets c_i1 dE/df1 + c_i2 dE/df2.
   const Lanes* g = normalGradient;
-  const Lanes* normal = frame.normal;
   const Lanes gN = g[0] * normal[0] + g[1] * normal[1] + g[2] * normal[2];
   Lanes w[3];
   for (int c = 0; c < 3; ++c) w[c] = (g[c] - gN * normal[c]) * frame.inverseLength;
