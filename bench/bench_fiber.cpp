@@ -5,26 +5,30 @@
 //   --benchmark_filter='Fiber|StreamTriad'
 //
 // Measured 2026-11-26 on the 2-core Xeon (Ice Lake, AVX-512), Release with -march=native,
-// real time per fiber in ns. Five alternating rounds of the commit before the node-group force
-// pass (5df9a3f, "old") and this one ("new"), --benchmark_min_time=0.3, smallest / median
-// (16:03; the surfaces' "old" column from the same comparison at 15:20):
-//                                      old              new
-//   10^5 fibers (side 158), 1 thread   58.5 / 59.9      26.9 / 27.7
-//   10^5 fibers, 2 threads             27.6 / 28.5      13.2 / 13.8
-//   10^6 fibers (side 500), 1 thread   59.0 / 59.7      28.6 / 29.7
-//   10^6 fibers, 2 threads             31.0 / 31.7      14.8 / 15.5
-//   bunny, 154,332 fibers, 2 threads   35.3 / 37.2      19.9 / 20.4
-//   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4 17.8 / 18.5
-// Bytes per fiber (all arrays, nodes and scratch included): 214 before, 180 (10^5) and 175
-// (10^6) now; per node 724 and 702 (sheets, 4 fibers per node), 851 (bunny), 839 (Igea).
-// STREAM triad: 11.5 GB/s (1 thread), 22.8 GB/s (2 threads). Issue 3's targets with 2
-// threads: 8 ns at 10^5 fibers, not reached; 15 ns at 10^6, reached by the smallest of the
-// five times, not by their median. 1 to 2 threads scales by 1.9 to 2.1. At 10^3 fibers one
-// chunk holds every node, so the second thread has nothing to do.
-// Where the time goes (perf, 10^5 fibers, 1 thread): the lane kernel fiber::evaluateBatch
-// about 30 %, the rest of the group pass (frames, gathers, sums, multipliers, accumulator
-// updates) about 55 %, spread evenly over its parts. A 10^4-fiber sheet, which fits in L2,
-// takes 26 ns per fiber on 1 thread: the pass is bound by its arithmetic, not by memory.
+// real time per fiber in ns, smallest / median of five alternating rounds,
+// --benchmark_min_time=0.3. "first" is the commit before the node-group force pass (5df9a3f,
+// measured at 16:03 that day, the surfaces at 15:20), "groups" that pass (299e041), "now" the
+// kernel with gradient coefficients and a separate atan loop (714fda4); the last two columns
+// alternated at 18:32:
+//                                      first          groups         now
+//   10^5 fibers (side 158), 1 thread   58.5 / 59.9    26.2 / 27.5    22.4 / 22.8
+//   10^5 fibers, 2 threads             27.6 / 28.5    13.4 / 13.7    11.3 / 12.4
+//   10^6 fibers (side 500), 1 thread   59.0 / 59.7    29.2 / 29.3    25.1 / 26.2
+//   10^6 fibers, 2 threads             31.0 / 31.7    15.2 / 15.8    14.0 / 14.2
+//   bunny, 154,332 fibers, 2 threads   35.3 / 37.2    18.9 / 21.1    17.1 / 18.7
+//   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4  17.5 / 18.4  16.4 / 16.5
+// Bytes per fiber (all arrays, nodes and scratch included): 214 before the groups, 180 (10^5)
+// and 175 (10^6) since; per node 724 and 702 (sheets, 4 fibers per node), 851 (bunny), 839
+// (Igea). STREAM triad: 12.7 GB/s (1 thread), 25.2 GB/s (2 threads). Issue 3's targets with 2
+// threads: 15 ns at 10^6 fibers, reached; 8 ns at 10^5, not reached. 1 to 2 threads scales
+// by 1.8 to 2.0. At 10^3 fibers one chunk holds every node, so the second thread has nothing
+// to do. The sample count (BM_FiberForcesSamples, 10^5 fibers, 2 threads, three rounds):
+// 1 sample 10.3 / 10.6, 2: 11.0 / 11.0, 4: 11.5 / 12.3, 8: 13.0 / 13.1.
+// Where the time goes (10^5 fibers, 1 thread, parts switched off in turn): the lane kernel
+// fiber::evaluateBatch about 9.5 ns per fiber (7.1 alone on a batch in L1), the accumulator
+// updates 2.5, the per-fiber rest data 1.5, the rest of the group pass (gathers, frames,
+// sums, multipliers) about 10, spread over its parts. A 10^4-fiber sheet, which fits in L2,
+// takes about as long per fiber: the pass is bound by its instructions, not by memory.
 #include <benchmark/benchmark.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -92,6 +96,21 @@ void BM_FiberForces(benchmark::State& state) {
 BENCHMARK(BM_FiberForces)
     ->ArgsProduct({{16, 50, 158, 500}, {1, 2}})
     ->ArgNames({"side", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// The 10^5-fiber sheet with 1, 2, 4 (the default) and 8 arc-length samples per spline piece
+// (FiberParams::samples, eq. (33)): what the sample count, a choice of accuracy, costs.
+void BM_FiberForcesSamples(benchmark::State& state) {
+  const shellsim::FiberNodes nodes = sheetNodes(158);
+  shellsim::FiberParams params;
+  params.samples = static_cast<int>(state.range(0));
+  const shellsim::FiberModel model(nodes, shellsim::MaterialDef{}, params);
+  measureForces(state, model, nodes, 1e-4);
+}
+BENCHMARK(BM_FiberForcesSamples)
+    ->ArgsProduct({{1, 2, 4, 8}, {2}})
+    ->ArgNames({"samples", "threads"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
