@@ -9,14 +9,14 @@
 // --benchmark_min_time=0.3. "first" is the commit before the node-group force pass (5df9a3f,
 // measured at 16:03 that day, the surfaces at 15:20), "groups" that pass (299e041), "now" the
 // kernel with gradient coefficients and a separate atan loop (714fda4); the last two columns
-// alternated at 18:32:
+// alternated at 18:37:
 //                                      first          groups         now
-//   10^5 fibers (side 158), 1 thread   58.5 / 59.9    26.2 / 27.5    22.4 / 22.8
-//   10^5 fibers, 2 threads             27.6 / 28.5    13.4 / 13.7    11.3 / 12.4
-//   10^6 fibers (side 500), 1 thread   59.0 / 59.7    29.2 / 29.3    25.1 / 26.2
-//   10^6 fibers, 2 threads             31.0 / 31.7    15.2 / 15.8    14.0 / 14.2
-//   bunny, 154,332 fibers, 2 threads   35.3 / 37.2    18.9 / 21.1    17.1 / 18.7
-//   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4  17.5 / 18.4  16.4 / 16.5
+//   10^5 fibers (side 158), 1 thread   58.5 / 59.9    26.9 / 27.6    23.1 / 23.4
+//   10^5 fibers, 2 threads             27.6 / 28.5    13.3 / 13.5    11.8 / 11.9
+//   10^6 fibers (side 500), 1 thread   59.0 / 59.7    29.9 / 30.1    25.9 / 26.1
+//   10^6 fibers, 2 threads             31.0 / 31.7    15.5 / 16.4    13.6 / 14.4
+//   bunny, 154,332 fibers, 2 threads   35.3 / 37.2    19.7 / 21.0    17.2 / 17.9
+//   Igea 10^5 nodes, 486,962 fibers, 2 thr  34.1 / 40.4  17.9 / 18.4  16.3 / 16.4
 // Bytes per fiber (all arrays, nodes and scratch included): 214 before the groups, 180 (10^5)
 // and 175 (10^6) since; per node 724 and 702 (sheets, 4 fibers per node), 851 (bunny), 839
 // (Igea). STREAM triad: 12.7 GB/s (1 thread), 25.2 GB/s (2 threads). Issue 3's targets with 2
