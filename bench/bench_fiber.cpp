@@ -29,6 +29,8 @@
 // updates 2.5, the per-fiber rest data 1.5, the rest of the group pass (gathers, frames,
 // sums, multipliers) about 10, spread over its parts. A 10^4-fiber sheet, which fits in L2,
 // takes about as long per fiber: the pass is bound by its instructions, not by memory.
+// Replacing theta = 2 atan(u) by 2 u (a timing probe, not a model) saved 1.3 ns per fiber
+// at 10^5 fibers on 2 threads; with 1 sample as well, about 9.5 ns would remain.
 #include <benchmark/benchmark.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
