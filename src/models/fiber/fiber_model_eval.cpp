@@ -490,11 +490,12 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   // (fiberSlotGradient); the centre slots and dE/dN_j summed per node. With
   //   g_e = dE/de = A e + M q + C N,   g_q = dE/dq = M e + G q + H N,
   // the ends get -g_e/2 + g_q and g_e/2 + g_q, the centre -2 g_q, and dE/dN = C e + H q.
+  // N is the node's, the same in every fiber row: the centre's N terms are summed as sum H.
   const Lanes stretchScale = stretchK * invCount * (kPi / 2);
   const Lanes bendScale = bendArea * invCount;
   const Lanes bendMean = bendScale * alpha * angleError;
   const Lanes bendOwn = bendScale * (1.0 - alpha);
-  Lanes centreGradient[3] = {}, normalGradient[3] = {};
+  Lanes centreGradient[3] = {}, normalGradient[3] = {}, sumH{};
   double* rowForces = t.rowForces.data();
   const Lanes* normal = frame.normal;
   for (int s = 0; s < fibers; ++s) {
@@ -516,6 +517,7 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
     // End p1: (M - A/2) e + (G - M/2) q + (H - C/2) N; end p2 with + A/2, + M/2, + C/2.
     const Lanes e1 = m - 0.5 * a, q1 = gg - 0.5 * m, n1 = hn - 0.5 * cn;
     const Lanes e2 = m + 0.5 * a, q2 = gg + 0.5 * m, n2 = hn + 0.5 * cn;
+    sumH += hn;
     double* end1 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(s));
     double* end2 = rowForces + 3 * kGroup * (1 + static_cast<size_t>(fibers + s));
     for (int c = 0; c < 3; ++c) {
@@ -523,12 +525,13 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
       const Lanes q = loadLanes(&batch.q[c][k]);
       storeLanes(end1 + kGroup * c, e1 * e + q1 * q + n1 * normal[c]);
       storeLanes(end2 + kGroup * c, e2 * e + q2 * q + n2 * normal[c]);
-      centreGradient[c] += m * e + gg * q + hn * normal[c];
+      centreGradient[c] += m * e + gg * q;
       normalGradient[c] += cn * e + hn * q;
     }
   }
-  for (int c = 0; c < 3; ++c) centreGradient[c] *= -2.0;
-  for (int c = 0; c < 3; ++c) storeLanes(rowForces + kGroup * c, centreGradient[c]);
+  for (int c = 0; c < 3; ++c) {
+    storeLanes(rowForces + kGroup * c, -2.0 * (centreGradient[c] + sumH * normal[c]));
+  }
   // The patch frame's gradient (fiber_model.hpp, "Chain rule"): w = P g / |v|, dE/df1 = f2 x w,
   // dE/df2 = w x f1; member i of the patch gets c_i1 dE/df1 + c_i2 dE/df2.
   const Lanes* g = normalGradient;
