@@ -255,8 +255,8 @@ class FiberModel : public Model {
   };
   PatchFrame patchFrame(std::span<const double> x, size_t node) const;
   // Fills patchOffsets_, patchNodes_, patchWeights_ from the network and the rest state, then
-  // the evaluation plan (buildEvaluationPlan). With
-  // `dropDegenerate` a node whose patch is collinear loses its fibers; otherwise that throws.
+  // the evaluation plan (buildEvaluationPlan). With `dropDegenerate` a node whose patch is
+  // collinear loses its fibers; otherwise that throws.
   void buildNormalPatches(bool dropDegenerate);
   // The network from the rest positions and cracks_, then the patches, rest angles and the
   // stiffness mapping; per-fiber state is reset (l_plastic = 0, ...).
