@@ -39,6 +39,11 @@ struct MeshTopology {
 };
 [[nodiscard]] MeshTopology analyzeTopology(const Geometry& mesh);
 
+// Drops the vertices of a triangle mesh that no triangle uses (with their normals and
+// colors; triangles renumbered, order kept) and returns the map old index -> new index (-1
+// for dropped ones).
+std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh);
+
 // Area-weighted vertex normals of a triangle mesh; replaces `mesh.normals`.
 void computeVertexNormals(Geometry& mesh);
 

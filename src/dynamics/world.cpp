@@ -75,35 +75,6 @@ std::string bodyLabel(size_t index, const BodyDef& def) {
   return label.str();
 }
 
-// Drops vertices that no triangle uses (they would carry no mass) and returns the map
-// old index -> new index (-1 for dropped ones).
-std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh) {
-  std::vector<int32_t> remap(static_cast<size_t>(mesh.vertexCount()), -1);
-  for (int32_t v : mesh.triangles) remap[static_cast<size_t>(v)] = 0;
-  int32_t next = 0;
-  for (auto& r : remap) {
-    if (r == 0) r = next++;
-  }
-  if (next == mesh.vertexCount()) return remap;
-  Geometry compact;
-  compact.positions.resize(3 * static_cast<size_t>(next));
-  if (mesh.hasNormals()) compact.normals.resize(3 * static_cast<size_t>(next));
-  if (!mesh.colors.empty()) compact.colors.resize(3 * static_cast<size_t>(next));
-  for (size_t v = 0; v < remap.size(); ++v) {
-    if (remap[v] < 0) continue;
-    const size_t to = 3 * static_cast<size_t>(remap[v]);
-    for (int c = 0; c < 3; ++c) {
-      compact.positions[to + c] = mesh.positions[3 * v + c];
-      if (mesh.hasNormals()) compact.normals[to + c] = mesh.normals[3 * v + c];
-      if (!mesh.colors.empty()) compact.colors[to + c] = mesh.colors[3 * v + c];
-    }
-  }
-  compact.triangles = mesh.triangles;
-  for (auto& v : compact.triangles) v = remap[static_cast<size_t>(v)];
-  mesh = std::move(compact);
-  return remap;
-}
-
 // A body's model with its nodes: positions at rest and, for each vertex of the input
 // geometry, the node it became (-1: none). Pins given as vertex lists go through it.
 struct Discretization {
@@ -119,6 +90,21 @@ std::vector<int32_t> identityMap(int32_t count) {
   return map;
 }
 
+// Drops a mesh's vertices in no triangle (removeUnreferencedVertices) with a warning when
+// there are any; returns the map input vertex -> kept vertex (-1: dropped).
+std::vector<int32_t> dropUnreferencedVertices(Geometry& mesh, std::vector<std::string>& warnings,
+                                              const std::string& label) {
+  const int32_t before = mesh.vertexCount();
+  std::vector<int32_t> kept = removeUnreferencedVertices(mesh);
+  if (mesh.vertexCount() != before) {
+    std::ostringstream msg;
+    msg << label << ": dropped " << before - mesh.vertexCount()
+        << " vertices that belong to no triangle";
+    warnings.push_back(msg.str());
+  }
+  return kept;
+}
+
 // The triangle mesh that a mesh model (mass_spring, discrete_shell) takes: vertices in no
 // triangle are dropped (with a warning), so that every node belongs to a stencil.
 Discretization meshDiscretization(const std::string& model, Geometry& geometry,
@@ -128,14 +114,7 @@ Discretization meshDiscretization(const std::string& model, Geometry& geometry,
                      " needs a triangle mesh, but the geometry is a point cloud");
   }
   Discretization d;
-  const int32_t before = geometry.vertexCount();
-  d.nodeOfVertex = removeUnreferencedVertices(geometry);
-  if (geometry.vertexCount() != before) {
-    std::ostringstream msg;
-    msg << label << ": dropped " << before - geometry.vertexCount()
-        << " vertices that belong to no triangle";
-    warnings.push_back(msg.str());
-  }
+  d.nodeOfVertex = dropUnreferencedVertices(geometry, warnings, label);
   return d;
 }
 
@@ -167,12 +146,15 @@ Discretization discretizeDiscreteShell(const BodyDef& def, Geometry geometry,
 }
 
 // wicke2005 section 5: nodes are the surface's vertices or points, or the centres of
-// clusters of them (PGK02), each carrying the area it represents.
+// clusters of them (PGK02), each carrying the area it represents. A mesh's vertices in no
+// triangle represent no area and are dropped first (with a warning), as for the mesh models.
 Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
                                std::vector<std::string>& warnings, const std::string& label) {
+  std::vector<int32_t> keptOfVertex;  // input vertex -> vertex of `geometry` (-1: dropped)
   if (geometry.isPointCloud()) {
     if (!geometry.hasNormals()) estimateNormals(geometry);
   } else {
+    keptOfVertex = dropUnreferencedVertices(geometry, warnings, label);
     computeVertexNormals(geometry);  // area-weighted, consistent with the triangles
   }
   FiberNodes nodes;
@@ -195,6 +177,12 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
     nodes.normals = std::move(clusters.normals);
     nodes.areas = std::move(clusters.areas);
     d.nodeOfVertex = std::move(clusters.clusterOfPoint);
+  }
+  if (!keptOfVertex.empty()) {  // from the kept vertices back to the input's
+    for (int32_t& kept : keptOfVertex) {
+      if (kept >= 0) kept = d.nodeOfVertex[static_cast<size_t>(kept)];
+    }
+    d.nodeOfVertex = std::move(keptOfVertex);
   }
   FiberParams params;
   params.neighbourCount = fiber.neighbours;

@@ -171,6 +171,33 @@ MeshTopology analyzeTopology(const Geometry& mesh) {
 // A vertex whose sum vanishes (unreferenced, only on degenerate triangles, or on faces
 // whose normals cancel) gets (0, 0, 1): a unit vector that keeps `normals` usable, with
 // no claim to be meaningful.
+std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh) {
+  std::vector<int32_t> remap(static_cast<size_t>(mesh.vertexCount()), -1);
+  for (int32_t v : mesh.triangles) remap[static_cast<size_t>(v)] = 0;
+  int32_t next = 0;
+  for (auto& r : remap) {
+    if (r == 0) r = next++;
+  }
+  if (next == mesh.vertexCount()) return remap;
+  Geometry compact;
+  compact.positions.resize(3 * static_cast<size_t>(next));
+  if (mesh.hasNormals()) compact.normals.resize(3 * static_cast<size_t>(next));
+  if (!mesh.colors.empty()) compact.colors.resize(3 * static_cast<size_t>(next));
+  for (size_t v = 0; v < remap.size(); ++v) {
+    if (remap[v] < 0) continue;
+    const size_t to = 3 * static_cast<size_t>(remap[v]);
+    for (int c = 0; c < 3; ++c) {
+      compact.positions[to + c] = mesh.positions[3 * v + c];
+      if (mesh.hasNormals()) compact.normals[to + c] = mesh.normals[3 * v + c];
+      if (!mesh.colors.empty()) compact.colors[to + c] = mesh.colors[3 * v + c];
+    }
+  }
+  compact.triangles = mesh.triangles;
+  for (auto& v : compact.triangles) v = remap[static_cast<size_t>(v)];
+  mesh = std::move(compact);
+  return remap;
+}
+
 void computeVertexNormals(Geometry& mesh) {
   checkMeshArrays(mesh, "computeVertexNormals");
   const size_t n = static_cast<size_t>(mesh.vertexCount());

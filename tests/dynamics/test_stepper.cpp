@@ -213,6 +213,48 @@ TEST(Stepper, PinnedNodesFollowTheirScriptedPath) {
   EXPECT_NEAR(world.bodies[0].velocities[3 * node + 2], 0.5, 1e-12);
 }
 
+TEST(World, FiberBodyFromAMeshDropsVerticesOfNoTriangle) {
+  // A 5 x 5 grid of 0.1 m cells whose OBJ starts with a stray vertex: a fiber body of every
+  // vertex gets the 25 grid vertices as nodes (the stray one has no area, which the model
+  // rejects), a warning, and pins by input vertex index still find their vertex.
+  const fs::path folder = scratchFolder("fiber_stray_vertex");
+  fs::create_directories(folder);
+  std::ofstream obj(folder / "grid.obj");
+  obj << "v 5 5 5\n";
+  for (int j = 0; j < 5; ++j) {
+    for (int i = 0; i < 5; ++i) obj << "v " << 0.1 * i << " " << 0.1 * j << " 0\n";
+  }
+  for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 4; ++i) {
+      const int a = 2 + 5 * j + i;  // OBJ indices from 1, after the stray vertex
+      obj << "f " << a << " " << a + 1 << " " << a + 6 << "\n";
+      obj << "f " << a << " " << a + 6 << " " << a + 5 << "\n";
+    }
+  }
+  obj.close();
+  BodyDef body;
+  body.name = "grid";
+  body.file = folder / "grid.obj";
+  body.model = "fiber";
+  PinDef pin;
+  pin.shape = PinShape::kVertices;
+  pin.vertices = {7};  // input vertex 7: grid vertex (1, 1) at (0.1, 0.1, 0)
+  body.pins.push_back(pin);
+  const World world = buildWorld(sceneWith(body));
+  ASSERT_EQ(world.bodies[0].nodeCount(), 25);
+  bool warned = false;
+  for (const std::string& w : world.warnings) {
+    warned = warned || w.find("dropped 1 vertices that belong to no triangle") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  ASSERT_EQ(world.bodies[0].pins.size(), 1u);
+  ASSERT_EQ(world.bodies[0].pins[0].nodes.size(), 1u);
+  const auto node = static_cast<size_t>(world.bodies[0].pins[0].nodes[0]);
+  EXPECT_DOUBLE_EQ(world.bodies[0].positions[3 * node], 0.1);
+  EXPECT_DOUBLE_EQ(world.bodies[0].positions[3 * node + 1], 0.1);
+  fs::remove_all(folder);
+}
+
 TEST(World, PinThatSelectsNothingIsAnError) {
   BodyDef body = sheetBody();
   PinDef pin;
