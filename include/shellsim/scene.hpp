@@ -268,6 +268,19 @@ struct SceneDef {
 // The built-in default scene of `shellsim run` with no scene file.
 [[nodiscard]] SceneDef defaultScene();
 
+// The scene as JSON text (indented by two spaces) that parseScene reads back to the same
+// SceneDef: every key written, file paths as they are in the definition.
+[[nodiscard]] std::string sceneToJson(const SceneDef& scene);
+
+// Definitions made in code (the C++ API, shellsim/world.hpp) checked exactly as the scene
+// reader checks a file's: throws InputError listing every problem, one per line, each
+// with `path` and the key, e.g. "shellsim: bodies[2].material.poisson = 0.7: must be in
+// [0, 0.5)". validateBody skips the geometry keys when `geometryGiven` (a mesh in memory
+// takes the place of file / primitive); otherwise the body needs exactly one of them.
+void validateBody(const BodyDef& body, const std::string& path, bool geometryGiven);
+void validateObstacle(const ObstacleDef& obstacle, const std::string& path);
+void validateTime(const TimeDef& time, const std::string& path);
+
 // Markdown reference of every scene key with unit, default, range and meaning.
 [[nodiscard]] std::string sceneReferenceMarkdown();
 

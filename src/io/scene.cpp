@@ -12,6 +12,8 @@
 #include <system_error>
 
 #include "io/json_fields.hpp"
+#include "io/scene_names.hpp"
+#include "io/scene_writer.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 
@@ -40,15 +42,15 @@ constexpr std::string_view kModelNames[] = {
 constexpr std::size_t kMaxSceneBytes = std::size_t{16} << 20;
 constexpr std::size_t kMaxDepth = 64;
 
-constexpr std::string_view kObstacleTypes[] = {"plane", "sphere", "box"};
-constexpr std::string_view kPrimitiveTypes[] = {"sheet", "sphere", "hemisphere", "cylinder", "box"};
-constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
-constexpr std::string_view kFormats[] = {"ply", "obj", "vtp"};
-constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler"};
-constexpr std::string_view kNewtonHessians[] = {"frozen", "exact"};
-constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
-constexpr std::string_view kRegionShapes[] = {"box", "sphere"};
-constexpr std::string_view kOnOff[] = {"on", "off"};
+using scene_names::kFormats;
+using scene_names::kHessianKinds;
+using scene_names::kIntegrators;
+using scene_names::kNewtonHessians;
+using scene_names::kObstacleTypes;
+using scene_names::kOnOff;
+using scene_names::kPinShapes;
+using scene_names::kPrimitiveTypes;
+using scene_names::kRegionShapes;
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The defaults here are the ones a scene gets; a test checks that they agree
@@ -1405,6 +1407,47 @@ SceneDef defaultScene() {
   fs::path here = fs::current_path(ec);
   if (ec) here = ".";
   return parseScene(std::string(kDefaultSceneJson), "default scene", here);
+}
+
+std::string sceneToJson(const SceneDef& scene) {
+  return scene_writer::toJson(scene).dump(2) + "\n";
+}
+
+namespace {
+
+// The source name of problems found in definitions made in code.
+constexpr const char* kApiSource = "shellsim";
+
+}  // namespace
+
+void validateBody(const BodyDef& body, const std::string& path, bool geometryGiven) {
+  Problems problems(kApiSource);
+  Json json = scene_writer::toJson(body);
+  if (geometryGiven) {
+    // Stands in for the mesh given in memory, which the reader cannot see: the default
+    // primitive, valid by construction, so only the other keys are judged.
+    json.erase("file");
+    json["primitive"] = {{"type", "sheet"}};
+  }
+  const ObjectReader::Element element{&json, path, 0};
+  (void)readBody(element, 0, fs::path("."), problems);
+  problems.throwIfAny();
+}
+
+void validateObstacle(const ObstacleDef& obstacle, const std::string& path) {
+  Problems problems(kApiSource);
+  const Json json = scene_writer::toJson(obstacle);
+  const ObjectReader::Element element{&json, path, 0};
+  (void)readObstacle(element, problems);
+  problems.throwIfAny();
+}
+
+void validateTime(const TimeDef& time, const std::string& path) {
+  Problems problems(kApiSource);
+  const Json json = scene_writer::toJson(time);
+  ObjectReader reader(&json, path, kTimeSpec, problems);
+  (void)readTime(reader, problems);
+  problems.throwIfAny();
 }
 
 std::string sceneReferenceMarkdown() {

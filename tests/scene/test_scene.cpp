@@ -1,6 +1,7 @@
 // Scene files: parsing, validation messages, defaults, example scenes and the generated docs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -780,6 +781,95 @@ TEST(SceneCamera, BadCamerasAreRejectedWithTheirPaths) {
   scene["output"]["camera"] = {{"eye", {0, -5, 0}}, {"target", {0, 0, 0}}, {"fov", 180}};
   EXPECT_NE(errorOfJson(scene).find("output.camera.fov = 180: must be in [1, 179]"),
             std::string::npos);
+}
+
+// sceneToJson writes what parseScene reads back to the same definitions: every example scene
+// and the corpus scene that sets every key (file paths resolved, so the folders may differ).
+TEST(SceneWriter, EveryExampleSceneReadsBackToTheSameDefinitions) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(kSourceDir / "scenes")) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  files.push_back(kSourceDir / "fuzz" / "corpus" / "scene" / "valid_all_keys.json");
+  ASSERT_GE(files.size(), 10u);
+  for (const fs::path& file : files) {
+    SCOPED_TRACE(file.string());
+    const SceneDef scene = loadScene(file);
+    const std::string text = sceneToJson(scene);
+    const SceneDef back = parseScene(text, "written.json", scene.sceneFolder);
+    EXPECT_EQ(back, scene) << text;
+  }
+}
+
+TEST(SceneWriter, NonDefaultValuesOfEveryKindSurviveTheRoundTrip) {
+  SceneDef scene = loadScene(kSourceDir / "fuzz" / "corpus" / "scene" / "valid_all_keys.json");
+  ASSERT_FALSE(scene.bodies.empty());
+  BodyDef& body = scene.bodies[0];
+  body.material.stiffness = 123.5;
+  body.fiber.anisotropy = FiberAnisotropyDef{{0, 1, 0}, 2.5};
+  body.discreteShell.projectHessian = true;
+  body.discreteShell.bendStiffness = 0.25;
+  ASSERT_TRUE(body.fiber.fracture.has_value());
+  body.fiber.fracture->delay = 0.015;
+  ASSERT_FALSE(body.pins.empty());
+  body.pins[0].path = {{0, {0, 0, 0}}, {0.5, {0, 0.1, 0}}};
+  body.initialVelocity = {0.1, -0.2, 1.0 / 3.0};  // not a short decimal
+  scene.time.integrator = Integrator::kBackwardEuler;
+  scene.time.newtonFrozenHessian = false;
+  scene.output.formats = {OutputFormat::kVtp, OutputFormat::kObj};
+  const SceneDef back = parseScene(sceneToJson(scene), "written.json", scene.sceneFolder);
+  EXPECT_EQ(back, scene);
+}
+
+TEST(DefinitionChecks, ABodyMadeInCodeIsCheckedAsTheSceneReaderChecksAFile) {
+  BodyDef body;
+  body.name = "leaf";
+  EXPECT_NO_THROW(validateBody(body, "bodies[3]", true));
+  // Without geometry in memory it needs a file or a primitive.
+  try {
+    validateBody(body, "bodies[3]", false);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bodies[3]: needs a geometry"), std::string::npos)
+        << e.what();
+  }
+  body.material.poisson = 0.7;
+  body.fiber.neighbours = 2;
+  body.model = "fibre";
+  try {
+    validateBody(body, "bodies[3]", true);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("shellsim: bodies[3].material.poisson = 0.7: must be in [0, 0.5)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("bodies[3].fiber.neighbours = 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("bodies[3].model = \"fibre\""), std::string::npos) << what;
+  }
+  body = BodyDef{};
+  body.material.density = std::nan("");
+  EXPECT_THROW(validateBody(body, "bodies[0]", true), InputError);
+}
+
+TEST(DefinitionChecks, ObstaclesAndTimeSettingsMadeInCodeAreChecked) {
+  ObstacleDef sphere;
+  sphere.type = ObstacleType::kSphere;
+  EXPECT_NO_THROW(validateObstacle(sphere, "obstacles[0]"));
+  sphere.radius = -1;
+  sphere.friction = -0.5;
+  try {
+    validateObstacle(sphere, "obstacles[1]");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("obstacles[1].radius = -1"), std::string::npos) << what;
+    EXPECT_NE(what.find("obstacles[1].friction = -0.5"), std::string::npos) << what;
+  }
+  TimeDef time;
+  EXPECT_NO_THROW(validateTime(time, "time"));
+  time.newmarkBeta = 0.75;
+  EXPECT_THROW(validateTime(time, "time"), InputError);
 }
 
 }  // namespace shellsim
