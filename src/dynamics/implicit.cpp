@@ -652,6 +652,12 @@ ImplicitStepper& ImplicitStepper::operator=(ImplicitStepper&&) noexcept = defaul
 ImplicitStepper::~ImplicitStepper() = default;
 
 ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& times) {
+  ImplicitStepReport report = propose(world, dt, times);
+  updateInelastic(world, dt, times);
+  return report;
+}
+
+ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes& times) {
   if (!(dt > 0) || !std::isfinite(dt)) {
     std::ostringstream msg;
     msg << "implicit step: time step " << dt << " s must be positive and finite";
@@ -818,7 +824,6 @@ ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& ti
     PhaseTimer timer(times.checks);
     checkState(world);
   }
-  updateInelastic(world, dt, times);
   return report;
 }
 

@@ -204,12 +204,15 @@ class ImplicitStepper {
 
   // One step of size dt, as a pipeline: time += dt and pins to their paths; per body,
   // Newton on Phi; velocities; project out of obstacles; accelerations at the new
-  // positions; contact velocity response; checkState. Throws NumericalError (naming the
-  // body) on non-convergence, NaN or blow-up, leaving the world mid-step (restore a
-  // checkpoint, as run.cpp does, then computeAccelerations); InputError if a body's model
-  // has no Hessian. Newton time counts as `integrate`, the final force evaluation as
+  // positions; contact velocity response; checkState; plasticity and fracture. Throws
+  // NumericalError (naming the body) on non-convergence, NaN or blow-up, leaving the world mid-step
+  // (restore a checkpoint, as run.cpp does, then computeAccelerations); InputError if a body's
+  // model has no Hessian. Newton time counts as `integrate`, the final force evaluation as
   // `forces`.
   ImplicitStepReport step(World& world, double dt, PhaseTimes& times);
+  // The step above without its last stage, plasticity and fracture (updateInelastic): a
+  // step proposed to the step pipeline (step_pipeline.hpp), which may still undo it.
+  ImplicitStepReport propose(World& world, double dt, PhaseTimes& times);
 
   [[nodiscard]] const ImplicitSettings& settings() const { return settings_; }
 

@@ -7,7 +7,6 @@
 #include <ostream>
 #include <system_error>
 
-#include "core/palette.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 
@@ -71,13 +70,14 @@ Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> forma
   }
 }
 
-void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds,
-                          std::optional<NewtonCounts> newton) {
+void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& steps, bool implicit,
+                          double wallSeconds) {
   FrameRecord record;
   record.frame = frame;
   record.time = world.time;
-  record.steps = steps;
-  record.newton = newton;
+  record.steps = steps.accepted;
+  record.rejectedSteps = steps.rejected;
+  if (implicit) record.newton = steps.newton;
   record.wallSeconds = wallSeconds;
   const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                          [](const Obstacle& o) { return !o.path.isStatic(); });
@@ -88,30 +88,14 @@ void Recorder::writeFrame(const World& world, int32_t frame, int64_t steps, doub
   }
   for (size_t bodyIndex = 0; bodyIndex < world.bodies.size(); ++bodyIndex) {
     const Body& body = world.bodies[bodyIndex];
-    const std::vector<int32_t> pieces = body.model->nodePieces();
-    const int32_t pieceCount =
-        pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1;
     record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
-                             gravitationalEnergy(body, world.gravity), pieceCount,
+                             gravitationalEnergy(body, world.gravity), pieceCount(body),
                              body.brokenElements, body.cracks});
-    Geometry surface;
+    const auto start = std::chrono::steady_clock::now();
+    const Geometry surface = bodySurface(body, bodyIndex);
     if (body.embedded) {
-      const auto start = std::chrono::steady_clock::now();
-      surface = body.embedded->deform(body.positions);
       surfaceSeconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } else {
-      surface = body.model->surface(body.positions);
-      // A torn point cloud has no connectivity for the renderer to find its pieces in:
-      // each point (a node) carries its piece's colour (core/palette.hpp; entry body + piece,
-      // as the renderer colours mesh components), once there is more than one piece.
-      if (pieceCount > 1 && surface.isPointCloud() && surface.vertexCount() == std::ssize(pieces)) {
-        surface.colors.resize(3 * pieces.size());
-        for (size_t i = 0; i < pieces.size(); ++i) {
-          const float* c = piecePaletteColor(static_cast<int64_t>(bodyIndex) + pieces[i]);
-          std::copy(c, c + 3, &surface.colors[3 * i]);
-        }
-      }
     }
     for (OutputFormat format : formats_) {
       char name[64];
@@ -178,6 +162,7 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
     frame["frame"] = record.frame;
     frame["time"] = record.time;
     frame["steps"] = record.steps;
+    frame["steps_rejected"] = record.rejectedSteps;
     frame["wall_seconds"] = record.wallSeconds;
     if (record.newton) {
       frame["newton_iterations"] = record.newton->iterations;
@@ -196,6 +181,7 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   }
   summary["frames"] = frames;
   summary["steps"] = frames_.empty() ? 0 : frames_.back().steps;
+  summary["steps_rejected"] = frames_.empty() ? 0 : frames_.back().rejectedSteps;
   if (!frames_.empty() && frames_.back().newton) {
     summary["newton_iterations"] = frames_.back().newton->iterations;
     summary["factorizations"] = frames_.back().newton->factorizations;

@@ -6,21 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "dynamics/step_pipeline.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
 #include "shellsim/scene.hpp"
 
 namespace shellsim {
 
-struct NewtonCounts {
-  int64_t iterations = 0;
-  int64_t factorizations = 0;
-};
-
 struct FrameRecord {
   int32_t frame = 0;
-  double time = 0;    // s
-  int64_t steps = 0;  // steps taken up to this frame
+  double time = 0;            // s
+  int64_t steps = 0;          // steps accepted up to this frame
+  int64_t rejectedSteps = 0;  // proposals undone and split up to this frame
   // Implicit runs: Newton iterations and Cholesky factorizations up to this frame, all
   // bodies (the completed steps of failed, recomputed attempts included, as in `steps`);
   // absent for explicit runs.
@@ -45,8 +42,9 @@ class Recorder {
            std::optional<CameraDef> camera = std::nullopt);
 
   // Writes every body's surface in every format and appends the frame's energies.
-  void writeFrame(const World& world, int32_t frame, int64_t steps, double wallSeconds,
-                  std::optional<NewtonCounts> newton = std::nullopt);
+  // `steps`: the run's counts so far; Newton counts are recorded when `implicit`.
+  void writeFrame(const World& world, int32_t frame, const StepCounts& steps, bool implicit,
+                  double wallSeconds);
 
   // Rewrites summary.json atomically. `status` is "running", "completed" or
   // "numerical_failure"; `error` is the failure message, if any.

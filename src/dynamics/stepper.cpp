@@ -175,6 +175,11 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
 }
 
 void step(World& world, double dt, PhaseTimes& times) {
+  proposeStep(world, dt, times);
+  updateInelastic(world, dt, times);
+}
+
+void proposeStep(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.integrate);
     for (Body& body : world.bodies) {
@@ -204,7 +209,6 @@ void step(World& world, double dt, PhaseTimes& times) {
     PhaseTimer timer(times.checks);
     checkState(world);
   }
-  updateInelastic(world, dt, times);
 }
 
 double kineticEnergy(const Body& body) {

@@ -62,8 +62,13 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known);
 // exp(-c dt / 2) at each half kick, and scripted nodes moved by their paths:
 //   v += dt/2 a(x);  x += dt v;  pins;  project out of obstacles;  a = a(x);
 //   v += dt/2 a(x);  contact velocity response
-// then checks for NaN and blow-up. Throws NumericalError naming the body and node.
+// then checks for NaN and blow-up, then plasticity and fracture (updateInelastic). Throws
+// NumericalError naming the body and node. The same as proposeStep followed by
+// updateInelastic: the step pipeline (step_pipeline.hpp) inspects the step in between.
 void step(World& world, double dt, PhaseTimes& times);
+// The step above up to and including the checks, without plasticity and fracture: a step
+// proposed to the pipeline's "accept?" stage, which may still undo it.
+void proposeStep(World& world, double dt, PhaseTimes& times);
 
 // Plasticity and fracture of every body after an accepted step of length dt
 // (Model::updateInelastic); recomputes the accelerations when an element broke or a crack

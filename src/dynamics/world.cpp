@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/palette.hpp"
 #include "geometry/primitives.hpp"
 #include "geometry/sampling.hpp"
 #include "models/discrete_shell/discrete_shell_model.hpp"
@@ -67,13 +68,13 @@ Vec3 KinematicPath::velocity(double time) const {
   return (toVec3(b.offset) - toVec3(a.offset)) / (b.time - a.time);
 }
 
-namespace {
-
 std::string bodyLabel(size_t index, const BodyDef& def) {
   std::ostringstream label;
   label << "bodies[" << index << "] '" << def.name << "'";
   return label.str();
 }
+
+namespace {
 
 // A body's model with its nodes: positions at rest and, for each vertex of the input
 // geometry, the node it became (-1: none). Pins given as vertex lists go through it.
@@ -275,97 +276,139 @@ std::vector<int32_t> selectPinnedNodes(const PinDef& pin, std::span<const double
 
 }  // namespace
 
+Geometry loadBodyGeometry(const BodyDef& def, const std::string& label) {
+  if (def.file) return readGeometry(*def.file);
+  if (def.primitive) {
+    try {
+      return makePrimitive(*def.primitive);
+    } catch (const InputError& e) {
+      throw InputError(label + ".primitive: " + e.what());
+    }
+  }
+  throw InputError(label + ": needs a file or a primitive");
+}
+
+void addPin(World& world, size_t bodyIndex, const PinDef& pin, const std::string& label) {
+  Body& body = world.bodies.at(bodyIndex);
+  PinGroup group;
+  group.nodes = selectPinnedNodes(pin, body.positions, body.nodeOfInputVertex, label);
+  group.path = KinematicPath(pin.path);
+  for (int32_t node : group.nodes) {
+    body.pinned[static_cast<size_t>(node)] = 1;
+    for (int c = 0; c < 3; ++c) {
+      group.restPositions.push_back(body.positions[3 * static_cast<size_t>(node) + c]);
+    }
+  }
+  body.pins.push_back(std::move(group));
+}
+
+void addLoad(World& world, size_t bodyIndex, const LoadDef& load, const std::string& label) {
+  Body& body = world.bodies.at(bodyIndex);
+  const auto mass = body.model->nodeMasses();
+  LoadGroup group;
+  group.nodes = selectPinnedNodes(load.select, body.positions, body.nodeOfInputVertex, label);
+  double total = 0;
+  for (const int32_t node : group.nodes) total += mass[static_cast<size_t>(node)];
+  for (const int32_t node : group.nodes) {
+    group.shares.push_back(mass[static_cast<size_t>(node)] / total);
+  }
+  group.force = toVec3(load.force);
+  group.ramp = Ramp(load.ramp);
+  body.loads.push_back(std::move(group));
+  body.externalForces.assign(body.positions.size(), 0.0);
+}
+
+size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::string& label) {
+  applyTransform(geometry, def.transform);
+  Discretization discretization = discretize(def, std::move(geometry), world.warnings, label);
+
+  Body body;
+  body.name = def.name;
+  body.model = std::move(discretization.model);
+  body.positions = std::move(discretization.nodePositions);
+  body.nodeOfInputVertex = std::move(discretization.nodeOfVertex);
+  body.damping = def.material.damping;
+  if (discretization.dense) {
+    try {
+      body.embedded = std::make_unique<SurfaceBinding>(body.positions, *discretization.dense);
+    } catch (const InputError& e) {
+      throw InputError(label + ": high-resolution surface: " + e.what());
+    }
+    body.embeddedRest = discretization.dense;
+  }
+  const size_t n = static_cast<size_t>(body.model->nodeCount());
+  body.velocities.resize(3 * n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int c = 0; c < 3; ++c) body.velocities[3 * i + c] = def.initialVelocity[c];
+  }
+  body.accelerations.assign(3 * n, 0.0);
+  body.pinned.assign(n, 0);
+  if (def.pressure) {
+    body.pressure = PressureLoad{
+        def.pressure->pressure, Ramp(def.pressure->ramp), def.pressure->releaseOnFracture, {}};
+    std::vector<double> probe(3 * n);
+    if (!body.model->nodeAreaVectors(body.positions, probe)) {
+      Geometry surface = body.model->surface(body.positions);
+      if (surface.isPointCloud() || surface.vertexCount() != body.model->nodeCount()) {
+        throw InputError(label + ".pressure: the model '" + body.model->name() +
+                         "' has no surface normals to push along");
+      }
+      body.pressure->triangles = std::move(surface.triangles);
+    }
+    body.externalForces.assign(3 * n, 0.0);
+  }
+  world.bodies.push_back(std::move(body));
+  const size_t index = world.bodies.size() - 1;
+  try {
+    for (size_t p = 0; p < def.pins.size(); ++p) {
+      std::ostringstream pinLabel;
+      pinLabel << label << ".pins[" << p << "]";
+      addPin(world, index, def.pins[p], pinLabel.str());
+    }
+    for (size_t l = 0; l < def.loads.size(); ++l) {
+      std::ostringstream loadLabel;
+      loadLabel << label << ".loads[" << l << "]";
+      addLoad(world, index, def.loads[l], loadLabel.str());
+    }
+  } catch (...) {
+    world.bodies.pop_back();
+    throw;
+  }
+  return index;
+}
+
 World buildWorld(const SceneDef& scene) {
   World world;
   world.gravity = toVec3(scene.gravity);
   for (const auto& o : scene.obstacles) world.obstacles.push_back({o, KinematicPath(o.path)});
-
   for (size_t b = 0; b < scene.bodies.size(); ++b) {
     const BodyDef& def = scene.bodies[b];
     const std::string label = bodyLabel(b, def);
-    Geometry geometry;
-    if (def.file) {
-      geometry = readGeometry(*def.file);
-    } else if (def.primitive) {
-      try {
-        geometry = makePrimitive(*def.primitive);
-      } catch (const InputError& e) {
-        throw InputError(label + ".primitive: " + e.what());
-      }
-    } else {
-      throw InputError(label + ": needs a file or a primitive");
-    }
-    applyTransform(geometry, def.transform);
-    Discretization discretization = discretize(def, std::move(geometry), world.warnings, label);
-
-    Body body;
-    body.name = def.name;
-    body.model = std::move(discretization.model);
-    body.positions = std::move(discretization.nodePositions);
-    body.damping = def.material.damping;
-    if (discretization.dense) {
-      try {
-        body.embedded = std::make_unique<SurfaceBinding>(body.positions, *discretization.dense);
-      } catch (const InputError& e) {
-        throw InputError(label + ": high-resolution surface: " + e.what());
-      }
-      body.embeddedRest = discretization.dense;
-    }
-    const size_t n = static_cast<size_t>(body.model->nodeCount());
-    body.velocities.resize(3 * n);
-    for (size_t i = 0; i < n; ++i) {
-      for (int c = 0; c < 3; ++c) body.velocities[3 * i + c] = def.initialVelocity[c];
-    }
-    body.accelerations.assign(3 * n, 0.0);
-    body.pinned.assign(n, 0);
-    for (size_t p = 0; p < def.pins.size(); ++p) {
-      std::ostringstream pinLabel;
-      pinLabel << label << ".pins[" << p << "]";
-      PinGroup group;
-      group.nodes = selectPinnedNodes(def.pins[p], body.positions, discretization.nodeOfVertex,
-                                      pinLabel.str());
-      group.path = KinematicPath(def.pins[p].path);
-      for (int32_t node : group.nodes) {
-        body.pinned[static_cast<size_t>(node)] = 1;
-        for (int c = 0; c < 3; ++c) {
-          group.restPositions.push_back(body.positions[3 * static_cast<size_t>(node) + c]);
-        }
-      }
-      body.pins.push_back(std::move(group));
-    }
-    const auto mass = body.model->nodeMasses();
-    for (size_t l = 0; l < def.loads.size(); ++l) {
-      std::ostringstream loadLabel;
-      loadLabel << label << ".loads[" << l << "]";
-      LoadGroup group;
-      group.nodes = selectPinnedNodes(def.loads[l].select, body.positions,
-                                      discretization.nodeOfVertex, loadLabel.str());
-      double total = 0;
-      for (const int32_t node : group.nodes) total += mass[static_cast<size_t>(node)];
-      for (const int32_t node : group.nodes) {
-        group.shares.push_back(mass[static_cast<size_t>(node)] / total);
-      }
-      group.force = toVec3(def.loads[l].force);
-      group.ramp = Ramp(def.loads[l].ramp);
-      body.loads.push_back(std::move(group));
-    }
-    if (def.pressure) {
-      body.pressure = PressureLoad{
-          def.pressure->pressure, Ramp(def.pressure->ramp), def.pressure->releaseOnFracture, {}};
-      std::vector<double> probe(3 * n);
-      if (!body.model->nodeAreaVectors(body.positions, probe)) {
-        Geometry surface = body.model->surface(body.positions);
-        if (surface.isPointCloud() || surface.vertexCount() != body.model->nodeCount()) {
-          throw InputError(label + ".pressure: the model '" + body.model->name() +
-                           "' has no surface normals to push along");
-        }
-        body.pressure->triangles = std::move(surface.triangles);
-      }
-    }
-    if (body.hasLoads()) body.externalForces.assign(3 * n, 0.0);
-    world.bodies.push_back(std::move(body));
+    (void)addBody(world, def, loadBodyGeometry(def, label), label);
   }
   return world;
+}
+
+int32_t pieceCount(const Body& body) {
+  const std::vector<int32_t> pieces = body.model->nodePieces();
+  return pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1;
+}
+
+Geometry bodySurface(const Body& body, size_t bodyIndex) {
+  if (body.embedded) return body.embedded->deform(body.positions);
+  Geometry surface = body.model->surface(body.positions);
+  // A torn point cloud has no connectivity for the renderer to find its pieces in: each
+  // point (a node) carries its piece's colour once there is more than one piece.
+  const std::vector<int32_t> pieces = body.model->nodePieces();
+  const bool torn = !pieces.empty() && *std::max_element(pieces.begin(), pieces.end()) > 0;
+  if (torn && surface.isPointCloud() && surface.vertexCount() == std::ssize(pieces)) {
+    surface.colors.resize(3 * pieces.size());
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const float* c = piecePaletteColor(static_cast<int64_t>(bodyIndex) + pieces[i]);
+      std::copy(c, c + 3, &surface.colors[3 * i]);
+    }
+  }
+  return surface;
 }
 
 double stableTimeStep(const World& world) {

@@ -71,6 +71,9 @@ struct Body {
   std::vector<double> accelerations;  // (nNodes, 3), m/s^2 at the current positions
   std::vector<uint8_t> pinned;        // (nNodes), 1 where a pin drives the node
   std::vector<PinGroup> pins;
+  // The node each vertex or point of the body's input geometry became, (nInputVertices),
+  // -1 where it was dropped: pins and loads given as vertex lists go through it.
+  std::vector<int32_t> nodeOfInputVertex;
   std::vector<int32_t> contactObstacle;  // (nNodes), obstacle touched this step, or -1
   std::vector<double> contactNormal;     // (nNodes, 3), its outward normal where touched
   double damping = 0;                    // mass-proportional damping, 1/s
@@ -106,10 +109,35 @@ struct World {
   std::vector<std::string> warnings;  // collected while building, reported in the summary
 };
 
+// "bodies[i] 'name'", the prefix of a body's messages.
+[[nodiscard]] std::string bodyLabel(size_t index, const BodyDef& def);
+
+// A body's geometry from def.file or def.primitive. Throws InputError naming the body.
+[[nodiscard]] Geometry loadBodyGeometry(const BodyDef& def, const std::string& label);
+
+// Adds a body made from `geometry` (def.file and def.primitive are not read) with its
+// transform, model, pins, loads, pressure and initial velocity; returns its index. Messages
+// start with `label`. Throws InputError; the world is unchanged then.
+size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::string& label);
+
+// Pins (or loads) the nodes `pin` selects on an existing body; throws InputError naming
+// `label` when it selects no node or a vertex index is out of range.
+void addPin(World& world, size_t body, const PinDef& pin, const std::string& label);
+void addLoad(World& world, size_t body, const LoadDef& load, const std::string& label);
+
 // Loads or generates each body's geometry, applies its transform, builds its model,
 // selects pinned nodes and sets initial velocities. Throws InputError naming the body
 // (e.g. "bodies[1] 'cloth': pins[0] selects no node") or the geometry file.
 [[nodiscard]] World buildWorld(const SceneDef& scene);
+
+// Connected pieces of a body's nodes (Model::nodePieces): 1 for a model without pieces.
+[[nodiscard]] int32_t pieceCount(const Body& body);
+
+// The surface a frame shows of body `bodyIndex` at its current positions: the embedded
+// high-resolution surface moved by the nodes, or the model's surface; a torn point cloud's
+// points carry their piece's colour (core/palette.hpp, entry bodyIndex + piece), as the
+// renderer colours the pieces of a mesh.
+[[nodiscard]] Geometry bodySurface(const Body& body, size_t bodyIndex);
 
 // The largest stable explicit step over all bodies, s.
 [[nodiscard]] double stableTimeStep(const World& world);

@@ -30,6 +30,13 @@ struct InelasticReport {
   int32_t cracks = 0;            // crack planes formed this step (each changes the topology)
 };
 
+// A model's verdict on a proposed step (Model::inspectStep): accepted, or rejected with
+// the reason, in words, for the run's warnings.
+struct StepVerdict {
+  bool accepted = true;
+  std::string reason;  // why it was rejected; empty when accepted
+};
+
 // A model's evolving state (plastic rest values, broken elements, cracks), saved at the
 // start of a frame so that a frame recomputed with a smaller step starts from it again.
 class ModelState {
@@ -117,6 +124,21 @@ class Model {
     (void)dt;
     return {};
   }
+  // The step pipeline's "accept?" stage (dynamics/step_pipeline.hpp): a proposed step moved
+  // the nodes from `before` to `after` in dt seconds (forces, integration and contact done;
+  // plasticity and fracture not yet). A model that must resolve what happens within a step
+  // with smaller steps (gingold2004 section 4.4, the time-step search: too large a change
+  // of strain, too many elements that would break at once) rejects it; the step is then
+  // undone and retried as two half steps that land on the same time. Both spans have
+  // shape (nNodes, 3). Elastic models accept every step.
+  [[nodiscard]] virtual StepVerdict inspectStep(std::span<const double> before,
+                                                std::span<const double> after, double dt) const {
+    (void)before;
+    (void)after;
+    (void)dt;
+    return {};
+  }
+
   // Bumped whenever the elements change (fracture): caches keyed on the sparsity pattern or
   // the element count must be rebuilt.
   [[nodiscard]] virtual uint64_t topologyVersion() const { return 0; }

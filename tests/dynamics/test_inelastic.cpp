@@ -281,7 +281,7 @@ TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloud
     while (world->time < 1.0) step(*world, dt, times);
     Recorder recorder(folder.path() / (world == &meshWorld ? "mesh" : "cloud"),
                       {OutputFormat::kPly});
-    recorder.writeFrame(*world, 0, 0, 0.0);
+    recorder.writeFrame(*world, 0, StepCounts{}, false, 0.0);
   }
   const auto piecesOf = [](const World& world) { return world.bodies[0].model->nodePieces(); };
   // Mesh: every triangle lies within one piece.

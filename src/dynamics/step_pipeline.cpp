@@ -1,0 +1,171 @@
+#include "dynamics/step_pipeline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+
+bool isImplicit(const TimeDef& time) {
+  return time.integrator == Integrator::kBackwardEuler ||
+         (time.integrator == Integrator::kNewmark && time.newmarkBeta > 0);
+}
+
+double plannedTimeStep(const TimeDef& time, double stableStep, double longest,
+                       std::vector<std::string>& warnings) {
+  const bool implicit = isImplicit(time);
+  const double requested = time.timeStep;
+  double target = requested > 0
+                      ? requested
+                      : (implicit ? kImplicitStepFactor : kAutomaticStepSafety) * stableStep;
+  if (!implicit && requested > 0 && requested > stableStep) {
+    std::ostringstream msg;
+    msg << "time.time_step = " << requested << " s is above the stable explicit step estimate "
+        << stableStep << " s; the run may blow up";
+    warnings.push_back(msg.str());
+  }
+  return std::min(target, longest);
+}
+
+namespace {
+
+ImplicitSettings implicitSettings(const TimeDef& time) {
+  ImplicitSettings settings;
+  settings.scheme = time.integrator == Integrator::kBackwardEuler ? ImplicitScheme::kBackwardEuler
+                                                                  : ImplicitScheme::kNewmark;
+  settings.beta = time.newmarkBeta;
+  settings.gamma = time.newmarkGamma;
+  settings.newton.tolerance = time.newtonTolerance;
+  settings.newton.maxIterations = time.newtonMaxIterations;
+  settings.newton.frozenHessian = time.newtonFrozenHessian;
+  return settings;
+}
+
+}  // namespace
+
+TimeIntegrator::TimeIntegrator(const TimeDef& time, double timeStep,
+                               std::function<void(const std::string&)> warn)
+    : warn_(std::move(warn)), starts_(kMaxStepSplits + 1) {
+  // Newmark with beta = 0 runs through the implicit stepper too: its explicit branch.
+  if (time.integrator != Integrator::kVerlet) implicit_.emplace(implicitSettings(time));
+  setTimeStep(timeStep);
+}
+
+void TimeIntegrator::setTimeStep(double timeStep) {
+  if (!(timeStep > 0) || !std::isfinite(timeStep)) {
+    std::ostringstream msg;
+    msg << "time step " << timeStep << " s must be positive and finite";
+    throw InputError(msg.str());
+  }
+  timeStep_ = timeStep;
+}
+
+void TimeIntegrator::advance(World& world, double interval, double endTime, PhaseTimes& times) {
+  if (!(interval > 0) || !std::isfinite(interval)) {
+    std::ostringstream msg;
+    msg << "cannot advance by " << interval << " s: must be positive and finite";
+    throw InputError(msg.str());
+  }
+  const double count = std::max(1.0, std::ceil(interval / timeStep_ - 1e-9));
+  if (count > kMaxStepsPerAdvance) {
+    std::ostringstream msg;
+    msg << "advancing by " << interval << " s with time step " << timeStep_ << " s takes " << count
+        << " steps, more than " << kMaxStepsPerAdvance;
+    throw InputError(msg.str());
+  }
+  const auto steps = static_cast<int64_t>(count);
+  const double dt = interval / count;
+  for (int64_t s = 0; s < steps; ++s) stepWithRetry(world, dt, 0, times);
+  world.time = endTime;
+}
+
+void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTimes& times) {
+  StepStart& start = starts_[static_cast<size_t>(depth)];
+  save(world, start);
+  std::string rejection;
+  try {
+    rejection = proposeAndInspect(world, dt, start, times);
+  } catch (const NumericalError& e) {
+    rejection = e.what();
+  }
+  if (rejection.empty()) {
+    updateInelastic(world, dt, times);  // commit: plasticity, fracture
+    ++counts_.accepted;
+    return;
+  }
+  ++counts_.rejected;
+  std::ostringstream what;
+  what << "the step from t = " << start.time << " s of " << dt << " s was rejected: " << rejection;
+  if (depth == kMaxStepSplits) {
+    what << " (after " << kMaxStepSplits << " splits into halves)";
+    throw NumericalError(what.str());
+  }
+  if (counts_.rejected == 1 && warn_) {
+    warn_(what.str() +
+          "; retried as two half steps (later rejections are counted in the "
+          "summary's steps_rejected)");
+  }
+  restore(world, start);
+  stepWithRetry(world, dt / 2, depth + 1, times);
+  stepWithRetry(world, dt / 2, depth + 1, times);
+}
+
+std::string TimeIntegrator::proposeAndInspect(World& world, double dt, const StepStart& start,
+                                              PhaseTimes& times) {
+  if (implicit_) {
+    const ImplicitStepReport solved = implicit_->propose(world, dt, times);
+    for (const NewtonReport& body : solved.bodies) {
+      counts_.newton.iterations += body.iterations;
+      counts_.newton.factorizations += body.factorizations;
+    }
+  } else {
+    proposeStep(world, dt, times);
+  }
+  PhaseTimer timer(times.checks);
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    const Body& body = world.bodies[b];
+    const StepVerdict verdict = body.model->inspectStep(start.positions[b], body.positions, dt);
+    if (!verdict.accepted) {
+      return "body '" + body.name + "' (" + body.model->name() + "): " + verdict.reason;
+    }
+  }
+  return {};
+}
+
+void TimeIntegrator::save(const World& world, StepStart& start) const {
+  const size_t n = world.bodies.size();
+  start.time = world.time;
+  start.positions.resize(n);
+  start.velocities.resize(n);
+  start.accelerations.resize(n);
+  start.externalForces.resize(n);
+  start.elastic.resize(n);
+  for (size_t b = 0; b < n; ++b) {
+    const Body& body = world.bodies[b];
+    start.positions[b].assign(body.positions.begin(), body.positions.end());
+    start.velocities[b].assign(body.velocities.begin(), body.velocities.end());
+    start.accelerations[b].assign(body.accelerations.begin(), body.accelerations.end());
+    start.externalForces[b].assign(body.externalForces.begin(), body.externalForces.end());
+    start.elastic[b] = body.elastic;
+  }
+}
+
+void TimeIntegrator::restore(World& world, const StepStart& start) {
+  world.time = start.time;
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    Body& body = world.bodies[b];
+    std::copy(start.positions[b].begin(), start.positions[b].end(), body.positions.begin());
+    std::copy(start.velocities[b].begin(), start.velocities[b].end(), body.velocities.begin());
+    std::copy(start.accelerations[b].begin(), start.accelerations[b].end(),
+              body.accelerations.begin());
+    std::copy(start.externalForces[b].begin(), start.externalForces[b].end(),
+              body.externalForces.begin());
+    body.elastic = start.elastic[b];
+    // State held fixed while differentiating (Model::prepare) follows the positions.
+    (void)body.model->prepare(body.positions);
+  }
+}
+
+}  // namespace shellsim

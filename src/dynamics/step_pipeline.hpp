@@ -1,0 +1,121 @@
+// Advancing a world in time: one step pipeline for every integrator, with accept and
+// reject (DESIGN.md, "Data flows one way").
+//
+// One step of length h, from time t:
+//
+//   propose   scripted motion -> forces -> integrate -> contact -> checks
+//             (the integration strategy: explicit velocity Verlet, stepper.hpp, or an
+//             implicit scheme, implicit.hpp; both end with the NaN / speed checks)
+//   accept?   the proposal is rejected when it failed (NaN, a node faster than
+//             kMaxNodeSpeed, Newton did not converge: NumericalError) or when a body's model
+//             rejects it (Model::inspectStep, e.g. gingold2004's time-step search)
+//   commit    plasticity -> fracture (updateInelastic), only for an accepted step
+//
+// A rejected step is undone (positions, velocities, accelerations and time back to what
+// they were at t) and retried as two steps of h/2, each of them again proposed,
+// inspected and possibly split, down to h / 2^kMaxStepSplits. The halves end where the
+// whole step would have ended, so a rejection never moves a frame's time. Each split is
+// local: the next step takes the planned length again. A step that still fails at the
+// deepest split throws NumericalError; the caller (Simulation, include/shellsim/world.hpp)
+// then recomputes the whole interval from its checkpoint with half the planned step, the
+// last resort.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dynamics/implicit.hpp"
+#include "dynamics/stepper.hpp"
+#include "dynamics/world.hpp"
+#include "shellsim/scene.hpp"
+
+namespace shellsim {
+
+// Newton work of an implicit run, all bodies.
+struct NewtonCounts {
+  int64_t iterations = 0;
+  int64_t factorizations = 0;
+};
+
+// Steps taken so far, over the whole run.
+struct StepCounts {
+  int64_t accepted = 0;  // steps whose plasticity and fracture ran, split halves counted
+  int64_t rejected = 0;  // proposals undone (failed or rejected by a model)
+  NewtonCounts newton;   // implicit runs; the iterations of rejected proposals included
+};
+
+// A rejected step is split into halves at most this many times (down to 1/64 of it).
+inline constexpr int kMaxStepSplits = 6;
+
+// More steps than this in one advance means the step is hopelessly small for the interval.
+inline constexpr double kMaxStepsPerAdvance = 1e10;
+
+// Safety factor on the stable-step estimate when the scene asks for an automatic step.
+inline constexpr double kAutomaticStepSafety = 0.5;
+// Automatic step of the implicit integrators, in stable explicit steps: large enough to pay
+// for the Newton solves (about 20-30 explicit steps each, bench_implicit), small enough to
+// resolve the bounces and folds the explicit runs show.
+inline constexpr double kImplicitStepFactor = 20.0;
+
+// Whether the settings integrate implicitly (need a Newton solve per step).
+[[nodiscard]] bool isImplicit(const TimeDef& time);
+
+// The planned step: time.timeStep when given, else the automatic one from the stable
+// explicit step, never above `longest` (a frame interval). Adds a warning when a requested
+// explicit step exceeds the stable estimate.
+[[nodiscard]] double plannedTimeStep(const TimeDef& time, double stableStep, double longest,
+                                     std::vector<std::string>& warnings);
+
+class TimeIntegrator {
+ public:
+  // The integration strategy from time.integrator (validated); `timeStep` is the planned
+  // step, s, > 0. `warn` receives one message the first time a step is rejected.
+  TimeIntegrator(const TimeDef& time, double timeStep,
+                 std::function<void(const std::string&)> warn = {});
+
+  // Steps the world by `interval` seconds (> 0) in n equal steps of interval / n, n the
+  // fewest that keep them no longer than the planned step, each through the pipeline above.
+  // world.time ends exactly at `endTime`, which is world.time + interval up to rounding
+  // (frame times are exact multiples of the frame interval, not sums of steps). Needs
+  // computeAccelerations(world) once before the first call (and after the world's state
+  // was changed from outside). Throws NumericalError when a step fails at the deepest
+  // split, leaving the world mid-step; InputError when the interval needs more than
+  // kMaxStepsPerAdvance steps.
+  void advance(World& world, double interval, double endTime, PhaseTimes& times);
+
+  [[nodiscard]] double timeStep() const { return timeStep_; }
+  void setTimeStep(double timeStep);
+  [[nodiscard]] bool implicit() const { return implicit_.has_value(); }
+  [[nodiscard]] const StepCounts& counts() const { return counts_; }
+
+ private:
+  // The kinematic state at the start of a step, per split depth (buffers reused): what a
+  // step changes before it is accepted. The accelerations are restored, not recomputed:
+  // after plastic flow they are those of the rest state before it (updateInelastic
+  // recomputes them only when the topology changed), and a retried step must start from
+  // exactly what the step it replaces started from.
+  struct StepStart {
+    double time = 0;
+    // per body, (nNodes, 3) each
+    std::vector<std::vector<double>> positions, velocities, accelerations, externalForces;
+    std::vector<EnergyParts> elastic;  // per body, J
+  };
+
+  // One step of length dt through propose / accept? / commit, split on rejection.
+  void stepWithRetry(World& world, double dt, int depth, PhaseTimes& times);
+  // Proposes one step from `start` and inspects it; returns why it is rejected, or "".
+  std::string proposeAndInspect(World& world, double dt, const StepStart& start, PhaseTimes& times);
+  void save(const World& world, StepStart& start) const;
+  static void restore(World& world, const StepStart& start);
+
+  std::optional<ImplicitStepper> implicit_;
+  double timeStep_ = 0;  // s
+  std::function<void(const std::string&)> warn_;
+  StepCounts counts_;
+  std::vector<StepStart> starts_;  // (kMaxStepSplits + 1)
+};
+
+}  // namespace shellsim

@@ -1,0 +1,283 @@
+// The public C++ API (include/shellsim/world.hpp), through public headers only: a world
+// built in memory, stepped, read back, saved and restored; bad calls get clear errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shellsim/errors.hpp"
+#include "shellsim/geometry.hpp"
+#include "shellsim/io.hpp"
+#include "shellsim/run.hpp"
+#include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
+
+namespace shellsim {
+namespace {
+
+// A square sheet of cells x cells, side `size` m, in the plane z = height, made in memory.
+Geometry sheetMesh(int cells, double size, double height) {
+  Geometry mesh;
+  for (int j = 0; j <= cells; ++j) {
+    for (int i = 0; i <= cells; ++i) {
+      mesh.positions.insert(mesh.positions.end(), {size * (i / double(cells) - 0.5),
+                                                   size * (j / double(cells) - 0.5), height});
+    }
+  }
+  const auto vertex = [&](int i, int j) { return j * (cells + 1) + i; };
+  for (int j = 0; j < cells; ++j) {
+    for (int i = 0; i < cells; ++i) {
+      mesh.triangles.insert(mesh.triangles.end(),
+                            {vertex(i, j), vertex(i + 1, j), vertex(i + 1, j + 1), vertex(i, j),
+                             vertex(i + 1, j + 1), vertex(i, j + 1)});
+    }
+  }
+  return mesh;
+}
+
+BodyDef clothDef(const std::string& model) {
+  BodyDef def;
+  def.name = "cloth";
+  def.model = model;
+  def.material.youngModulus = 2e5;
+  def.material.thickness = 2e-3;
+  def.material.density = 300;
+  def.material.damping = 2.0;
+  return def;
+}
+
+ObstacleDef ground() {
+  ObstacleDef plane;
+  plane.type = ObstacleType::kPlane;
+  plane.friction = 0.5;
+  return plane;
+}
+
+double lowestZ(std::span<const double> x) {
+  double lowest = INFINITY;
+  for (size_t i = 2; i < x.size(); i += 3) lowest = std::min(lowest, x[i]);
+  return lowest;
+}
+
+std::string inputErrorOf(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError";
+  return {};
+}
+
+class DropOnGround : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DropOnGround, ASheetMadeInMemoryLandsAndComesToRest) {
+  Simulation sim;
+  const int32_t body = sim.addBody(sheetMesh(10, 0.4, 0.2), clothDef(GetParam()));
+  sim.addObstacle(ground());
+  EXPECT_EQ(sim.bodyCount(), 1);
+  EXPECT_EQ(sim.nodeCount(body), 121);
+  EXPECT_EQ(sim.bodyIndex("cloth"), body);
+  EXPECT_EQ(sim.modelName(body), GetParam());
+  EXPECT_NEAR(lowestZ(sim.positions(body)), 0.2, 1e-12);
+  double mass = 0;
+  for (const double m : sim.masses(body)) mass += m;
+  EXPECT_NEAR(mass, 300 * 2e-3 * 0.16, 1e-9);
+
+  // Free fall with mass-proportional damping c: v = g (1 - e^(-c t)) / c, and the drop
+  // z0 - z = g / c (t - (1 - e^(-c t)) / c).
+  sim.advance(0.1);
+  EXPECT_DOUBLE_EQ(sim.time(), 0.1);
+  const double g = 9.81, c = 2.0, t = 0.1;
+  const double speed = g * (1 - std::exp(-c * t)) / c;
+  const double drop = g / c * (t - (1 - std::exp(-c * t)) / c);
+  EXPECT_NEAR(lowestZ(sim.positions(body)), 0.2 - drop, 1e-4);
+  const double fallingKinetic = sim.energies(body).kinetic;
+  EXPECT_NEAR(fallingKinetic, 0.5 * mass * speed * speed, 1e-3 * fallingKinetic);
+
+  sim.advanceFrames(45);  // to 1.6 s
+  EXPECT_NEAR(sim.time(), 1.6, 1e-12);
+  const std::span<const double> x = sim.positions(body);
+  EXPECT_GT(lowestZ(x), -1e-6) << "sank into the ground";
+  double highest = -INFINITY;
+  for (size_t i = 2; i < x.size(); i += 3) highest = std::max(highest, x[i]);
+  EXPECT_LT(highest, 0.01) << "not lying on the ground";
+  EXPECT_LT(sim.energies(body).kinetic, 1e-3 * fallingKinetic) << "not at rest";
+  EXPECT_GT(sim.statistics().steps, 0);
+  const Geometry surface = sim.surface(body);
+  EXPECT_EQ(surface.vertexCount(), 121);
+  EXPECT_EQ(surface.triangleCount(), 200);
+  EXPECT_EQ(sim.pieceCount(body), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryModel, DropOnGround,
+                         ::testing::Values("mass_spring", "discrete_shell", "fiber"));
+
+TEST(Simulation, ARestoredStateContinuesExactlyAsBefore) {
+  // A fiber sheet with plasticity and fracture, torn by a pin moving away: its plastic and
+  // broken state must come back with the positions.
+  Simulation sim;
+  BodyDef def = clothDef("fiber");
+  def.fiber.plasticity = FiberPlasticityDef{};
+  def.fiber.fracture = FiberFractureDef{};
+  def.fiber.fracture->stretchLimit = 1.05;
+  PinDef left;
+  left.shape = PinShape::kBox;
+  left.center = {-0.2, 0, 0.2};
+  left.halfExtents = {0.01, 0.3, 0.01};
+  PinDef right = left;
+  right.center = {0.2, 0, 0.2};
+  right.path = {{0, {0, 0, 0}}, {0.3, {0.15, 0, 0}}};
+  def.pins = {left, right};
+  const int32_t body = sim.addBody(sheetMesh(12, 0.4, 0.2), def);
+  sim.advance(0.1);
+  const SimulationState saved = sim.saveState();
+  EXPECT_DOUBLE_EQ(saved.time(), 0.1);
+  sim.advanceFrames(6);
+  const std::vector<double> first(sim.positions(body).begin(), sim.positions(body).end());
+  const int64_t broken = sim.brokenElements(body);
+  EXPECT_GT(broken, 0) << "the sheet did not start to tear";
+  sim.restoreState(saved);
+  EXPECT_DOUBLE_EQ(sim.time(), 0.1);
+  EXPECT_LT(sim.brokenElements(body), broken);
+  sim.advanceFrames(6);
+  const std::span<const double> second = sim.positions(body);
+  ASSERT_EQ(first.size(), second.size());
+  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(double)), 0);
+  EXPECT_EQ(sim.brokenElements(body), broken);
+}
+
+TEST(Simulation, PinsLoadsAndVelocitiesSetThroughTheApi) {
+  Simulation sim(SimulationSettings{{0, 0, 0}, TimeDef{}});  // no gravity
+  const int32_t body = sim.addBody(sheetMesh(6, 0.3, 0), clothDef("mass_spring"));
+  PinDef corner;
+  corner.shape = PinShape::kVertices;
+  corner.vertices = {0};
+  sim.addPin(body, corner);
+  EXPECT_EQ(sim.pinnedNodes(body)[0], 1);
+  EXPECT_EQ(sim.nodeOfVertex(body)[48], 48);
+  LoadDef push;
+  push.select.shape = PinShape::kVertices;
+  push.select.vertices = {48};
+  push.force = {0, 0, 0.01};
+  sim.addLoad(body, push);
+  std::vector<double> v(sim.velocities(body).begin(), sim.velocities(body).end());
+  for (size_t i = 0; i < v.size(); i += 3) v[i] = 0.1;  // the whole sheet moves along x
+  sim.setVelocities(body, v);
+  sim.advance(0.05);
+  const std::span<const double> x = sim.positions(body);
+  EXPECT_EQ(x[0], -0.15) << "the pinned corner moved";
+  EXPECT_EQ(x[1], -0.15);
+  EXPECT_GT(x[3 * 48 + 2], 1e-4) << "the load did not lift its corner";
+  EXPECT_GT(x[3 * 24], 0.001) << "the velocity set was lost";
+}
+
+TEST(Simulation, BadCallsGetErrorsThatNameWhatIsWrong) {
+  Simulation sim;
+  EXPECT_NE(inputErrorOf([&] { sim.advance(0.1); }).find("no body"), std::string::npos);
+  BodyDef bad = clothDef("mass_spring");
+  bad.material.poisson = 0.7;
+  EXPECT_NE(inputErrorOf([&] {
+              sim.addBody(sheetMesh(4, 0.2, 0), bad);
+            }).find("bodies[0].material.poisson = 0.7: must be in [0, 0.5)"),
+            std::string::npos);
+  EXPECT_EQ(sim.bodyCount(), 0);
+  Geometry cloud = sheetMesh(4, 0.2, 0);
+  cloud.triangles.clear();
+  EXPECT_NE(inputErrorOf([&] {
+              sim.addBody(cloud, clothDef("discrete_shell"));
+            }).find("needs a triangle mesh"),
+            std::string::npos);
+  const int32_t body = sim.addBody(sheetMesh(4, 0.2, 0), clothDef("mass_spring"));
+  EXPECT_NE(inputErrorOf([&] {
+              sim.addBody(sheetMesh(4, 0.2, 0), clothDef("mass_spring"));
+            }).find("names must be distinct"),
+            std::string::npos);
+  EXPECT_NE(inputErrorOf([&] { (void)sim.positions(3); }).find("body index 3 out of range [0, 1)"),
+            std::string::npos);
+  EXPECT_NE(inputErrorOf([&] {
+              sim.setPositions(body, std::vector<double>(6, 0.0));
+            }).find("2 nodes given"),
+            std::string::npos);
+  std::vector<double> x(sim.positions(body).begin(), sim.positions(body).end());
+  x[7] = NAN;
+  EXPECT_NE(inputErrorOf([&] { sim.setPositions(body, x); }).find("node 2 has a non-finite"),
+            std::string::npos);
+  EXPECT_FALSE(std::isnan(sim.positions(body)[7])) << "a rejected call changed the state";
+  EXPECT_NE(inputErrorOf([&] { sim.advance(-1); }).find("positive and finite"), std::string::npos);
+  PinDef nowhere;
+  nowhere.center = {5, 5, 5};
+  EXPECT_NE(inputErrorOf([&] { sim.addPin(body, nowhere); }).find("pins[0]: selects no node"),
+            std::string::npos);
+  Simulation other;
+  other.addBody(sheetMesh(4, 0.2, 0), clothDef("mass_spring"));
+  const SimulationState foreign = other.saveState();
+  EXPECT_NE(inputErrorOf([&] { sim.restoreState(foreign); }).find("another simulation"),
+            std::string::npos);
+  EXPECT_NE(inputErrorOf([&] { sim.restoreState(SimulationState{}); }).find("empty"),
+            std::string::npos);
+  TimeDef time;
+  time.frameRate = -30;
+  EXPECT_NE(inputErrorOf([&] {
+              Simulation s(SimulationSettings{{0, 0, -9.81}, time});
+            }).find("time.frame_rate = -30"),
+            std::string::npos);
+}
+
+TEST(Simulation, AdvanceThatStillFailsLeavesTheSimulationAtItsStart) {
+  // Far too stiff for the requested step: even 1/64 of it (the deepest split) and 1/16
+  // of that (the last recomputation) is far above the stable step.
+  TimeDef time;
+  time.timeStep = 1e-3;
+  time.frameRate = 100;
+  Simulation sim(SimulationSettings{{0, 0, -9.81}, time});
+  BodyDef def = clothDef("mass_spring");
+  def.material.youngModulus = 1e15;
+  def.initialVelocity = {0, 0, 0.1};
+  PinDef corner;  // holds one corner back: the springs next to it stretch at once
+  corner.shape = PinShape::kVertices;
+  corner.vertices = {0};
+  def.pins.push_back(corner);
+  const int32_t body = sim.addBody(sheetMesh(6, 0.3, 0), def);
+  ASSERT_LT(20 * 64 * 16 * sim.stableTimeStep(), time.timeStep);
+  std::vector<std::string> warnings;
+  sim.onWarning([&](const std::string& w) { warnings.push_back(w); });
+  const std::vector<double> start(sim.positions(body).begin(), sim.positions(body).end());
+  EXPECT_THROW(sim.advanceFrames(1), NumericalError);
+  EXPECT_EQ(sim.time(), 0.0);
+  const std::span<const double> x = sim.positions(body);
+  EXPECT_TRUE(std::equal(start.begin(), start.end(), x.begin()));
+  EXPECT_EQ(sim.statistics().recomputations, 4);
+  ASSERT_GE(warnings.size(), 4u);
+  EXPECT_NE(warnings.back().find("recomputing the frame"), std::string::npos);
+}
+
+TEST(Simulation, ASceneRunsTheSameThroughTheApiAsThroughRunScene) {
+  SceneDef scene = defaultScene();
+  scene.time.duration = 0.1;
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() / "shellsim_test_simulation_scene";
+  std::filesystem::remove_all(out);
+  RunOptions options;
+  options.outputFolder = out;
+  const RunReport report = runScene(scene, options);
+  Simulation sim(scene);
+  sim.advanceFrames(report.framesWritten - 1);
+  EXPECT_EQ(sim.statistics().steps, report.steps);
+  const std::string name = scene.bodies[0].name;
+  const Geometry frame = readGeometry(out / "frames" / (name + "_00003.ply"));
+  const Geometry surface = sim.surface(sim.bodyIndex(name));
+  ASSERT_EQ(frame.positions.size(), surface.positions.size());
+  for (size_t i = 0; i < frame.positions.size(); ++i) {  // PLY frames hold floats
+    ASSERT_EQ(frame.positions[i], static_cast<float>(surface.positions[i])) << i;
+  }
+  std::filesystem::remove_all(out);
+}
+
+}  // namespace
+}  // namespace shellsim
