@@ -3,7 +3,9 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -127,7 +129,7 @@ void printRenderReport(const shellsim::RenderReport& report, const CommonOptions
 }
 
 int runCommand(const std::optional<std::string>& scenePath, const std::optional<std::string>& out,
-               std::optional<int> frames, const CommonOptions& common,
+               std::optional<int> frames, bool resume, const CommonOptions& common,
                const std::optional<PreviewOptions>& preview) {
   shellsim::ThreadLimit threadLimit(common.threads);
   const shellsim::SceneDef scene =
@@ -136,6 +138,7 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
   options.sceneName = scenePath ? *scenePath : "default";
   if (out) options.outputFolder = *out;
   if (frames) options.maxFrames = *frames;
+  options.resume = resume;
   options.onProgress = ProgressPrinter(common.quiet);
   std::unique_ptr<shellsim::PreviewRecorder> recorder;
   if (preview) {
@@ -152,6 +155,17 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
   options.onWarning = [&](const std::string& w) {
     if (!common.quiet) std::cerr << "warning: " << w << '\n';
   };
+  // A test aid (tests/cli/resume_after_kill.sh): SHELLSIM_KILL_AFTER_FRAME=N makes the run
+  // kill itself with SIGKILL (no clean-up, as `kill -9` or a power loss) once frame N is
+  // written, so that --resume is tested at a known point of a run of any speed.
+  if (const char* kill = std::getenv("SHELLSIM_KILL_AFTER_FRAME"); kill != nullptr) {
+    const int killFrame = std::atoi(kill);
+    options.onProgress = [progress = std::move(options.onProgress),
+                          killFrame](const shellsim::RunProgress& p) {
+      progress(p);
+      if (p.frame == killFrame) std::raise(SIGKILL);
+    };
+  }
   if (!common.quiet) {
     std::cerr << "shellsim: running " << (scenePath ? *scenePath : "the built-in default scene")
               << " with " << shellsim::ThreadLimit::current() << " threads\n";
@@ -248,8 +262,15 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bool previewFlag = false;
   PreviewOptions preview;
-  run->add_flag("--preview", previewFlag,
-                "Render each frame as it is written, then a video, contact sheet and energy plot");
+  CLI::Option* previewOption = run->add_flag(
+      "--preview", previewFlag,
+      "Render each frame as it is written, then a video, contact sheet and energy plot");
+  bool resume = false;
+  run->add_flag("--resume", resume,
+                "Continue a run that was stopped (killed, power loss) from the last checkpoint "
+                "in its output folder; the frames are the same as an uninterrupted run's "
+                "(render the finished run with `shellsim render`)")
+      ->excludes(previewOption);
   addPreviewOptions(run, preview);
   addCommonOptions(run, common);
 
@@ -293,7 +314,7 @@ int main(int argc, char** argv) {
 
   try {
     if (run->parsed()) {
-      return runCommand(scenePath, out, frames, common,
+      return runCommand(scenePath, out, frames, resume, common,
                         previewFlag ? std::optional<PreviewOptions>(preview) : std::nullopt);
     }
     if (render->parsed()) return renderCommand(renderFolder, preview, common);

@@ -27,6 +27,12 @@ struct RunOptions {
   std::optional<int32_t> maxFrames;                   // stop after this many frames (incl. frame 0)
   std::function<void(const RunProgress&)> onProgress;  // called after each frame
   std::function<void(const std::string&)> onWarning;   // called once per warning
+  // Continue a run that stopped (killed, power loss) from the last checkpoint in the output
+  // folder (output.checkpoint_every): the frames after it are computed again and are
+  // byte-identical to an uninterrupted run's, and so are the summary's simulated
+  // quantities. A checkpoint that is missing, corrupt, from another scene or another
+  // format version throws InputError naming it.
+  bool resume = false;
 };
 
 struct RunReport {
@@ -45,6 +51,8 @@ struct RunReport {
 // half the time step, up to 4 times, with a warning; the smaller step is kept for the rest
 // of the run. If it still fails, the summary records the failure, the frames already
 // written stay valid, the failing state is not written, and NumericalError is rethrown.
+// After every output.checkpoint_every frames the state goes to <output>/checkpoint.bin
+// (atomically), for RunOptions::resume.
 RunReport runScene(const SceneDef& scene, const RunOptions& options = {});
 
 }  // namespace shellsim

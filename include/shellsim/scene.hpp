@@ -235,6 +235,7 @@ struct CameraDef {
 struct OutputDef {
   std::filesystem::path folder = "out";  // relative paths resolve against the working directory
   std::vector<OutputFormat> formats{OutputFormat::kPly};
+  int32_t checkpointEvery = 1;  // frames between checkpoints (checkpoint.bin); 0: none
   std::optional<CameraDef> camera;
 
   bool operator==(const OutputDef&) const = default;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <span>
@@ -70,6 +71,7 @@ class SimulationState {
 
  private:
   friend class Simulation;
+  friend struct SimulationStateAccess;
   std::shared_ptr<const Data> data_;
 };
 
@@ -157,6 +159,13 @@ class Simulation {
   // simulation, or before bodies were added, throws InputError.
   [[nodiscard]] SimulationState saveState() const;
   void restoreState(const SimulationState& state);
+  // The same as a file: written atomically (a temporary file, then a rename), versioned and
+  // checksummed. Reading checks the file against this simulation: one that is corrupt,
+  // written by another format version or saved from a simulation set up differently
+  // (other bodies, geometry, definitions, obstacles or settings; the duration aside) throws
+  // InputError naming the file and what is wrong. IoError when it cannot be read or written.
+  void writeStateFile(const SimulationState& state, const std::filesystem::path& path) const;
+  [[nodiscard]] SimulationState readStateFile(const std::filesystem::path& path) const;
 
   // Every warning so far (discretization, step rejections, recomputations), in order.
   [[nodiscard]] const std::vector<std::string>& warnings() const;

@@ -651,6 +651,10 @@ ImplicitStepper::ImplicitStepper(ImplicitStepper&&) noexcept = default;
 ImplicitStepper& ImplicitStepper::operator=(ImplicitStepper&&) noexcept = default;
 ImplicitStepper::~ImplicitStepper() = default;
 
+void ImplicitStepper::dropCaches() {
+  caches_.clear();
+}
+
 ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& times) {
   ImplicitStepReport report = propose(world, dt, times);
   updateInelastic(world, dt, times);

@@ -215,6 +215,8 @@ class ImplicitStepper {
   ImplicitStepReport propose(World& world, double dt, PhaseTimes& times);
 
   [[nodiscard]] const ImplicitSettings& settings() const { return settings_; }
+  // Forgets every body's solver state (factor, pattern); the next step rebuilds it.
+  void dropCaches();
 
  private:
   ImplicitSettings settings_;

@@ -195,4 +195,77 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   writeFileAtomically(summaryPath(), [&](std::ostream& out) { out << text << '\n'; });
 }
 
+void Recorder::writeRecords(ByteWriter& out) const {
+  out.value(surfaceSeconds_);
+  out.value<uint64_t>(frames_.size());
+  for (const FrameRecord& r : frames_) {
+    out.value(r.frame);
+    out.value(r.time);
+    out.value(r.steps);
+    out.value(r.rejectedSteps);
+    out.value<uint8_t>(r.newton ? 1 : 0);
+    if (r.newton) {
+      out.value(r.newton->iterations);
+      out.value(r.newton->factorizations);
+    }
+    out.value(r.wallSeconds);
+    out.value<uint64_t>(r.bodies.size());
+    for (const FrameRecord::BodyEnergy& b : r.bodies) {  // field by field: no padding bytes
+      for (const double e : {b.kinetic, b.stretching, b.bending, b.gravitational}) out.value(e);
+      out.value(b.pieces);
+      out.value(b.brokenElements);
+      out.value(b.cracks);
+    }
+    out.value<uint64_t>(r.files.size());
+    for (const std::string& file : r.files) out.string(file);
+    out.value<uint64_t>(r.obstacleOffsets.size());
+    for (const Vec3& o : r.obstacleOffsets) {
+      for (int c = 0; c < 3; ++c) out.value(o[c]);
+    }
+  }
+}
+
+void Recorder::readRecords(ByteReader& in) {
+  surfaceSeconds_ = in.value<double>("surface seconds");
+  const auto count = in.value<uint64_t>("frame count");
+  std::vector<FrameRecord> frames;
+  for (uint64_t f = 0; f < count; ++f) {
+    FrameRecord& r = frames.emplace_back();
+    r.frame = in.value<int32_t>("frame");
+    if (r.frame != static_cast<int64_t>(f)) in.fail("frame records out of order");
+    r.time = in.value<double>("frame time");
+    r.steps = in.value<int64_t>("frame steps");
+    r.rejectedSteps = in.value<int64_t>("frame steps");
+    if (in.value<uint8_t>("Newton flag") != 0) {
+      NewtonCounts newton;
+      newton.iterations = in.value<int64_t>("Newton counts");
+      newton.factorizations = in.value<int64_t>("Newton counts");
+      r.newton = newton;
+    }
+    r.wallSeconds = in.value<double>("wall seconds");
+    const auto bodies = in.value<uint64_t>("body count");
+    if (bodies > 1'000'000) in.fail("frame records: " + std::to_string(bodies) + " bodies");
+    for (uint64_t b = 0; b < bodies; ++b) {
+      FrameRecord::BodyEnergy& e = r.bodies.emplace_back();
+      for (double* v : {&e.kinetic, &e.stretching, &e.bending, &e.gravitational}) {
+        *v = in.value<double>("frame energies");
+      }
+      e.pieces = in.value<int32_t>("pieces");
+      e.brokenElements = in.value<int64_t>("broken elements");
+      e.cracks = in.value<int32_t>("cracks");
+    }
+    const auto files = in.value<uint64_t>("file count");
+    if (files > 1'000'000) in.fail("frame records: " + std::to_string(files) + " files");
+    for (uint64_t i = 0; i < files; ++i) r.files.push_back(in.string("file name"));
+    const auto offsets = in.value<uint64_t>("obstacle count");
+    if (offsets > 1'000'000) in.fail("frame records: " + std::to_string(offsets) + " obstacles");
+    for (uint64_t i = 0; i < offsets; ++i) {
+      Vec3 o;
+      for (int c = 0; c < 3; ++c) o[c] = in.value<double>("obstacle offset");
+      r.obstacleOffsets.push_back(o);
+    }
+  }
+  frames_ = std::move(frames);
+}
+
 }  // namespace shellsim

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_stream.hpp"
 #include "dynamics/step_pipeline.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
@@ -56,6 +57,11 @@ class Recorder {
   [[nodiscard]] const std::filesystem::path& folder() const { return folder_; }
   [[nodiscard]] std::filesystem::path summaryPath() const { return folder_ / "summary.json"; }
   [[nodiscard]] const std::vector<FrameRecord>& frames() const { return frames_; }
+
+  // The records of the frames so far, for a checkpoint, and back (a resumed run continues
+  // the summary of the run it resumes). readRecords throws InputError through `in`.
+  void writeRecords(ByteWriter& out) const;
+  void readRecords(ByteReader& in);
 
  private:
   std::filesystem::path folder_;

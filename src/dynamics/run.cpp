@@ -4,23 +4,45 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/byte_stream.hpp"
 #include "dynamics/recorder.hpp"
 #include "dynamics/simulation_impl.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/io.hpp"
 #include "shellsim/world.hpp"
 
 namespace shellsim {
+
+namespace {
+
+constexpr const char* kCheckpointName = "checkpoint.bin";
+
+// The run's section of a checkpoint: the frame it was taken at, the recorder's frame
+// records and the warnings so far.
+std::vector<uint8_t> runSection(int32_t frame, const Recorder& recorder,
+                                const std::vector<std::string>& warnings) {
+  ByteWriter out;
+  out.value(frame);
+  recorder.writeRecords(out);
+  out.value<uint64_t>(warnings.size());
+  for (const std::string& w : warnings) out.string(w);
+  return out.take();
+}
+
+}  // namespace
 
 // A short loop over the public API (shellsim/world.hpp): build, then advance a frame and
 // record it, frame after frame. The recorder reads the world behind the API.
 RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  double wallOffset = 0;  // s, the wall time of the run resumed, up to its checkpoint
   const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return wallOffset +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
 
   Simulation simulation(scene);
-  const Simulation::Impl& impl = implOf(std::as_const(simulation));
+  Simulation::Impl& impl = implOf(simulation);
   RunReport report;
   report.stableTimeStep = simulation.stableTimeStep();
   report.timeStep = simulation.timeStep();  // plans the step; may warn
@@ -34,8 +56,41 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
                     scene.output.camera);
   report.outputFolder = recorder.folder();
   report.summaryPath = recorder.summaryPath();
+  const std::filesystem::path checkpointPath = recorder.folder() / kCheckpointName;
   for (const auto& warning : report.warnings) {
     if (options.onWarning) options.onWarning(warning);
+  }
+
+  int32_t firstFrame = 0;  // the first frame to compute and write
+  if (options.resume) {
+    if (!std::filesystem::exists(checkpointPath)) {
+      throw InputError(checkpointPath.string() +
+                       ": no checkpoint to resume from (the run wrote none: it stopped before "
+                       "its first frame, or output.checkpoint_every is 0)");
+    }
+    SimulationState state;
+    const std::vector<uint8_t> section =
+        decodeState(impl, readFileBytes(checkpointPath), checkpointPath.string(), state);
+    ByteReader in(section, checkpointPath.string());
+    const auto frame = in.value<int32_t>("checkpoint frame");
+    recorder.readRecords(in);
+    if (frame < 0 || static_cast<size_t>(frame) + 1 != recorder.frames().size()) {
+      in.fail("the checkpoint's frame does not match its frame records");
+    }
+    const auto warnings = in.value<uint64_t>("warning count");
+    if (warnings > 100'000) in.fail(std::to_string(warnings) + " warnings");
+    report.warnings.clear();
+    for (uint64_t w = 0; w < warnings; ++w) report.warnings.push_back(in.string("warning"));
+    if (!in.atEnd()) in.fail("bytes after the run section");
+    simulation.restoreState(state);
+    report.timeStep = simulation.timeStep();
+    wallOffset = recorder.frames().back().wallSeconds;
+    firstFrame = frame + 1;
+    report.framesWritten = firstFrame;
+  } else {
+    // A checkpoint left by an earlier run in this folder belongs to that run.
+    std::error_code ignored;
+    std::filesystem::remove(checkpointPath, ignored);
   }
   simulation.onWarning([&](const std::string& warning) {
     report.warnings.push_back(warning);
@@ -51,10 +106,22 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     recorder.writeSummary(impl.world, sceneName, report.timeStep, report.stableTimeStep, times,
                           report.warnings, status, error);
   };
+  const int32_t checkpointEvery = scene.output.checkpointEvery;
   const auto record = [&](int32_t frame) {
     const auto outputStart = std::chrono::steady_clock::now();
     recorder.writeFrame(impl.world, frame, impl.integrator->counts(), implicit, elapsed());
     summary(frame + 1 == frameCount ? "completed" : "running", "");
+    if (checkpointEvery > 0 && frame % checkpointEvery == 0) {
+      const std::vector<uint8_t> bytes =
+          encodeState(impl, simulation.saveState(), runSection(frame, recorder, report.warnings));
+      writeFileAtomically(checkpointPath, [&](std::ostream& out) {
+        out.write(reinterpret_cast<const char*>(bytes.data()),
+                  static_cast<std::streamsize>(bytes.size()));
+      });
+      // The run resumed from here starts without the implicit solver's kept factor: so
+      // does this one.
+      impl.integrator->dropSolverCaches();
+    }
     outputSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - outputStart).count();
     report.framesWritten = frame + 1;
@@ -64,8 +131,11 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     }
   };
 
-  record(0);
-  for (int32_t frame = 1; frame < frameCount; ++frame) {
+  if (firstFrame == 0) {
+    record(0);
+    firstFrame = 1;
+  }
+  for (int32_t frame = firstFrame; frame < frameCount; ++frame) {
     try {
       simulation.advanceFrames(1);
     } catch (const NumericalError& e) {
@@ -77,6 +147,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     record(frame);
   }
   // Refresh phase times (the output of the last frame) in the final summary.
+  report.steps = simulation.statistics().steps;
   summary("completed", "");
   return report;
 }

@@ -1,10 +1,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
+#include "core/byte_stream.hpp"
 #include "dynamics/simulation_impl.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/io.hpp"
 #include "shellsim/world.hpp"
 
 namespace shellsim {
@@ -21,7 +25,23 @@ Vec3 toVec3(const Vec3d& v) {
   return {v[0], v[1], v[2]};
 }
 
+// A body definition as scene text, for the fingerprint.
+std::string sceneTextOf(const BodyDef& body) {
+  SceneDef scene;
+  scene.bodies.push_back(body);
+  return sceneToJson(scene);
+}
+
 }  // namespace
+
+struct SimulationStateAccess {
+  static std::shared_ptr<const SimulationState::Data>& data(SimulationState& state) {
+    return state.data_;
+  }
+  static const std::shared_ptr<const SimulationState::Data>& data(const SimulationState& state) {
+    return state.data_;
+  }
+};
 
 // What SimulationState holds: the evolving state of every body at one time.
 struct SimulationState::Data {
@@ -40,6 +60,10 @@ struct SimulationState::Data {
     int32_t embeddedPieces = 1;
   };
   std::vector<BodyState> bodies;
+  StepCounts counts;           // the integrator's, over the whole run
+  int64_t recomputations = 0;  // StepStatistics::recomputations
+  bool hasGuard = false;       // the energy guard existed (its values below)
+  EnergyGuard::Values guard;
 };
 
 SimulationState::SimulationState() = default;
@@ -53,6 +77,16 @@ Simulation::Impl& implOf(Simulation& simulation) {
 }
 const Simulation::Impl& implOf(const Simulation& simulation) {
   return *simulation.impl_;
+}
+
+void Simulation::Impl::addToFingerprint(const std::string& text) {
+  addToFingerprint(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+void Simulation::Impl::addToFingerprint(std::span<const uint8_t> bytes) {
+  const uint64_t size = bytes.size();
+  fingerprint = fnv1a(std::span(reinterpret_cast<const uint8_t*>(&size), sizeof size), fingerprint);
+  fingerprint = fnv1a(bytes, fingerprint);
 }
 
 void Simulation::Impl::warn(const std::string& message) {
@@ -125,6 +159,11 @@ Simulation::Simulation(const SimulationSettings& settings) : impl_(std::make_uni
   impl_->settings = settings;
   impl_->world.gravity = toVec3(settings.gravity);
   impl_->identity = nextIdentity.fetch_add(1);
+  SceneDef probe;  // the settings as scene text; a longer run may resume a shorter one
+  probe.gravity = settings.gravity;
+  probe.time = settings.time;
+  probe.time.duration = 0;
+  impl_->addToFingerprint("settings " + sceneToJson(probe));
 }
 
 Simulation::Simulation(const SceneDef& scene)
@@ -149,6 +188,22 @@ int32_t Simulation::addBody(Geometry geometry, BodyDef def) {
     }
   }
   validateBody(def, path, true);
+  uint64_t fingerprint = impl.fingerprint;
+  {
+    std::swap(fingerprint, impl.fingerprint);
+    SceneDef probe;  // the definition as scene text; the geometry by its bytes, not its file
+    probe.bodies.push_back(def);
+    probe.bodies[0].file.reset();
+    probe.bodies[0].primitive.reset();
+    impl.addToFingerprint("body " + sceneToJson(probe));
+    const auto bytesOf = [](const auto& v) {
+      return std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof v[0]);
+    };
+    impl.addToFingerprint(bytesOf(geometry.positions));
+    impl.addToFingerprint(bytesOf(geometry.normals));
+    impl.addToFingerprint(bytesOf(geometry.triangles));
+    std::swap(fingerprint, impl.fingerprint);  // taken only once the body is in
+  }
   const size_t warningsBefore = impl.world.warnings.size();
   (void)shellsim::addBody(impl.world, def, std::move(geometry), bodyLabel(index, def));
   for (size_t w = warningsBefore; w < impl.world.warnings.size(); ++w) {
@@ -162,6 +217,7 @@ int32_t Simulation::addBody(Geometry geometry, BodyDef def) {
     impl.world.bodies.pop_back();
     throw;
   }
+  impl.fingerprint = fingerprint;
   return static_cast<int32_t>(index);
 }
 
@@ -178,6 +234,9 @@ int32_t Simulation::addObstacle(const ObstacleDef& obstacle) {
   const size_t index = impl.world.obstacles.size();
   validateObstacle(obstacle, "obstacles[" + std::to_string(index) + "]");
   impl.world.obstacles.push_back({obstacle, KinematicPath(obstacle.path)});
+  SceneDef probe;
+  probe.obstacles.push_back(obstacle);
+  impl.addToFingerprint("obstacle " + sceneToJson(probe));
   impl.energyGuard.reset();
   return static_cast<int32_t>(index);
 }
@@ -194,6 +253,7 @@ void Simulation::addPin(int32_t body, const PinDef& pin) {
   validateBody(probe, "bodies[" + std::to_string(index) + "]", true);
   shellsim::addPin(impl.world, index, pin, label.str());
   impl.refresh();
+  impl.addToFingerprint("pin " + std::to_string(index) + " " + sceneTextOf(probe));
 }
 
 void Simulation::addLoad(int32_t body, const LoadDef& load) {
@@ -208,6 +268,7 @@ void Simulation::addLoad(int32_t body, const LoadDef& load) {
   validateBody(probe, "bodies[" + std::to_string(index) + "]", true);
   shellsim::addLoad(impl.world, index, load, label.str());
   impl.refresh();
+  impl.addToFingerprint("load " + std::to_string(index) + " " + sceneTextOf(probe));
 }
 
 namespace {
@@ -217,6 +278,10 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
   data->simulation = impl.identity;
   data->time = impl.world.time;
   data->timeStep = impl.integrator ? impl.integrator->timeStep() : 0.0;
+  if (impl.integrator) data->counts = impl.integrator->counts();
+  data->recomputations = impl.statistics.recomputations;
+  data->hasGuard = impl.energyGuard.has_value();
+  if (impl.energyGuard) data->guard = impl.energyGuard->values();
   for (const Body& body : impl.world.bodies) {
     SimulationState::Data::BodyState& state = data->bodies.emplace_back();
     state.positions = body.positions;
@@ -265,7 +330,162 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
   }
 }
 
+// restoreData, and what a saved state has besides the bodies: the planned step, the step
+// counts and the energy guard (a state restored continues as the saved one did).
+void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data) {
+  restoreData(impl, data);
+  if (data.timeStep > 0) {
+    TimeIntegrator& integrator = impl.integratorForRun();
+    integrator.setTimeStep(data.timeStep);
+    integrator.setCounts(data.counts);
+  }
+  impl.statistics.recomputations = data.recomputations;
+  impl.updateStatistics();
+  impl.energyGuard.reset();
+  if (data.hasGuard) impl.energyGuard.emplace(data.guard);
+}
+
+// The first bytes of every state file, and its format version (bumped whenever the layout
+// below changes: a file of another version is refused, never misread).
+constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
+constexpr uint32_t kStateFormatVersion = 1;
+constexpr const char* kLibraryVersion = "0.1.0";
+
+void writeData(const SimulationState::Data& data, ByteWriter& out) {
+  out.value(data.time);
+  out.value(data.timeStep);
+  out.value(data.counts.accepted);
+  out.value(data.counts.rejected);
+  out.value(data.counts.newton.iterations);
+  out.value(data.counts.newton.factorizations);
+  out.value(data.recomputations);
+  out.value<uint8_t>(data.hasGuard ? 1 : 0);
+  out.value<uint8_t>(data.guard.enabled ? 1 : 0);
+  out.value(data.guard.initialEnergy);
+  out.value(data.guard.scale);
+  out.value<uint64_t>(data.bodies.size());
+  for (const SimulationState::Data::BodyState& body : data.bodies) {
+    out.array(body.positions);
+    out.array(body.velocities);
+    out.array(body.accelerations);
+    out.array(body.externalForces);
+    out.value(body.elastic.stretching);
+    out.value(body.elastic.bending);
+    out.value(body.brokenElements);
+    out.value(body.cracks);
+    out.value(body.embeddedPieces);
+    out.value<uint8_t>(body.model ? 1 : 0);
+    if (body.model) body.model->write(out);
+  }
+}
+
+std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& impl,
+                                                      ByteReader& in) {
+  auto data = std::make_shared<SimulationState::Data>();
+  data->simulation = impl.identity;
+  data->time = in.value<double>("time");
+  data->timeStep = in.value<double>("time step");
+  data->counts.accepted = in.value<int64_t>("step counts");
+  data->counts.rejected = in.value<int64_t>("step counts");
+  data->counts.newton.iterations = in.value<int64_t>("Newton counts");
+  data->counts.newton.factorizations = in.value<int64_t>("Newton counts");
+  data->recomputations = in.value<int64_t>("recomputations");
+  data->hasGuard = in.value<uint8_t>("energy guard") != 0;
+  data->guard.enabled = in.value<uint8_t>("energy guard") != 0;
+  data->guard.initialEnergy = in.value<double>("energy guard");
+  data->guard.scale = in.value<double>("energy guard");
+  if (!std::isfinite(data->time) || !(data->timeStep >= 0) || !std::isfinite(data->timeStep)) {
+    in.fail("the time or the step is not a finite number");
+  }
+  const auto bodies = in.value<uint64_t>("body count");
+  if (bodies != impl.world.bodies.size()) {
+    in.fail("holds " + std::to_string(bodies) + " bodies, the simulation has " +
+            std::to_string(impl.world.bodies.size()));
+  }
+  for (const Body& body : impl.world.bodies) {
+    SimulationState::Data::BodyState& state = data->bodies.emplace_back();
+    state.positions = in.array<double>("positions");
+    state.velocities = in.array<double>("velocities");
+    state.accelerations = in.array<double>("accelerations");
+    state.externalForces = in.array<double>("external forces");
+    const size_t size = body.positions.size();
+    if (state.positions.size() != size || state.velocities.size() != size ||
+        state.accelerations.size() != size ||
+        state.externalForces.size() != body.externalForces.size()) {
+      in.fail("body '" + body.name + "' has " + std::to_string(body.nodeCount()) +
+              " nodes, the state another count");
+    }
+    for (const std::vector<double>* v : {&state.positions, &state.velocities}) {
+      if (!std::all_of(v->begin(), v->end(), [](double x) { return std::isfinite(x); })) {
+        in.fail("body '" + body.name + "': a position or velocity is not finite");
+      }
+    }
+    state.elastic.stretching = in.value<double>("elastic energy");
+    state.elastic.bending = in.value<double>("elastic energy");
+    state.brokenElements = in.value<int64_t>("broken elements");
+    state.cracks = in.value<int32_t>("cracks");
+    state.embeddedPieces = in.value<int32_t>("pieces");
+    if (in.value<uint8_t>("model state flag") != 0) {
+      state.model = body.model->readState(in);
+    } else if (body.model->saveState() != nullptr) {
+      in.fail("body '" + body.name + "': the model's evolving state is missing");
+    }
+  }
+  return data;
+}
+
 }  // namespace
+
+std::vector<uint8_t> encodeState(const Simulation::Impl& impl, const SimulationState& state,
+                                 std::span<const uint8_t> extra) {
+  ByteWriter payload;
+  writeData(*SimulationStateAccess::data(state), payload);
+  payload.array(extra);
+  ByteWriter file;
+  for (const char c : kStateMagic) file.value(c);
+  file.value(kStateFormatVersion);
+  file.string(kLibraryVersion);
+  file.value(impl.fingerprint);
+  file.array(payload.bytes());
+  file.value(fnv1a(file.bytes()));
+  return file.take();
+}
+
+std::vector<uint8_t> decodeState(const Simulation::Impl& impl, std::span<const uint8_t> bytes,
+                                 const std::string& source, SimulationState& state) {
+  ByteReader header(bytes, source);
+  if (bytes.size() < sizeof kStateMagic + sizeof(uint64_t) ||
+      std::memcmp(bytes.data(), kStateMagic, sizeof kStateMagic) != 0) {
+    header.fail("not a shellsim state or checkpoint file");
+  }
+  const size_t body = bytes.size() - sizeof(uint64_t);
+  uint64_t checksum = 0;
+  std::memcpy(&checksum, bytes.data() + body, sizeof checksum);
+  if (checksum != fnv1a(bytes.first(body))) {
+    header.fail("corrupt: the checksum does not match its contents (truncated or damaged)");
+  }
+  ByteReader in(bytes.first(body), source);
+  for (size_t i = 0; i < sizeof kStateMagic; ++i) (void)in.value<char>("magic");
+  const auto version = in.value<uint32_t>("format version");
+  const std::string library = in.string("library version");
+  if (version != kStateFormatVersion) {
+    in.fail("written by shellsim " + library + " in format version " + std::to_string(version) +
+            "; this shellsim " + kLibraryVersion + " reads version " +
+            std::to_string(kStateFormatVersion));
+  }
+  if (in.value<uint64_t>("fingerprint") != impl.fingerprint) {
+    in.fail(
+        "saved from another scene or set-up: its bodies, geometry, obstacles or settings "
+        "differ from this simulation's");
+  }
+  const std::vector<uint8_t> payloadBytes = in.array<uint8_t>("payload");
+  if (!in.atEnd()) in.fail("bytes after the payload");
+  ByteReader payload(payloadBytes, source);
+  SimulationStateAccess::data(state) = readData(impl, payload);
+  std::vector<uint8_t> extra = payload.array<uint8_t>("run section");
+  if (!payload.atEnd()) payload.fail("bytes after the run section");
+  return extra;
+}
 
 namespace {
 
@@ -487,14 +707,14 @@ int32_t Simulation::cracks(int32_t body) const {
 
 SimulationState Simulation::saveState() const {
   SimulationState state;
-  state.data_ = saveData(*impl_);
+  SimulationStateAccess::data(state) = saveData(*impl_);
   return state;
 }
 
 void Simulation::restoreState(const SimulationState& state) {
   Impl& impl = *impl_;
   if (state.empty()) throw InputError("restoreState: the state is empty (never saved)");
-  const SimulationState::Data& data = *state.data_;
+  const SimulationState::Data& data = *SimulationStateAccess::data(state);
   if (data.simulation != impl.identity) {
     throw InputError("restoreState: the state was saved from another simulation");
   }
@@ -509,8 +729,40 @@ void Simulation::restoreState(const SimulationState& state) {
                        "' has another node count than when the state was saved");
     }
   }
-  restoreData(impl, data);
-  if (data.timeStep > 0) impl.integratorForRun().setTimeStep(data.timeStep);
+  restoreEverything(impl, data);
+}
+
+std::vector<uint8_t> readFileBytes(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) throw IoError(path.string() + ": no such file");
+  if (std::filesystem::is_directory(status)) throw IoError(path.string() + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path.string() + ": cannot open for reading");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad()) throw IoError(path.string() + ": read failed");
+  return bytes;
+}
+
+void Simulation::writeStateFile(const SimulationState& state,
+                                const std::filesystem::path& path) const {
+  if (state.empty()) throw InputError("writeStateFile: the state is empty (never saved)");
+  if (SimulationStateAccess::data(state)->simulation != impl_->identity) {
+    throw InputError("writeStateFile: the state was saved from another simulation");
+  }
+  const std::vector<uint8_t> bytes = encodeState(*impl_, state, {});
+  writeFileAtomically(path, [&](std::ostream& out) {
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+  });
+}
+
+SimulationState Simulation::readStateFile(const std::filesystem::path& path) const {
+  SimulationState state;
+  const std::vector<uint8_t> extra = decodeState(*impl_, readFileBytes(path), path.string(), state);
+  (void)extra;  // a run checkpoint's own section, not needed to restore the state
+  return state;
 }
 
 const std::vector<std::string>& Simulation::warnings() const {

@@ -3,8 +3,10 @@
 // through it.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,12 @@ struct Simulation::Impl {
   std::vector<std::string> warnings;
   std::function<void(const std::string&)> onWarning;
   uint64_t identity = 0;  // distinguishes simulations, for restoreState
+  // A hash of how the simulation was set up (settings but the duration, every body's
+  // definition and geometry, obstacles, pins, loads), in order: a state file records it,
+  // and only a simulation set up the same way reads it.
+  uint64_t fingerprint = 0;
+  void addToFingerprint(const std::string& text);
+  void addToFingerprint(std::span<const uint8_t> bytes);
 
   void warn(const std::string& message);
   // Scripted motion, forces and checks at the current state; drops the energy guard.
@@ -44,5 +52,17 @@ struct Simulation::Impl {
 
 Simulation::Impl& implOf(Simulation& simulation);
 const Simulation::Impl& implOf(const Simulation& simulation);
+
+// A state as the bytes of a state file, with `extra` bytes of the caller's (runScene's
+// section: frame records, warnings) inside the checksum.
+[[nodiscard]] std::vector<uint8_t> encodeState(const Simulation::Impl& impl,
+                                               const SimulationState& state,
+                                               std::span<const uint8_t> extra);
+// Checks and reads the bytes of a state file (`source` names it in errors) into `state`;
+// returns the extra bytes. Throws InputError.
+std::vector<uint8_t> decodeState(const Simulation::Impl& impl, std::span<const uint8_t> bytes,
+                                 const std::string& source, SimulationState& state);
+// The whole content of a file; IoError naming it when it cannot be read.
+[[nodiscard]] std::vector<uint8_t> readFileBytes(const std::filesystem::path& path);
 
 }  // namespace shellsim

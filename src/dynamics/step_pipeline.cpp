@@ -62,6 +62,10 @@ void TimeIntegrator::setTimeStep(double timeStep) {
   timeStep_ = timeStep;
 }
 
+void TimeIntegrator::dropSolverCaches() {
+  if (implicit_) implicit_->dropCaches();
+}
+
 void TimeIntegrator::advance(World& world, double interval, double endTime, PhaseTimes& times) {
   if (!(interval > 0) || !std::isfinite(interval)) {
     std::ostringstream msg;

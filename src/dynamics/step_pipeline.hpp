@@ -90,6 +90,12 @@ class TimeIntegrator {
   void setTimeStep(double timeStep);
   [[nodiscard]] bool implicit() const { return implicit_.has_value(); }
   [[nodiscard]] const StepCounts& counts() const { return counts_; }
+  void setCounts(const StepCounts& counts) { counts_ = counts; }
+  // Drops what the implicit solver keeps between steps (the frozen Cholesky factor, the
+  // sparsity analysis): the next step starts as the first one did. A checkpoint does this
+  // where it is taken, so that a run resumed from it takes exactly the steps of the run
+  // that wrote it (the factor changes the Newton iterates, not what they converge to).
+  void dropSolverCaches();
 
  private:
   // The kinematic state at the start of a step, per split depth (buffers reused): what a

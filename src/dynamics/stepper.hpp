@@ -105,6 +105,15 @@ class EnergyGuard {
   // Throws NumericalError naming the body whose energy rose the most.
   void check(const World& world) const;
   [[nodiscard]] bool enabled() const { return enabled_; }
+  // Its values, to put the same guard back from a checkpoint.
+  struct Values {
+    bool enabled = false;
+    double initialEnergy = 0;  // J
+    double scale = 0;          // J
+  };
+  [[nodiscard]] Values values() const { return {enabled_, initialEnergy_, scale_}; }
+  explicit EnergyGuard(const Values& values)
+      : enabled_(values.enabled), initialEnergy_(values.initialEnergy), scale_(values.scale) {}
 
  private:
   bool enabled_ = false;

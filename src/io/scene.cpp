@@ -651,6 +651,13 @@ constexpr FieldSpec kOutputFields[] = {
      .text = "[\"ply\"]",
      .choices = kFormats,
      .meaning = "Frame file formats."},
+    {.key = "checkpoint_every",
+     .kind = FieldKind::kInteger,
+     .number = 1,
+     .range = Range::closed(0, 1000000),
+     .meaning = "Write `checkpoint.bin` (the state, atomically) after every this many frames, "
+                "so that `shellsim run --resume` continues a killed run from the last one with "
+                "byte-identical frames; 0: never."},
     {.key = "camera",
      .kind = FieldKind::kObject,
      .object = "camera",
@@ -1284,6 +1291,7 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
 
 OutputDef readOutput(ObjectReader& r, Problems& problems) {
   OutputDef o;
+  o.checkpointEvery = r.integer("checkpoint_every");
   if (const auto folder = r.tryString("folder")) {
     if (folder->empty() || folder->find('\0') != std::string::npos) {
       problems.add(r.pathOf("folder"), *r.find("folder"), "must be a non-empty path");

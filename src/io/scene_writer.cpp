@@ -204,7 +204,9 @@ Json toJson(const TimeDef& t) {
 Json toJson(const OutputDef& o) {
   Json formats = Json::array();
   for (const OutputFormat f : o.formats) formats.push_back(word(f, scene_names::kFormats));
-  Json out = {{"folder", o.folder.string()}, {"formats", std::move(formats)}};
+  Json out = {{"folder", o.folder.string()},
+              {"formats", std::move(formats)},
+              {"checkpoint_every", o.checkpointEvery}};
   if (o.camera) {
     out["camera"] = {{"eye", vec(o.camera->eye)},
                      {"target", vec(o.camera->target)},

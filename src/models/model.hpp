@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_stream.hpp"
 #include "core/crack.hpp"
 #include "shellsim/geometry.hpp"
 
@@ -42,6 +43,8 @@ struct StepVerdict {
 class ModelState {
  public:
   virtual ~ModelState() = default;
+  // Appends the state to a checkpoint; Model::readState reads it back.
+  virtual void write(ByteWriter& out) const = 0;
 };
 
 class Model {
@@ -143,7 +146,16 @@ class Model {
   // the element count must be rebuilt.
   [[nodiscard]] virtual uint64_t topologyVersion() const { return 0; }
   [[nodiscard]] virtual std::unique_ptr<ModelState> saveState() const { return nullptr; }
+  // Puts back a state saved from this model (or read from a checkpoint of it); throws
+  // InputError when a read state does not fit the model.
   virtual void restoreState(const ModelState* state) { (void)state; }
+  // Reads a state written by ModelState::write of this model's state (a checkpoint).
+  // Throws InputError (through in.fail) when the bytes are not such a state; restoreState
+  // then checks that it fits the model. A model whose saveState returns null has nothing
+  // to read and is never asked.
+  [[nodiscard]] virtual std::unique_ptr<ModelState> readState(ByteReader& in) const {
+    in.fail("model " + name() + " has no evolving state to read");
+  }
 
   // Every crack disc so far, in order of formation (rest space; core/crack.hpp).
   [[nodiscard]] virtual std::span<const CrackDisc> crackDiscs() const { return {}; }

@@ -959,8 +959,60 @@ struct FiberModelState : ModelState {
   int32_t cooldown = 0;
   int64_t inelasticStep = 0;
   std::vector<int64_t> lastBreakStep;
+
+  void write(ByteWriter& out) const override {
+    out.value<uint64_t>(cracks.size());
+    for (const CrackDisc& c : cracks) {
+      out.value(c.centre.x());
+      out.value(c.centre.y());
+      out.value(c.centre.z());
+      out.value(c.normal.x());
+      out.value(c.normal.y());
+      out.value(c.normal.z());
+      out.value(c.radius);
+    }
+    out.array(crackAtNode);
+    out.array(flags);
+    for (const std::vector<double>* v : doubles()) out.array(*v);
+    out.value(cooldown);
+    out.value(inelasticStep);
+    out.array(lastBreakStep);
+  }
+  // The per-fiber and per-node double arrays, in the order they are written.
+  [[nodiscard]] std::array<const std::vector<double>*, 11> doubles() const {
+    return {&restLength, &restAngle, &plasticLength, &plasticAngle, &bendLimit, &urgency,
+            &overload,   &restArea,  &restMeanAngle, &stretchK,     &bendK};
+  }
 };
 }  // namespace
+
+std::unique_ptr<ModelState> FiberModel::readState(ByteReader& in) const {
+  auto state = std::make_unique<FiberModelState>();
+  const auto cracks = in.value<uint64_t>("fiber state: crack count");
+  if (cracks > 1'000'000) in.fail("fiber state: " + std::to_string(cracks) + " cracks");
+  for (uint64_t c = 0; c < cracks; ++c) {
+    double v[7];
+    for (double& x : v) x = in.value<double>("fiber state: crack disc");
+    CrackDisc disc;
+    disc.centre = Vec3(v[0], v[1], v[2]);
+    disc.normal = Vec3(v[3], v[4], v[5]);
+    disc.radius = v[6];
+    if (!disc.centre.allFinite() || !(std::abs(disc.normal.norm() - 1) < 1e-9) ||
+        !(disc.radius > 0) || !std::isfinite(disc.radius)) {
+      in.fail("fiber state: crack " + std::to_string(c) + " is not a valid disc");
+    }
+    state->cracks.push_back(disc);
+  }
+  state->crackAtNode = in.array<uint8_t>("fiber state: crack nodes");
+  state->flags = in.array<uint8_t>("fiber state: fiber flags");
+  for (const std::vector<double>* v : state->doubles()) {
+    *const_cast<std::vector<double>*>(v) = in.array<double>("fiber state: fiber values");
+  }
+  state->cooldown = in.value<int32_t>("fiber state: cooldown");
+  state->inelasticStep = in.value<int64_t>("fiber state: step");
+  state->lastBreakStep = in.array<int64_t>("fiber state: last breaks");
+  return state;
+}
 
 std::unique_ptr<ModelState> FiberModel::saveState() const {
   if (!params_.plasticity && !params_.fracture) return nullptr;
@@ -988,11 +1040,42 @@ std::unique_ptr<ModelState> FiberModel::saveState() const {
 void FiberModel::restoreState(const ModelState* state) {
   const auto* saved = dynamic_cast<const FiberModelState*>(state);
   if (saved == nullptr) return;
+  // A state read from a checkpoint must fit: per-node arrays of the node count, per-fiber
+  // arrays of the fiber count of the network its cracks give (checked after the rebuild).
+  const auto nodes = static_cast<size_t>(network_.nodeCount);
+  const auto fitsNodes = [&](size_t size) { return size == nodes; };
+  if (!fitsNodes(saved->crackAtNode.size()) || !fitsNodes(saved->restArea.size()) ||
+      !fitsNodes(saved->restMeanAngle.size()) || !fitsNodes(saved->stretchK.size()) ||
+      !fitsNodes(saved->bendK.size()) ||
+      !(saved->lastBreakStep.empty() || fitsNodes(saved->lastBreakStep.size()))) {
+    throw InputError("fiber model: the state has per-node values for another node count than " +
+                     std::to_string(nodes));
+  }
   evaluatedX_.clear();
-  if (saved->cracks.size() != cracks_.size()) {
+  const auto sameDisc = [](const CrackDisc& a, const CrackDisc& b) {
+    return a.centre == b.centre && a.normal == b.normal && a.radius == b.radius;
+  };
+  if (!std::equal(saved->cracks.begin(), saved->cracks.end(), cracks_.begin(), cracks_.end(),
+                  sameDisc)) {
     cracks_ = saved->cracks;
     buildTopology(nullptr);  // the network is a function of the cracks
     ++topologyVersion_;
+  }
+  const size_t fibers = network_.restLength.size();
+  for (const std::vector<double>* v : saved->doubles()) {
+    if (v == &saved->restArea || v == &saved->restMeanAngle || v == &saved->stretchK ||
+        v == &saved->bendK) {
+      continue;
+    }
+    if (v->size() != fibers) {
+      throw InputError("fiber model: the state has per-fiber values for " +
+                       std::to_string(v->size()) + " fibers, the network of its " +
+                       std::to_string(cracks_.size()) + " cracks has " + std::to_string(fibers));
+    }
+  }
+  if (saved->flags.size() != fibers) {
+    throw InputError("fiber model: the state has flags for another fiber count than " +
+                     std::to_string(fibers));
   }
   crackAtNode_ = saved->crackAtNode;
   network_.flags = saved->flags;

@@ -218,6 +218,7 @@ class FiberModel : public Model {
   [[nodiscard]] double stableTimeStep() const override;
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
   InelasticReport updateInelastic(std::span<const double> x, double dt) override;
+  [[nodiscard]] std::unique_ptr<ModelState> readState(ByteReader& in) const override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
   [[nodiscard]] std::unique_ptr<ModelState> saveState() const override;
   void restoreState(const ModelState* state) override;
