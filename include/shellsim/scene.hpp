@@ -205,6 +205,7 @@ enum class Integrator {
   kVerlet,         // explicit velocity Verlet (wicke2005 section 8)
   kNewmark,        // Newmark (beta, gamma), implicit for beta > 0, solved by Newton
   kBackwardEuler,  // implicit Euler, solved by Newton
+  kStatic,         // equilibrium under the loads, raised in increments; no inertia
 };
 
 struct TimeDef {
@@ -217,6 +218,7 @@ struct TimeDef {
   double newtonTolerance = 1e-6;    // relative residual, (0, 1)
   int newtonMaxIterations = 30;     // >= 1
   bool newtonFrozenHessian = true;  // newton_hessian: "frozen" (modified Newton) or "exact"
+  int32_t loadIncrements = 10;      // static: frames from load factor 0 to 1, >= 1
 
   bool operator==(const TimeDef&) const = default;
 };

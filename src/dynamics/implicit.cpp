@@ -586,11 +586,11 @@ class NewtonSolver {
 };
 
 void throwNotConverged(const Body& body, const NewtonReport& report, const NewtonSettings& settings,
-                       double time) {
+                       double time, const char* hint = "try a smaller time step") {
   std::ostringstream msg;
   msg << bodyLabel(body) << ": Newton's method did not converge in " << settings.maxIterations
       << " iterations (relative residual " << report.residual << " > tolerance "
-      << settings.tolerance << ") at t = " << time << " s; try a smaller time step";
+      << settings.tolerance << ") at t = " << time << " s; " << hint;
   throw NumericalError(msg.str());
 }
 
@@ -870,7 +870,10 @@ std::vector<NewtonReport> solveStaticEquilibrium(
     known.energy = startEnergy;
     known.valid = true;
     reports[b] = solver.solve(std::sqrt(load) + std::sqrt(elastic), known);
-    if (!reports[b].converged) throwNotConverged(body, reports[b], settings, world.time);
+    if (!reports[b].converged) {
+      throwNotConverged(body, reports[b], settings, world.time,
+                        "try more load increments or newton_max_iterations");
+    }
     for (size_t i = 0; i < n; ++i) {
       if (body.pinned[i]) continue;
       for (size_t k = 3 * i; k < 3 * i + 3; ++k) body.velocities[k] = 0;

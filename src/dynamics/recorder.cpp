@@ -71,13 +71,14 @@ Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> forma
 }
 
 void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& steps, bool implicit,
-                          double wallSeconds) {
+                          double wallSeconds, const std::optional<StaticFrame>& staticFrame) {
   FrameRecord record;
   record.frame = frame;
   record.time = world.time;
   record.steps = steps.accepted;
   record.rejectedSteps = steps.rejected;
   if (implicit) record.newton = steps.newton;
+  record.staticFrame = staticFrame;
   record.wallSeconds = wallSeconds;
   const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                          [](const Obstacle& o) { return !o.path.isStatic(); });
@@ -168,6 +169,10 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
       frame["newton_iterations"] = record.newton->iterations;
       frame["factorizations"] = record.newton->factorizations;
     }
+    if (record.staticFrame) {
+      frame["load_factor"] = record.staticFrame->loadFactor;
+      frame["residual"] = record.staticFrame->residual;
+    }
     frame["kinetic_energy"] = kinetic;
     frame["potential_energy"] = potential;
     frame["bodies"] = energies;
@@ -209,6 +214,11 @@ void Recorder::writeRecords(ByteWriter& out) const {
       out.value(r.newton->factorizations);
     }
     out.value(r.wallSeconds);
+    out.value<uint8_t>(r.staticFrame ? 1 : 0);
+    if (r.staticFrame) {
+      out.value(r.staticFrame->loadFactor);
+      out.value(r.staticFrame->residual);
+    }
     out.value<uint64_t>(r.bodies.size());
     for (const FrameRecord::BodyEnergy& b : r.bodies) {  // field by field: no padding bytes
       for (const double e : {b.kinetic, b.stretching, b.bending, b.gravitational}) out.value(e);
@@ -243,6 +253,12 @@ void Recorder::readRecords(ByteReader& in) {
       r.newton = newton;
     }
     r.wallSeconds = in.value<double>("wall seconds");
+    if (in.value<uint8_t>("static flag") != 0) {
+      StaticFrame increment;
+      increment.loadFactor = in.value<double>("load factor");
+      increment.residual = in.value<double>("residual");
+      r.staticFrame = increment;
+    }
     const auto bodies = in.value<uint64_t>("body count");
     if (bodies > 1'000'000) in.fail("frame records: " + std::to_string(bodies) + " bodies");
     for (uint64_t b = 0; b < bodies; ++b) {

@@ -14,6 +14,12 @@
 
 namespace shellsim {
 
+// A frame of a static run (time.integrator "static"): one load increment.
+struct StaticFrame {
+  double loadFactor = 0;  // of gravity and the loads, (0, 1]
+  double residual = 0;    // final relative Newton residual, largest over the bodies
+};
+
 struct FrameRecord {
   int32_t frame = 0;
   double time = 0;            // s
@@ -23,7 +29,8 @@ struct FrameRecord {
   // bodies (the completed steps of failed, recomputed attempts included, as in `steps`);
   // absent for explicit runs.
   std::optional<NewtonCounts> newton;
-  double wallSeconds = 0;  // since the run started
+  std::optional<StaticFrame> staticFrame;  // static runs, frames after the first
+  double wallSeconds = 0;                  // since the run started
   struct BodyEnergy {
     double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J
     int32_t pieces = 1;          // connected pieces (Model::nodePieces)
@@ -45,7 +52,7 @@ class Recorder {
   // Writes every body's surface in every format and appends the frame's energies.
   // `steps`: the run's counts so far; Newton counts are recorded when `implicit`.
   void writeFrame(const World& world, int32_t frame, const StepCounts& steps, bool implicit,
-                  double wallSeconds);
+                  double wallSeconds, const std::optional<StaticFrame>& staticFrame = {});
 
   // Rewrites summary.json atomically. `status` is "running", "completed" or
   // "numerical_failure"; `error` is the failure message, if any.

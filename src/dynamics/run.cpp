@@ -48,8 +48,10 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   report.timeStep = simulation.timeStep();  // plans the step; may warn
   report.warnings = simulation.warnings();
   const double frameInterval = 1.0 / scene.time.frameRate;
+  const bool isStatic = scene.time.integrator == Integrator::kStatic;
   int32_t frameCount =
-      static_cast<int32_t>(std::floor(scene.time.duration / frameInterval + 1e-9)) + 1;
+      isStatic ? scene.time.loadIncrements + 1
+               : static_cast<int32_t>(std::floor(scene.time.duration / frameInterval + 1e-9)) + 1;
   if (options.maxFrames) frameCount = std::min(frameCount, std::max(*options.maxFrames, 1));
 
   Recorder recorder(options.outputFolder.value_or(scene.output.folder), scene.output.formats,
@@ -98,7 +100,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   });
 
   const std::string sceneName = options.sceneName;
-  const bool implicit = impl.integrator->implicit();
+  const bool implicit = isStatic || impl.integrator->implicit();
   double outputSeconds = 0;
   const auto summary = [&](const std::string& status, const std::string& error) {
     PhaseTimes times = impl.times;
@@ -109,7 +111,11 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   const int32_t checkpointEvery = scene.output.checkpointEvery;
   const auto record = [&](int32_t frame) {
     const auto outputStart = std::chrono::steady_clock::now();
-    recorder.writeFrame(impl.world, frame, impl.integrator->counts(), implicit, elapsed());
+    std::optional<StaticFrame> staticFrame;
+    if (isStatic && frame > 0 && impl.lastIncrement) {
+      staticFrame = StaticFrame{impl.lastIncrement->loadFactor, impl.lastIncrement->residual};
+    }
+    recorder.writeFrame(impl.world, frame, impl.counts(), implicit, elapsed(), staticFrame);
     summary(frame + 1 == frameCount ? "completed" : "running", "");
     if (checkpointEvery > 0 && frame % checkpointEvery == 0) {
       const std::vector<uint8_t> bytes =
@@ -120,7 +126,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
       });
       // The run resumed from here starts without the implicit solver's kept factor: so
       // does this one.
-      impl.integrator->dropSolverCaches();
+      if (impl.integrator) impl.integrator->dropSolverCaches();
     }
     outputSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - outputStart).count();

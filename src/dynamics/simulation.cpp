@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/byte_stream.hpp"
+#include "dynamics/implicit.hpp"
 #include "dynamics/simulation_impl.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
@@ -101,9 +102,21 @@ void Simulation::Impl::refresh() {
   energyGuard.reset();
 }
 
+StepCounts Simulation::Impl::counts() const {
+  if (isStatic()) return staticCounts;
+  return integrator ? integrator->counts() : StepCounts{};
+}
+
+void Simulation::Impl::setCounts(const StepCounts& counts) {
+  if (isStatic()) {
+    staticCounts = counts;
+  } else {
+    integratorForRun().setCounts(counts);
+  }
+}
+
 void Simulation::Impl::updateStatistics() {
-  if (!integrator) return;
-  const StepCounts& counts = integrator->counts();
+  const StepCounts counts = this->counts();
   statistics.steps = counts.accepted;
   statistics.rejectedSteps = counts.rejected;
   statistics.newtonIterations = counts.newton.iterations;
@@ -112,6 +125,11 @@ void Simulation::Impl::updateStatistics() {
 
 TimeIntegrator& Simulation::Impl::integratorForRun() {
   if (world.bodies.empty()) throw InputError("the simulation has no body to advance");
+  if (isStatic()) {
+    throw InputError(
+        "a static simulation (time.integrator \"static\") has no time steps: "
+        "advanceFrames solves its load increments");
+  }
   if (!stableStep) stableStep = shellsim::stableTimeStep(world);
   if (!integrator || replan) {
     // The planned step divides the frame interval: a frame is a whole number of steps.
@@ -278,7 +296,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
   data->simulation = impl.identity;
   data->time = impl.world.time;
   data->timeStep = impl.integrator ? impl.integrator->timeStep() : 0.0;
-  if (impl.integrator) data->counts = impl.integrator->counts();
+  data->counts = impl.counts();
   data->recomputations = impl.statistics.recomputations;
   data->hasGuard = impl.energyGuard.has_value();
   if (impl.energyGuard) data->guard = impl.energyGuard->values();
@@ -334,11 +352,8 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
 // counts and the energy guard (a state restored continues as the saved one did).
 void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data) {
   restoreData(impl, data);
-  if (data.timeStep > 0) {
-    TimeIntegrator& integrator = impl.integratorForRun();
-    integrator.setTimeStep(data.timeStep);
-    integrator.setCounts(data.counts);
-  }
+  if (data.timeStep > 0) impl.integratorForRun().setTimeStep(data.timeStep);
+  if (data.timeStep > 0 || impl.isStatic()) impl.setCounts(data.counts);
   impl.statistics.recomputations = data.recomputations;
   impl.updateStatistics();
   impl.energyGuard.reset();
@@ -518,9 +533,106 @@ void advanceInterval(Simulation::Impl& impl, double interval, double endTime,
   impl.updateStatistics();
 }
 
+// A static increment is split into halves when its Newton solve fails, at most this many
+// times (down to 1/64 of it).
+constexpr int kMaxLoadSplits = 6;
+
+// Static equilibrium at load factor `factor` (time.integrator "static"): gravity and every
+// load times the factor, pins and ramps at the pseudo-time factor * duration; Newton from
+// the current positions (solveStaticEquilibrium: full Newton steps, Armijo line search on
+// the potential, a growing shift where the Hessian is indefinite).
+void solveAtLoadFactor(Simulation::Impl& impl, double factor) {
+  World& world = impl.world;
+  const TimeDef& time = impl.settings.time;
+  world.time = factor * time.duration;
+  updateExternalForces(world);
+  std::vector<std::vector<double>> forces(world.bodies.size());
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    forces[b] = world.bodies[b].externalForces;  // empty without loads
+    for (double& f : forces[b]) f *= factor;
+  }
+  NewtonSettings newton;
+  newton.tolerance = time.newtonTolerance;
+  newton.maxIterations = time.newtonMaxIterations;
+  const Vec3 gravity = world.gravity;
+  world.gravity = factor * gravity;
+  std::vector<NewtonReport> reports;
+  try {
+    reports = solveStaticEquilibrium(world, newton, forces);
+  } catch (...) {
+    world.gravity = gravity;
+    throw;
+  }
+  world.gravity = gravity;
+  computeAccelerations(world);  // the elastic energies at the solution
+  ++impl.staticCounts.accepted;
+  double residual = 0;
+  for (const NewtonReport& r : reports) {
+    impl.staticCounts.newton.iterations += r.iterations;
+    impl.staticCounts.newton.factorizations += r.factorizations;
+    residual = std::max(residual, r.residual);
+  }
+  impl.lastIncrement = Simulation::Impl::StaticIncrement{factor, residual};
+}
+
+// The load step from factor `from` (solved) to `to`, halved where Newton fails.
+void solveLoadStep(Simulation::Impl& impl, double from, double to, int depth) {
+  const std::shared_ptr<const SimulationState::Data> start = saveData(impl);
+  try {
+    solveAtLoadFactor(impl, to);
+    return;
+  } catch (const NumericalError& e) {
+    restoreData(impl, *start);
+    ++impl.staticCounts.rejected;
+    std::ostringstream msg;
+    msg << "static: the load step from factor " << from << " to " << to
+        << " did not converge: " << e.what();
+    if (depth == kMaxLoadSplits) {
+      msg << " (after " << kMaxLoadSplits << " splits into halves)";
+      throw NumericalError(msg.str());
+    }
+    if (impl.staticCounts.rejected == 1) {
+      impl.warn(msg.str() +
+                "; split into two half steps (later splits are counted in the "
+                "summary's steps_rejected)");
+    }
+  }
+  const double middle = 0.5 * (from + to);
+  solveLoadStep(impl, from, middle, depth + 1);
+  solveLoadStep(impl, middle, to, depth + 1);
+}
+
+void solveNextLoadIncrement(Simulation::Impl& impl) {
+  if (impl.world.bodies.empty()) throw InputError("the simulation has no body to solve");
+  const int32_t increments = impl.settings.time.loadIncrements;
+  const double interval = impl.settings.time.duration / increments;
+  const auto solved = static_cast<int64_t>(std::floor(impl.world.time / interval + 1e-9));
+  if (solved >= increments) {
+    throw InputError("static: all " + std::to_string(increments) +
+                     " load increments are solved (the load factor is 1)");
+  }
+  const double from = static_cast<double>(solved) / increments;
+  const double to = static_cast<double>(solved + 1) / increments;
+  const std::shared_ptr<const SimulationState::Data> start = saveData(impl);
+  try {
+    solveLoadStep(impl, from, to, 0);
+  } catch (...) {
+    restoreData(impl, *start);  // at the last equilibrium, as an advance that fails
+    impl.updateStatistics();
+    throw;
+  }
+  impl.world.time = static_cast<double>(solved + 1) * interval;
+  impl.updateStatistics();
+}
+
 }  // namespace
 
 void Simulation::advance(double seconds) {
+  if (impl_->isStatic()) {
+    throw InputError(
+        "a static simulation (time.integrator \"static\") is not advanced in "
+        "time: advanceFrames solves its next load increments");
+  }
   if (!(seconds > 0) || !std::isfinite(seconds)) {
     std::ostringstream msg;
     msg << "advance(" << seconds << "): the time to advance must be positive and finite, s";
@@ -538,6 +650,10 @@ void Simulation::advanceFrames(int32_t frames) {
     throw InputError("advanceFrames(" + std::to_string(frames) + "): needs at least 1 frame");
   }
   Impl& impl = *impl_;
+  if (impl.isStatic()) {
+    for (int32_t f = 0; f < frames; ++f) solveNextLoadIncrement(impl);
+    return;
+  }
   const double frameInterval = 1.0 / impl.settings.time.frameRate;
   for (int32_t f = 0; f < frames; ++f) {
     // The frame the current time lies in (on its start, up to rounding), and the next.
@@ -557,6 +673,9 @@ double Simulation::time() const {
 }
 
 double Simulation::timeStep() const {
+  if (impl_->isStatic()) {
+    return impl_->settings.time.duration / impl_->settings.time.loadIncrements;
+  }
   return impl_->integratorForRun().timeStep();
 }
 

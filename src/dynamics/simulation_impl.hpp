@@ -28,6 +28,20 @@ struct Simulation::Impl {
   // its making.
   std::optional<EnergyGuard> energyGuard;
   StepStatistics statistics;
+  // Static runs (time.integrator "static"): load increments solved, sub-increments
+  // included, in `accepted`; failed solves in `rejected`; Newton work.
+  StepCounts staticCounts;
+  // The last static increment: its load factor and the largest final relative residual
+  // over the bodies.
+  struct StaticIncrement {
+    double loadFactor = 0;
+    double residual = 0;
+  };
+  std::optional<StaticIncrement> lastIncrement;
+  [[nodiscard]] bool isStatic() const { return settings.time.integrator == Integrator::kStatic; }
+  // The run's step counts (the integrator's, or the static ones).
+  [[nodiscard]] StepCounts counts() const;
+  void setCounts(const StepCounts& counts);
   PhaseTimes times;  // wall time per phase of every step so far
   std::vector<std::string> warnings;
   std::function<void(const std::string&)> onWarning;

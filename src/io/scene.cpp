@@ -608,7 +608,16 @@ constexpr FieldSpec kTimeFields[] = {
                 "`newmark_beta`, `newmark_gamma` (beta = 0 is explicit; 1/4, 1/2 the implicit "
                 "average-acceleration rule). `backward_euler`: implicit Euler, dissipative. "
                 "The implicit ones solve each step by Newton's method with the models' "
-                "Hessians."},
+                "Hessians. `static`: equilibrium under gravity and the loads, raised in "
+                "`load_increments` equal steps (a frame each), no inertia."},
+    {.key = "load_increments",
+     .kind = FieldKind::kInteger,
+     .number = 10,
+     .range = Range::closed(1, 100000),
+     .meaning = "`static`: the load factor goes from 0 to 1 in this many increments, one frame "
+                "each (frame i at time i / n of `duration`, where pins and ramps stand; "
+                "`frame_rate` is not used). An increment whose Newton solve fails is split "
+                "into halves, down to 1/64 of it."},
     {.key = "newmark_beta",
      .number = 0.25,
      .range = Range::closed(0, 0.5),
@@ -1272,12 +1281,14 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   const std::string integrator = r.choice("integrator");
   t.integrator = integrator == "newmark"          ? Integrator::kNewmark
                  : integrator == "backward_euler" ? Integrator::kBackwardEuler
+                 : integrator == "static"         ? Integrator::kStatic
                                                   : Integrator::kVerlet;
   t.newmarkBeta = r.number("newmark_beta");
   t.newmarkGamma = r.number("newmark_gamma");
   t.newtonTolerance = r.number("newton_tolerance");
   t.newtonMaxIterations = static_cast<int>(r.integer("newton_max_iterations"));
   t.newtonFrozenHessian = r.choice("newton_hessian") == "frozen";
+  t.loadIncrements = r.integer("load_increments");
   // Against the default frame rate too, but not against a bad one, already reported.
   const bool frameRateUsable = frameRate.has_value() || !r.has("frame_rate");
   if (timeStep && frameRateUsable && *timeStep > 1.0 / t.frameRate) {

@@ -11,7 +11,8 @@ inline constexpr std::string_view kPrimitiveTypes[] = {"sheet", "sphere", "hemis
                                                        "box"};
 inline constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
 inline constexpr std::string_view kFormats[] = {"ply", "obj", "vtp"};
-inline constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler"};
+inline constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler",
+                                                    "static"};
 inline constexpr std::string_view kNewtonHessians[] = {"frozen", "exact"};
 inline constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
 inline constexpr std::string_view kRegionShapes[] = {"box", "sphere"};

@@ -198,7 +198,8 @@ Json toJson(const TimeDef& t) {
           {"newmark_gamma", t.newmarkGamma},
           {"newton_tolerance", t.newtonTolerance},
           {"newton_max_iterations", t.newtonMaxIterations},
-          {"newton_hessian", t.newtonFrozenHessian ? "frozen" : "exact"}};
+          {"newton_hessian", t.newtonFrozenHessian ? "frozen" : "exact"},
+          {"load_increments", t.loadIncrements}};
 }
 
 Json toJson(const OutputDef& o) {

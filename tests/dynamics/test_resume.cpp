@@ -155,6 +155,12 @@ TEST(Resume, FromACheckpointOlderThanTheLastFrame) {
   expectResumedRunEqualsWholeRun(scene, 5, 2);
 }
 
+TEST(Resume, StaticLoadIncrements) {
+  SceneDef scene = loadScene(fs::path(SHELLSIM_SOURCE_DIR) / "scenes" / "static_cantilever.json");
+  scene.time.loadIncrements = 8;
+  expectResumedRunEqualsWholeRun(scene, 3, 2);
+}
+
 TEST(Resume, ACheckpointThatDoesNotFitIsRefusedByName) {
   TempFolder folder("resume_");
   const fs::path out = folder.path() / "run";

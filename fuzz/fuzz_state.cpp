@@ -1,0 +1,93 @@
+// Fuzz target for state and checkpoint files (Simulation::readStateFile, runScene --resume):
+// any input must either restore or raise a shellsim::Error; a crash, sanitizer report,
+// hang or huge allocation is a bug. The input is a state file without its last 8 bytes,
+// the checksum, which the target appends: random bytes would otherwise never get past it
+// to the parser and the models' restore checks behind it.
+//
+// The simulation is a mass-spring sheet and a fiber sheet with plasticity and fracture
+// (the one model with evolving state). With FUZZ_STATE_SEED=FILE in the environment the
+// target first writes a valid input for it to FILE (the seed corpus, corpus/state/).
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <span>
+#include <vector>
+
+#include "core/byte_stream.hpp"
+#include "dynamics/simulation_impl.hpp"
+#include "shellsim/errors.hpp"
+#include "shellsim/world.hpp"
+
+namespace {
+
+shellsim::Geometry grid(int cells, double z) {
+  shellsim::Geometry mesh;
+  for (int j = 0; j <= cells; ++j) {
+    for (int i = 0; i <= cells; ++i) {
+      mesh.positions.insert(mesh.positions.end(),
+                            {0.3 * i / cells - 0.15, 0.3 * j / cells - 0.15, z});
+    }
+  }
+  for (int j = 0; j < cells; ++j) {
+    for (int i = 0; i < cells; ++i) {
+      const int a = j * (cells + 1) + i, b = a + 1, c = a + cells + 2, d = a + cells + 1;
+      mesh.triangles.insert(mesh.triangles.end(), {a, b, c, a, c, d});
+    }
+  }
+  return mesh;
+}
+
+struct Fixture {
+  shellsim::Simulation sim;
+  shellsim::SimulationState pristine;
+
+  Fixture() {
+    shellsim::BodyDef cloth;
+    cloth.name = "cloth";
+    sim.addBody(grid(4, 0.1), cloth);
+    shellsim::BodyDef poster;
+    poster.name = "poster";
+    poster.model = "fiber";
+    poster.fiber.plasticity = shellsim::FiberPlasticityDef{};
+    poster.fiber.fracture = shellsim::FiberFractureDef{};
+    poster.fiber.fracture->stretchLimit = 1.01;
+    poster.initialVelocity = {0.5, -0.2, 1};
+    shellsim::PinDef corner;
+    corner.shape = shellsim::PinShape::kVertices;
+    corner.vertices = {0};
+    poster.pins.push_back(corner);
+    sim.addBody(grid(6, 0.2), poster);
+    sim.advanceFrames(3);  // some plastic flow and broken fibers in the state
+    pristine = sim.saveState();
+    if (const char* seed = std::getenv("FUZZ_STATE_SEED"); seed != nullptr) {
+      const std::vector<uint8_t> bytes = shellsim::encodeState(shellsim::implOf(sim), pristine, {});
+      std::ofstream out(seed, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size() - sizeof(uint64_t)));
+    }
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Fixture fixture;
+  std::vector<uint8_t> file(data, data + size);
+  const uint64_t checksum = shellsim::fnv1a(file);
+  const auto* c = reinterpret_cast<const uint8_t*>(&checksum);
+  file.insert(file.end(), c, c + sizeof checksum);
+  try {
+    shellsim::SimulationState state;
+    (void)shellsim::decodeState(shellsim::implOf(fixture.sim), file, "fuzz", state);
+    fixture.sim.restoreState(state);
+    // What was restored must be usable: energies and a surface at the restored positions.
+    for (int32_t b = 0; b < fixture.sim.bodyCount(); ++b) {
+      (void)fixture.sim.energies(b);
+      (void)fixture.sim.surface(b);
+      (void)fixture.sim.pieceCount(b);
+    }
+  } catch (const shellsim::Error&) {
+  }
+  fixture.sim.restoreState(fixture.pristine);
+  return 0;
+}

@@ -1,0 +1,161 @@
+// Static equilibrium from a scene file (time.integrator "static", load increments): the
+// clamped strip of scenes/static_cantilever.json under a dead tip load P = k EI / L^2,
+// against the elastica; convergence at k = 10 whatever the density; the summary's
+// residual per increment; resume; a membrane without bending refused with a clear error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "shellsim/errors.hpp"
+#include "shellsim/run.hpp"
+#include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
+#include "temp_folder.hpp"
+
+namespace shellsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSourceDir = SHELLSIM_SOURCE_DIR;
+
+// Tip shortening -u/L and deflection w/L of the elastica of a cantilever under a dead end
+// load, k = P L^2 / (E I) = 1, 2, 4 (Bisshopp and Drucker 1945; the values the discrete
+// shell's validation uses, test_discrete_shell_validation.cpp).
+struct Tip {
+  double shortening, deflection;
+};
+constexpr double kLoads[] = {1, 2, 4};
+constexpr Tip kElastica[] = {{0.056433, 0.301721}, {0.160642, 0.493457}, {0.328941, 0.669964}};
+
+SceneDef cantilever(const std::string& model, double k) {
+  SceneDef scene = loadScene(kSourceDir / "scenes" / "static_cantilever.json");
+  BodyDef& strip = scene.bodies[0];
+  strip.model = model;
+  const double ei = strip.material.youngModulus * 0.1 * std::pow(strip.material.thickness, 3) / 12;
+  strip.loads[0].force = {0, 0, -k * ei};  // L = 1 m
+  scene.time.loadIncrements = static_cast<int32_t>(std::ceil(k));
+  return scene;
+}
+
+// Solves every increment of the scene; returns the mean tip displacement over L.
+Tip solve(const SceneDef& scene, StepStatistics* statistics = nullptr) {
+  Simulation sim(scene);
+  const std::vector<double> rest(sim.positions(0).begin(), sim.positions(0).end());
+  sim.advanceFrames(scene.time.loadIncrements);
+  EXPECT_DOUBLE_EQ(sim.time(), scene.time.duration);
+  const std::span<const double> x = sim.positions(0);
+  Tip tip{0, 0};
+  int count = 0;
+  for (size_t i = 0; i < rest.size() / 3; ++i) {
+    if (std::abs(rest[3 * i] - 1.0) > 1e-9) continue;
+    tip.shortening += 1.0 - x[3 * i];
+    tip.deflection -= x[3 * i + 2];
+    ++count;
+  }
+  EXPECT_GT(count, 1);
+  if (statistics != nullptr) *statistics = sim.statistics();
+  return {tip.shortening / count, tip.deflection / count};
+}
+
+// Measured (20 cells along the strip): k = 1: -u/L 0.0630, w/L 0.3197; k = 2: 0.1666,
+// 0.5038; k = 4: 0.3251, 0.6695 — the discrete shell's own limit at this mesh (its hinge
+// energy acts like Poisson ratio -1/3, discrete_shell_model.hpp), as with the internal solver.
+TEST(StaticCantilever, DiscreteShellMatchesTheElasticaFromTheSceneFile) {
+  for (size_t c = 0; c < std::size(kLoads); ++c) {
+    const Tip tip = solve(cantilever("discrete_shell", kLoads[c]));
+    std::cout << "[ measured ] discrete_shell, k = " << kLoads[c] << ": -u/L " << tip.shortening
+              << " (elastica " << kElastica[c].shortening << "), w/L " << tip.deflection
+              << " (elastica " << kElastica[c].deflection << ")\n";
+    EXPECT_NEAR(tip.shortening, kElastica[c].shortening, 0.025) << "k = " << kLoads[c];
+    EXPECT_NEAR(tip.deflection, kElastica[c].deflection, 0.025) << "k = " << kLoads[c];
+  }
+}
+
+// The fiber strip is stiffer than the elastica at this resolution (measured w/L 0.194,
+// 0.348, 0.544 at k = 1, 2, 4): a strip 2 cells wide leaves its edge nodes with few fibers
+// across (the run warns about it). Checked here: it bends the right way, more with more
+// load, and no more than 0.15 L from the elastica.
+TEST(StaticCantilever, FiberBendsMoreWithMoreLoad) {
+  double previous = 0;
+  for (size_t c = 0; c < std::size(kLoads); ++c) {
+    const Tip tip = solve(cantilever("fiber", kLoads[c]));
+    std::cout << "[ measured ] fiber, k = " << kLoads[c] << ": -u/L " << tip.shortening
+              << " (elastica " << kElastica[c].shortening << "), w/L " << tip.deflection
+              << " (elastica " << kElastica[c].deflection << ")\n";
+    EXPECT_GT(tip.deflection, previous);
+    EXPECT_GT(tip.shortening, 0);
+    EXPECT_NEAR(tip.deflection, kElastica[c].deflection, 0.15);
+    previous = tip.deflection;
+  }
+}
+
+TEST(StaticCantilever, KTenConvergesInTenIncrementsWhateverTheDensity) {
+  for (const char* model : {"discrete_shell", "fiber"}) {
+    double reference = 0;
+    for (const double density : {1000.0, 1.0, 1e5}) {
+      SceneDef scene = cantilever(model, 10);
+      scene.bodies[0].material.density = density;
+      StepStatistics statistics;
+      const Tip tip = solve(scene, &statistics);
+      EXPECT_LE(statistics.steps, 20) << model << ", density " << density;
+      // Elastica at k = 10: w/L = 0.8106; without gravity the density changes nothing.
+      EXPECT_NEAR(tip.deflection, 0.8106, 0.07) << model;
+      if (reference == 0) reference = tip.deflection;
+      EXPECT_NEAR(tip.deflection, reference, 1e-9) << model << ", density " << density;
+    }
+  }
+}
+
+TEST(StaticCantilever, TheSummaryHasTheResidualAndLoadFactorOfEveryIncrement) {
+  testfiles::TempFolder folder("static_");
+  RunOptions options;
+  options.outputFolder = folder.path() / "run";
+  const SceneDef scene = loadScene(kSourceDir / "scenes" / "static_cantilever.json");
+  const RunReport report = runScene(scene, options);
+  EXPECT_EQ(report.framesWritten, scene.time.loadIncrements + 1);
+  std::ifstream in(folder.path() / "run" / "summary.json");
+  const auto summary = nlohmann::json::parse(in);
+  EXPECT_EQ(summary["status"], "completed");
+  const auto& frames = summary["frames"];
+  ASSERT_EQ(frames.size(), 11u);
+  EXPECT_FALSE(frames[0].contains("residual"));
+  for (size_t f = 1; f < frames.size(); ++f) {
+    EXPECT_NEAR(frames[f]["load_factor"].get<double>(), 0.1 * static_cast<double>(f), 1e-12);
+    EXPECT_LT(frames[f]["residual"].get<double>(), 1e-6);
+    EXPECT_EQ(frames[f]["kinetic_energy"].get<double>(), 0.0);
+    EXPECT_GT(frames[f]["newton_iterations"].get<int64_t>(),
+              frames[f - 1].value("newton_iterations", int64_t{0}));
+  }
+  EXPECT_GT(frames[10]["bodies"][0]["bending"].get<double>(), 0);
+}
+
+TEST(StaticCantilever, AMembraneWithoutBendingStiffnessFailsWithAClearError) {
+  // A mass-spring strip is a mechanism under a transverse load (it can only hang): Newton
+  // from the flat start cannot move it; the run says so instead of hanging.
+  Simulation sim(cantilever("mass_spring", 1));
+  try {
+    sim.advanceFrames(1);
+    FAIL() << "no error";
+  } catch (const NumericalError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("static: the load step"), std::string::npos) << what;
+    EXPECT_NE(what.find("load increments"), std::string::npos) << what;
+  }
+  EXPECT_EQ(sim.time(), 0.0);
+}
+
+TEST(StaticCantilever, AStaticSimulationIsNotAdvancedInTime) {
+  Simulation sim(cantilever("discrete_shell", 1));
+  EXPECT_THROW(sim.advance(0.1), InputError);
+  sim.advanceFrames(1);
+  EXPECT_THROW(sim.advanceFrames(1), InputError);  // all increments solved
+}
+
+}  // namespace
+}  // namespace shellsim
