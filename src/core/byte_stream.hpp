@@ -66,6 +66,7 @@ class ByteReader {
            std::to_string(bytes_.size() - position_) + " bytes left");
     }
     std::vector<T> values(static_cast<size_t>(count));
+    if (count == 0) return values;  // data() may be null: no memcpy
     std::memcpy(values.data(), bytes_.data() + position_, count * sizeof(T));
     position_ += count * sizeof(T);
     return values;
