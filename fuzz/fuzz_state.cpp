@@ -4,9 +4,10 @@
 // the checksum, which the target appends: random bytes would otherwise never get past it
 // to the parser and the models' restore checks behind it.
 //
-// The simulation is a mass-spring sheet and a fiber sheet with plasticity and fracture
-// (the one model with evolving state). With FUZZ_STATE_SEED=FILE in the environment the
-// target first writes a valid input for it to FILE (the seed corpus, corpus/state/).
+// The simulation is a mass-spring sheet and two fiber sheets with plasticity and fracture
+// (the one model with evolving state), one of them clustered, with an embedded surface. With
+// FUZZ_STATE_SEED=FILE in the environment the target first writes a valid input for it to FILE (the
+// seed corpus, corpus/state/).
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -57,6 +58,11 @@ struct Fixture {
     corner.vertices = {0};
     poster.pins.push_back(corner);
     sim.addBody(grid(6, 0.2), poster);
+    shellsim::BodyDef leaf = poster;  // clustered nodes: an embedded surface to rebind
+    leaf.name = "leaf";
+    leaf.pins.clear();
+    leaf.fiber.nodeCount = 30;
+    sim.addBody(grid(12, 0.3), leaf);
     sim.advanceFrames(3);  // some plastic flow and broken fibers in the state
     pristine = sim.saveState();
     if (const char* seed = std::getenv("FUZZ_STATE_SEED"); seed != nullptr) {

@@ -58,7 +58,7 @@ struct SimulationState::Data {
     std::shared_ptr<const ModelState> model;  // null for a model without evolving state
     int64_t brokenElements = 0;
     int32_t cracks = 0;
-    int32_t embeddedPieces = 1;
+    std::vector<Body::BindingEvent> bindingEvents;  // of the embedded surface
   };
   std::vector<BodyState> bodies;
   StepCounts counts;           // the integrator's, over the whole run
@@ -310,7 +310,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
     state.model = body.model->saveState();
     state.brokenElements = body.brokenElements;
     state.cracks = body.cracks;
-    state.embeddedPieces = body.embeddedPieces;
+    state.bindingEvents = body.bindingEvents;
   }
   return data;
 }
@@ -326,20 +326,9 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     body.accelerations = state.accelerations;
     body.externalForces = state.externalForces;
     body.elastic = state.elastic;
-    if (state.model) {
-      const size_t cracksBefore = body.model->crackDiscs().size();
-      body.model->restoreState(state.model.get());
-      if (body.embedded && body.model->crackDiscs().size() != cracksBefore) {
-        // The binding knows cracks the restored state has not had yet: bind again.
-        body.embedded =
-            std::make_unique<SurfaceBinding>(body.embedded->restNodes(), *body.embeddedRest,
-                                             SurfaceBindingParams{}, body.model->crackDiscs());
-        body.embeddedPieces = 1;
-        if (state.embeddedPieces > 1) {
-          body.embedded->separatePieces(body.model->nodePieces());
-          body.embeddedPieces = state.embeddedPieces;
-        }
-      }
+    if (state.model) body.model->restoreState(state.model.get());
+    if (body.embedded && body.bindingEvents != state.bindingEvents) {
+      replayBinding(body, state.bindingEvents);
     }
     body.brokenElements = state.brokenElements;
     body.cracks = state.cracks;
@@ -388,7 +377,12 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     out.value(body.elastic.bending);
     out.value(body.brokenElements);
     out.value(body.cracks);
-    out.value(body.embeddedPieces);
+    out.value<uint64_t>(body.bindingEvents.size());
+    for (const Body::BindingEvent& event : body.bindingEvents) {
+      out.value(event.crackCount);
+      out.value(event.newCracks);
+      out.array(event.pieces);
+    }
     out.value<uint8_t>(body.model ? 1 : 0);
     if (body.model) body.model->write(out);
   }
@@ -439,7 +433,15 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     state.elastic.bending = in.value<double>("elastic energy");
     state.brokenElements = in.value<int64_t>("broken elements");
     state.cracks = in.value<int32_t>("cracks");
-    state.embeddedPieces = in.value<int32_t>("pieces");
+    const auto events = in.value<uint64_t>("binding events");
+    if (events > 10'000'000) in.fail(std::to_string(events) + " binding events");
+    for (uint64_t e = 0; e < events; ++e) {
+      Body::BindingEvent& event = state.bindingEvents.emplace_back();
+      event.crackCount = in.value<int32_t>("binding event");
+      event.newCracks = in.value<int32_t>("binding event");
+      event.pieces = in.array<int32_t>("binding event pieces");
+      if (!body.embedded) in.fail("body '" + body.name + "' has no embedded surface to rebind");
+    }
     if (in.value<uint8_t>("model state flag") != 0) {
       state.model = body.model->readState(in);
     } else if (body.model->saveState() != nullptr) {
@@ -755,32 +757,34 @@ void checkNodeArray(const Body& body, int32_t index, std::span<const double> val
 
 }  // namespace
 
-void Simulation::setPositions(int32_t body, std::span<const double> positions) {
-  Body& b = impl_->body(body);
-  checkNodeArray(b, body, positions, "Positions");
-  const std::vector<double> previous = b.positions;
-  std::copy(positions.begin(), positions.end(), b.positions.begin());
+namespace {
+
+// Replaces one of a body's node arrays (positions, velocities) with checked values and
+// recomputes the forces; puts the old values back if that fails.
+void replaceNodeArray(Simulation::Impl& impl, int32_t index, std::vector<double> Body::*array,
+                      std::span<const double> values, const char* what) {
+  Body& body = impl.body(index);
+  checkNodeArray(body, index, values, what);
+  std::vector<double>& target = body.*array;
+  const std::vector<double> previous = target;
+  std::copy(values.begin(), values.end(), target.begin());
   try {
-    impl_->refresh();
+    impl.refresh();
   } catch (...) {
-    b.positions = previous;
-    impl_->refresh();
+    target = previous;
+    impl.refresh();
     throw;
   }
 }
 
+}  // namespace
+
+void Simulation::setPositions(int32_t body, std::span<const double> positions) {
+  replaceNodeArray(*impl_, body, &Body::positions, positions, "Positions");
+}
+
 void Simulation::setVelocities(int32_t body, std::span<const double> velocities) {
-  Body& b = impl_->body(body);
-  checkNodeArray(b, body, velocities, "Velocities");
-  const std::vector<double> previous = b.velocities;
-  std::copy(velocities.begin(), velocities.end(), b.velocities.begin());
-  try {
-    impl_->refresh();
-  } catch (...) {
-    b.velocities = previous;
-    impl_->refresh();
-    throw;
-  }
+  replaceNodeArray(*impl_, body, &Body::velocities, velocities, "Velocities");
 }
 
 std::span<const int32_t> Simulation::nodeOfVertex(int32_t body) const {

@@ -155,6 +155,8 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
         // recomputed as well."
         const std::span<const CrackDisc> all = body.model->crackDiscs();
         body.embedded->rebind(all, all.last(static_cast<size_t>(report.cracks)));
+        body.bindingEvents.push_back(
+            {static_cast<int32_t>(all.size()), report.cracks, std::vector<int32_t>{}});
       }
       if ((report.cracks > 0 || report.brokenElements > 0) && body.embedded) {
         const std::vector<int32_t> pieces = body.model->nodePieces();
@@ -163,6 +165,7 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
         if (count != body.embeddedPieces) {
           body.embedded->separatePieces(pieces);
           body.embeddedPieces = count;
+          body.bindingEvents.push_back({0, 0, pieces});
         }
       }
       changed |= report.brokenElements > 0 || report.cracks > 0;

@@ -389,6 +389,37 @@ World buildWorld(const SceneDef& scene) {
   return world;
 }
 
+void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
+  if (!body.embedded) return;
+  body.embedded = std::make_unique<SurfaceBinding>(body.embedded->restNodes(), *body.embeddedRest);
+  body.embeddedPieces = 1;
+  const std::span<const CrackDisc> cracks = body.model->crackDiscs();
+  for (const Body::BindingEvent& event : events) {
+    if (event.newCracks > 0) {
+      const auto count = static_cast<size_t>(event.crackCount);
+      if (count > cracks.size() || event.newCracks > event.crackCount) {
+        throw InputError(body.name + ": the surface binding's history names crack " +
+                         std::to_string(count) + ", the model has " +
+                         std::to_string(cracks.size()));
+      }
+      body.embedded->rebind(cracks.first(count),
+                            cracks.subspan(count - static_cast<size_t>(event.newCracks),
+                                           static_cast<size_t>(event.newCracks)));
+    } else {
+      const auto [lowest, highest] = std::minmax_element(event.pieces.begin(), event.pieces.end());
+      if (event.pieces.size() != static_cast<size_t>(body.nodeCount()) || *lowest < 0 ||
+          *highest >= body.nodeCount()) {
+        throw InputError(body.name + ": the surface binding's history has pieces of " +
+                         std::to_string(event.pieces.size()) + " nodes or labels out of range; " +
+                         "the body has " + std::to_string(body.nodeCount()) + " nodes");
+      }
+      body.embedded->separatePieces(event.pieces);
+      body.embeddedPieces = *highest + 1;
+    }
+  }
+  body.bindingEvents = events;
+}
+
 int32_t pieceCount(const Body& body) {
   const std::vector<int32_t> pieces = body.model->nodePieces();
   return pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1;

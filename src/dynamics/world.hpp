@@ -87,6 +87,16 @@ struct Body {
   std::unique_ptr<SurfaceBinding> embedded;
   std::shared_ptr<const Geometry> embeddedRest;  // its rest geometry, to rebind from scratch
   int32_t embeddedPieces = 1;                    // pieces the binding was last separated into
+  // What changed the binding since it was made, in order (SurfaceBinding::rebind,
+  // separatePieces): a restored state rebinds a fresh binding by replaying them, so that its
+  // surface is the one the run had (binding from scratch with all cracks gives another).
+  struct BindingEvent {
+    int32_t crackCount = 0;       // rebind: the cracks then, the last newCracks of them new
+    int32_t newCracks = 0;        // 0: separatePieces
+    std::vector<int32_t> pieces;  // separatePieces: the node pieces passed, (nNodes)
+    bool operator==(const BindingEvent&) const = default;
+  };
+  std::vector<BindingEvent> bindingEvents;
   // Inelastic events so far (Model::updateInelastic).
   int64_t brokenElements = 0;
   int32_t cracks = 0;
@@ -129,6 +139,10 @@ void addLoad(World& world, size_t body, const LoadDef& load, const std::string& 
 // selects pinned nodes and sets initial velocities. Throws InputError naming the body
 // (e.g. "bodies[1] 'cloth': pins[0] selects no node") or the geometry file.
 [[nodiscard]] World buildWorld(const SceneDef& scene);
+
+// Makes the body's embedded surface binding anew from its rest nodes and replays `events`
+// (Body::bindingEvents) with the model's current cracks; no-op without an embedded surface.
+void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events);
 
 // Connected pieces of a body's nodes (Model::nodePieces): 1 for a model without pieces.
 [[nodiscard]] int32_t pieceCount(const Body& body);
