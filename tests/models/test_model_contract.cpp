@@ -2,6 +2,10 @@
 // model's test file instantiates ModelContract with its cases (model_contract.hpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "models/model_contract.hpp"
 
 namespace shellsim::testing {
@@ -56,6 +60,51 @@ TEST_P(ModelContract, ZeroNetForceAndTorque) {
   const std::vector<double> x = perturbed(s.rest, c.perturbation * s.scale, 4);
   s.model->prepare(x);
   EXPECT_TRUE(zeroNetForceAndTorque(*s.model, x, c.forceTolerance, c.torqueTolerance));
+}
+
+// A spring between two nodes, E = k/2 (|x1 - x0| - L)^2, with an exact gradient and no
+// Hessian: the smallest model that must fail the Hessian check.
+class SpringWithoutHessian : public Model {
+ public:
+  [[nodiscard]] std::string name() const override { return "spring without Hessian"; }
+  [[nodiscard]] int32_t nodeCount() const override { return 2; }
+  [[nodiscard]] int64_t elementCount() const override { return 1; }
+  [[nodiscard]] std::span<const double> nodeMasses() const override { return masses_; }
+  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override {
+    const double stretch = length(x) - 1.0;
+    return {0.5 * stretch * stretch, 0.0};
+  }
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override {
+    const double l = length(x);
+    for (int c = 0; c < 3; ++c) {
+      const double g = (l - 1.0) * (x[3 + c] - x[c]) / l;
+      gradient[c] -= g;
+      gradient[3 + c] += g;
+    }
+    return energy(x);
+  }
+  [[nodiscard]] double stableTimeStep() const override { return 1.0; }
+  [[nodiscard]] Geometry surface(std::span<const double> x) const override {
+    Geometry g;
+    g.positions.assign(x.begin(), x.end());
+    return g;
+  }
+
+ private:
+  static double length(std::span<const double> x) {
+    return std::sqrt((x[3] - x[0]) * (x[3] - x[0]) + (x[4] - x[1]) * (x[4] - x[1]) +
+                     (x[5] - x[2]) * (x[5] - x[2]));
+  }
+  std::vector<double> masses_{1.0, 1.0};
+};
+
+TEST(ModelContractChecks, AModelWithoutAHessianFailsTheHessianCheck) {
+  const SpringWithoutHessian spring;
+  const std::vector<double> x = {0, 0, 0, 1.2, 0.1, -0.3};
+  EXPECT_TRUE(gradientMatchesFiniteDifferences(spring, x, 1e-7, 1e-6));
+  const ::testing::AssertionResult hessian = hessianMatchesFiniteDifferences(spring, x, 1e-6, 1e-6);
+  EXPECT_FALSE(hessian);
+  EXPECT_NE(std::string(hessian.message()).find("has no Hessian"), std::string::npos);
 }
 
 }  // namespace
