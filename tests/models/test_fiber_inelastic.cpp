@@ -5,17 +5,20 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/byte_stream.hpp"
 #include "core/crack.hpp"
 #include "models/fiber/fiber_model.hpp"
 #include "models/fiber/fiber_network.hpp"
 #include "models/fiber_test_nodes.hpp"
 #include "models/model_contract.hpp"
+#include "shellsim/errors.hpp"
 
 namespace shellsim {
 namespace {
 
 using testing::gradientMatchesFiniteDifferences;
 using testing::gridSheet;
+using testing::hessianMatchesFiniteDifferences;
 using testing::perturbed;
 using testing::rubber;
 
@@ -139,6 +142,7 @@ TEST(FiberPlasticity, HeldBendFlowsIntoTheRestShapeAndStaysWithoutPlasticity) {
   EXPECT_NEAR(elastic.energy(nodes.positions).total(), 0.0, 1e-18);
   // The model stays the exact gradient of its energy with plastic rest values.
   EXPECT_TRUE(gradientMatchesFiniteDifferences(soft, perturbed(half, 0.003, 5), 1e-6, 1e-5));
+  EXPECT_TRUE(hessianMatchesFiniteDifferences(soft, perturbed(half, 0.003, 5), 1e-6, 1e-5));
 }
 
 TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrips) {
@@ -170,6 +174,27 @@ TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrip
   EXPECT_NE(pieces[0], pieces[10]) << "left and right edge nodes are separated";
   // The torn model is still an exact gradient of its energy.
   EXPECT_TRUE(gradientMatchesFiniteDifferences(model, perturbed(x, 0.002, 3), 1e-6, 1e-5));
+  EXPECT_TRUE(hessianMatchesFiniteDifferences(model, perturbed(x, 0.002, 3), 1e-6, 1e-5));
+  // Written to bytes (a checkpoint) and read into a fresh model, the torn state gives the
+  // same energy and gradient, bit for bit.
+  {
+    ByteWriter out;
+    model.saveState()->write(out);
+    FiberModel fresh(nodes, rubber(), params);
+    ByteReader in(out.bytes(), "test");
+    fresh.restoreState(fresh.readState(in).get());
+    EXPECT_TRUE(in.atEnd());
+    EXPECT_EQ(fresh.elementCount(), model.elementCount());
+    const std::vector<double> probe = perturbed(x, 0.002, 4);
+    std::vector<double> g1(probe.size(), 0.0), g2(probe.size(), 0.0);
+    const EnergyParts e1 = model.addGradient(probe, g1), e2 = fresh.addGradient(probe, g2);
+    EXPECT_EQ(e1.total(), e2.total());
+    EXPECT_EQ(g1, g2);
+    // A state of another node count does not fit, and says so.
+    FiberModel smaller(gridSheet(9, 9, h), rubber(), params);
+    ByteReader again(out.bytes(), "test");
+    EXPECT_THROW(smaller.restoreState(smaller.readState(again).get()), InputError);
+  }
   // Restoring the intact state rebuilds the intact network.
   model.restoreState(intact.get());
   EXPECT_EQ(model.elementCount(), fibersBefore);
