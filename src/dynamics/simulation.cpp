@@ -259,34 +259,41 @@ int32_t Simulation::addObstacle(const ObstacleDef& obstacle) {
   return static_cast<int32_t>(index);
 }
 
-void Simulation::addPin(int32_t body, const PinDef& pin) {
-  Impl& impl = *impl_;
+namespace {
+
+// Adds a pin or load (`kind`, the scene key) to a body: checked as the scene reader checks
+// one (as the only entry of `probe`), added by `add(label)`, then the forces recomputed
+// and the definition taken into the fingerprint.
+template <class Add>
+void addSelection(Simulation::Impl& impl, int32_t body, const char* kind, size_t existing,
+                  BodyDef probe, const Add& add) {
   const Body& b = impl.body(body);
-  const size_t index = static_cast<size_t>(body);
-  std::ostringstream label;
-  label << "bodies[" << index << "] '" << b.name << "'.pins[" << b.pins.size() << "]";
-  BodyDef probe;  // the pin checked as the scene reader checks one
+  const std::string path = "bodies[" + std::to_string(body) + "]";
   probe.name = b.name;
-  probe.pins.push_back(pin);
-  validateBody(probe, "bodies[" + std::to_string(index) + "]", true);
-  shellsim::addPin(impl.world, index, pin, label.str());
+  validateBody(probe, path, true);
+  add(path + " '" + b.name + "'." + kind + "[" + std::to_string(existing) + "]");
   impl.refresh();
-  impl.addToFingerprint("pin " + std::to_string(index) + " " + sceneTextOf(probe));
+  impl.addToFingerprint(std::string(kind) + " " + std::to_string(body) + " " + sceneTextOf(probe));
+}
+
+}  // namespace
+
+void Simulation::addPin(int32_t body, const PinDef& pin) {
+  BodyDef probe;
+  probe.pins.push_back(pin);
+  addSelection(*impl_, body, "pins", impl_->body(body).pins.size(), probe,
+               [&](const std::string& label) {
+                 shellsim::addPin(impl_->world, static_cast<size_t>(body), pin, label);
+               });
 }
 
 void Simulation::addLoad(int32_t body, const LoadDef& load) {
-  Impl& impl = *impl_;
-  const Body& b = impl.body(body);
-  const size_t index = static_cast<size_t>(body);
-  std::ostringstream label;
-  label << "bodies[" << index << "] '" << b.name << "'.loads[" << b.loads.size() << "]";
   BodyDef probe;
-  probe.name = b.name;
   probe.loads.push_back(load);
-  validateBody(probe, "bodies[" + std::to_string(index) + "]", true);
-  shellsim::addLoad(impl.world, index, load, label.str());
-  impl.refresh();
-  impl.addToFingerprint("load " + std::to_string(index) + " " + sceneTextOf(probe));
+  addSelection(*impl_, body, "loads", impl_->body(body).loads.size(), probe,
+               [&](const std::string& label) {
+                 shellsim::addLoad(impl_->world, static_cast<size_t>(body), load, label);
+               });
 }
 
 namespace {
