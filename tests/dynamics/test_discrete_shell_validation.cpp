@@ -1,5 +1,5 @@
 // Validation of the discrete-shell model (grinspun2003) against known answers, at static
-// equilibrium (solveStaticEquilibrium, dynamics/implicit.hpp):
+// equilibrium, solved as a scene asks for it (time.integrator "static", shellsim/world.hpp):
 //  - a square plate under a uniform load, small deflection, simply supported and clamped
 //    (Timoshenko & Woinowsky-Krieger, tables 8 and 35), under mesh refinement;
 //  - a cantilever strip under a dead end load, large deflection, against the exact elastica.
@@ -16,6 +16,7 @@
 #include "dynamics/implicit.hpp"
 #include "dynamics/world.hpp"
 #include "models/discrete_shell/discrete_shell_model.hpp"
+#include "shellsim/world.hpp"
 
 namespace shellsim {
 namespace {
@@ -77,14 +78,27 @@ double plateCentreRatio(int n, Support support, double nu, bool calibrated = tru
     }
     body.pins.push_back(inner);
   }
-  World world = buildWorld(sceneWith(body));
-  if (!calibrated) uncalibrate(world, body.material);
-  NewtonSettings settings;
-  settings.tolerance = 1e-9;
-  const NewtonReport report = solveStaticEquilibrium(world, settings)[0];
-  EXPECT_TRUE(report.converged);
+  SceneDef scene = sceneWith(body);
+  std::vector<double> x;
+  if (calibrated) {
+    // The scene's own static solve (time.integrator "static"), in one load increment: the
+    // deflection is small, the response linear.
+    scene.time.integrator = Integrator::kStatic;
+    scene.time.loadIncrements = 1;
+    scene.time.newtonTolerance = 1e-9;
+    Simulation sim(scene);
+    sim.advanceFrames(1);
+    x.assign(sim.positions(0).begin(), sim.positions(0).end());
+  } else {
+    // A model the scene cannot name (the uniform hinge map): the solver under the scene's.
+    World world = buildWorld(scene);
+    uncalibrate(world, body.material);
+    NewtonSettings settings;
+    settings.tolerance = 1e-9;
+    EXPECT_TRUE(solveStaticEquilibrium(world, settings)[0].converged);
+    x = world.bodies[0].positions;
+  }
   double w = 0;
-  const std::vector<double>& x = world.bodies[0].positions;
   for (size_t i = 0; i < x.size() / 3; ++i) {
     if (std::abs(x[3 * i]) < 1e-9 && std::abs(x[3 * i + 1]) < 1e-9) w = -x[3 * i + 2];
   }
@@ -138,9 +152,9 @@ TEST(DiscreteShellValidationSlow, PlatesAtSixtyFourCells) {
 
 // Cantilever strip, L = 1 m, width L / 10, nu = 0 (no anticlastic curvature), clamped by
 // pinning its root column and one ghost column behind it (x = 0 and x = -L / n), under a
-// dead tip load P = k EI / L^2 (-z, shared by the tip nodes: a quarter at each corner, half
-// at the others, which puts no torque about the strip's axis), applied in increments of
-// k = 0.5 with Newton from the last equilibrium. Returns the tip's mean (-u / L, w / L).
+// dead tip load P = k EI / L^2 (-z, shared by the tip nodes in proportion to their masses,
+// about half at the corners), applied in increments of k = 0.5 with Newton from the last
+// equilibrium. Returns the tip's mean (-u / L, w / L).
 struct Tip {
   double shortening, deflection;
 };
@@ -161,38 +175,37 @@ std::vector<Tip> elasticaTips(int n, const std::vector<double>& loads) {
   clamp.center = {-0.5 * ghost, 0, 0};
   clamp.halfExtents = {0.5 * ghost + 1e-6, width, 1e-3};
   body.pins.push_back(clamp);
-  SceneDef scene = sceneWith(body);
-  scene.gravity = {0, 0, 0};
-  World world = buildWorld(scene);
-  const std::vector<double> x0 = world.bodies[0].positions;
-  std::vector<size_t> tip;
-  for (size_t i = 0; i < x0.size() / 3; ++i)
-    if (std::abs(x0[3 * i] - length) < 1e-9) tip.push_back(i);
+  LoadDef tipLoad;  // the tip column, the force spread in proportion to the node masses
+  tipLoad.select.shape = PinShape::kBox;
+  tipLoad.select.center = {length, 0, 0};
+  tipLoad.select.halfExtents = {1e-6, width, 1e-3};
+  body.loads.push_back(tipLoad);
   const double ei = 1e9 * width * h * h * h / 12;
-  std::vector<std::vector<double>> forces(1, std::vector<double>(x0.size(), 0.0));
-  NewtonSettings settings;
-  settings.tolerance = 1e-9;
-  settings.maxIterations = 100;
   std::vector<Tip> tips;
-  double k = 0;
-  for (double target : loads) {
-    while (k < target - 1e-12) {
-      k = std::min(target, k + 0.5);
-      const double p = k * ei / (length * length);
-      for (size_t i : tip) {
-        const bool corner = std::abs(std::abs(x0[3 * i + 1]) - 0.5 * width) < 1e-9;
-        forces[0][3 * i + 2] = -p / static_cast<double>(tip.size() - 1) * (corner ? 0.5 : 1.0);
-      }
-      const NewtonReport report = solveStaticEquilibrium(world, settings, forces)[0];
-      EXPECT_TRUE(report.converged) << "k = " << k;
-    }
+  for (const double k : loads) {
+    // The scene's static solve (time.integrator "static"): the load raised in increments
+    // of k = 0.5, Newton from the last equilibrium.
+    SceneDef scene = sceneWith(body);
+    scene.gravity = {0, 0, 0};
+    scene.bodies[0].loads[0].force = {0, 0, -k * ei / (length * length)};
+    scene.time.integrator = Integrator::kStatic;
+    scene.time.loadIncrements = static_cast<int32_t>(std::lround(2 * k));
+    scene.time.newtonTolerance = 1e-9;
+    scene.time.newtonMaxIterations = 100;
+    Simulation sim(scene);
+    const std::vector<double> x0(sim.positions(0).begin(), sim.positions(0).end());
+    sim.advanceFrames(scene.time.loadIncrements);
+    const std::span<const double> x = sim.positions(0);
     Tip t{0, 0};
-    for (size_t i : tip) {
-      t.shortening += (length - world.bodies[0].positions[3 * i]) / length;
-      t.deflection -= world.bodies[0].positions[3 * i + 2] / length;
+    int count = 0;
+    for (size_t i = 0; i < x0.size() / 3; ++i) {
+      if (std::abs(x0[3 * i] - length) > 1e-9) continue;
+      t.shortening += (length - x[3 * i]) / length;
+      t.deflection -= x[3 * i + 2] / length;
+      ++count;
     }
-    t.shortening /= static_cast<double>(tip.size());
-    t.deflection /= static_cast<double>(tip.size());
+    t.shortening /= count;
+    t.deflection /= count;
     tips.push_back(t);
   }
   return tips;
