@@ -831,6 +831,96 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
   return report;
 }
 
+namespace {
+
+// |dE/dx(x) - f| over free dofs, divided by the force scale F.
+double staticResidual(const Body& body, const Potential& potential, double forceScale) {
+  std::vector<double> gradient(body.positions.size(), 0.0);
+  body.model->addGradient(body.positions, gradient);
+  double sum = 0;
+  for (size_t k = 0; k < gradient.size(); ++k) {
+    if (body.pinned[k / 3]) continue;
+    const double r = gradient[k] - potential.force[k];
+    sum += r * r;
+  }
+  return std::sqrt(sum) / forceScale;
+}
+
+// Static equilibrium where Newton from the start makes no progress: a body that is a
+// mechanism under its load (a membrane under a transverse load can only hang; its flat
+// start has no transverse stiffness, and the shift tau M that makes the system solvable is
+// set by the in-plane stiffness, so each Newton step barely moves it). Pseudo-transient
+// continuation (Kelley and Keyes 1998): a sequence of implicit steps of
+//   Phi_k(x) = alpha_k/2 (x - x_k)^T M (x - x_k) + E(x) - f.x,
+// each a well-posed minimization, with alpha_0 such that the load alone moves no node more
+// than 5% of the body's size in one step, and alpha_{k+1} = alpha_k r_{k+1} / (2 r_k)
+// (switched evolution relaxation, halved: the pseudo step grows as the residual r falls,
+// and also while it falls slowly, as when a mechanism swings into place); a step whose
+// Newton solve does not converge is retried with 4 alpha. Once r is below 100 tolerances,
+// Newton on the static potential (alpha = 0) finishes from there.
+NewtonReport pseudoTransientContinuation(Body& body, const Potential& potential,
+                                         const NewtonSettings& settings, double forceScale,
+                                         double time, int32_t iterationsSoFar) {
+  constexpr int kMaxPseudoSteps = 400;
+  NewtonReport report;
+  report.iterations = iterationsSoFar;
+  const auto mass = body.model->nodeMasses();
+  const size_t n = mass.size();
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  double fastest = 0;  // max |f_i| / m_i over free nodes, m/s^2
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t c = 0; c < 3; ++c) {
+      lo[c] = std::min(lo[c], body.positions[3 * i + c]);
+      hi[c] = std::max(hi[c], body.positions[3 * i + c]);
+    }
+    if (body.pinned[i]) continue;
+    const double f = std::sqrt(potential.force[3 * i] * potential.force[3 * i] +
+                               potential.force[3 * i + 1] * potential.force[3 * i + 1] +
+                               potential.force[3 * i + 2] * potential.force[3 * i + 2]);
+    fastest = std::max(fastest, f / mass[i]);
+  }
+  const double size =
+      std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                (hi[2] - lo[2]) * (hi[2] - lo[2]));
+  if (!(fastest > 0) || !(size > 0)) return report;
+  double alpha = fastest / (0.05 * size);
+  NewtonSettings inner = settings;
+  inner.frozenHessian = false;
+  inner.maxIterations = settings.maxIterations;
+  Potential step = potential;
+  double residual = staticResidual(body, potential, forceScale);
+  LinearSolverCache cache;
+  for (int k = 0; k < kMaxPseudoSteps && residual > 100 * settings.tolerance; ++k) {
+    const std::vector<double> from = body.positions;
+    step.alpha = alpha;
+    step.target = from;
+    KnownGradient known;
+    NewtonSolver solver(body, step, inner, cache, time);
+    const NewtonReport r = solver.solve(forceScale, known);
+    report.iterations += r.iterations;
+    report.factorizations += r.factorizations;
+    if (!r.converged) {
+      body.positions = from;
+      alpha *= 4;
+      continue;
+    }
+    const double next = staticResidual(body, potential, forceScale);
+    alpha *= 0.5 * std::clamp(next / residual, 0.1, 2.0);
+    residual = next;
+  }
+  KnownGradient known;
+  NewtonSolver finish(body, potential, settings, cache, time);
+  const NewtonReport last = finish.solve(forceScale, known);
+  report.iterations += last.iterations;
+  report.factorizations += last.factorizations;
+  report.converged = last.converged;
+  report.residual = last.residual;
+  report.residuals = last.residuals;
+  return report;
+}
+
+}  // namespace
+
 std::vector<NewtonReport> solveStaticEquilibrium(
     World& world, const NewtonSettings& settings,
     std::span<const std::vector<double>> externalForces) {
@@ -869,7 +959,14 @@ std::vector<NewtonReport> solveStaticEquilibrium(
     known.gradient = std::move(gradient);  // at the start
     known.energy = startEnergy;
     known.valid = true;
-    reports[b] = solver.solve(std::sqrt(load) + std::sqrt(elastic), known);
+    const std::vector<double> start = body.positions;
+    const double forceScale = std::sqrt(load) + std::sqrt(elastic);
+    reports[b] = solver.solve(forceScale, known);
+    if (!reports[b].converged) {
+      body.positions = start;
+      reports[b] = pseudoTransientContinuation(body, potential, settings, forceScale, world.time,
+                                               reports[b].iterations);
+    }
     if (!reports[b].converged) {
       throwNotConverged(body, reports[b], settings, world.time,
                         "try more load increments or newton_max_iterations");

@@ -1,7 +1,7 @@
 // Static equilibrium from a scene file (time.integrator "static", load increments): the
 // clamped strip of scenes/static_cantilever.json under a dead tip load P = k EI / L^2,
 // against the elastica; convergence at k = 10 whatever the density; the summary's
-// residual per increment; resume; a membrane without bending refused with a clear error.
+// residual per increment; resume; a membrane without bending hangs from its clamp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -135,19 +135,19 @@ TEST(StaticCantilever, TheSummaryHasTheResidualAndLoadFactorOfEveryIncrement) {
   EXPECT_GT(frames[10]["bodies"][0]["bending"].get<double>(), 0);
 }
 
-TEST(StaticCantilever, AMembraneWithoutBendingStiffnessFailsWithAClearError) {
-  // A mass-spring strip is a mechanism under a transverse load (it can only hang): Newton
-  // from the flat start cannot move it; the run says so instead of hanging.
-  Simulation sim(cantilever("mass_spring", 1));
-  try {
-    sim.advanceFrames(1);
-    FAIL() << "no error";
-  } catch (const NumericalError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("static: the load step"), std::string::npos) << what;
-    EXPECT_NE(what.find("load increments"), std::string::npos) << what;
+TEST(StaticCantilever, AMembraneWithoutBendingStiffnessHangsFromItsClamp) {
+  // A mass-spring strip is a mechanism under a transverse load: its equilibrium is hanging
+  // straight down from the clamp (-u/L = w/L = 1, a little more by the stretch). Newton
+  // from the flat start cannot move it (no transverse stiffness); pseudo-transient
+  // continuation (implicit.cpp) swings it down, whatever the density. Measured: k = 10 in
+  // 10 increments, about 10,000 Newton iterations in all, 0.8 s.
+  for (const double density : {1000.0, 1.0}) {
+    SceneDef scene = cantilever("mass_spring", 10);
+    scene.bodies[0].material.density = density;
+    const Tip tip = solve(scene);
+    EXPECT_NEAR(tip.shortening, 1.0, 2e-3) << "density " << density;
+    EXPECT_NEAR(tip.deflection, 1.0, 2e-3) << "density " << density;
   }
-  EXPECT_EQ(sim.time(), 0.0);
 }
 
 TEST(StaticCantilever, AStaticSimulationIsNotAdvancedInTime) {
