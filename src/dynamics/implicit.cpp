@@ -857,7 +857,12 @@ double staticResidual(const Body& body, const Potential& potential, double force
 // (switched evolution relaxation, halved: the pseudo step grows as the residual r falls,
 // and also while it falls slowly, as when a mechanism swings into place); a step whose
 // Newton solve does not converge is retried with 4 alpha. Once r is below 100 tolerances,
-// Newton on the static potential (alpha = 0) finishes from there.
+// Newton on the static potential (alpha = 0) finishes from there. Measured on
+// scenes/static_cantilever.json as mass-spring (it hangs: -u/L = w/L = 1.000): k = 10 in
+// 10 increments 0.8 s, in 1 increment 0.2 s; k = 1 in 1 increment 0.7 s, but in 10
+// increments (a tenth of the load, little tension to swing it) the first increment does not
+// converge within kMaxPseudoSteps (10 s): alpha cycles between a step too long for the
+// inner Newton and one too short to move. A limit, reported as a non-convergence.
 NewtonReport pseudoTransientContinuation(Body& body, const Potential& potential,
                                          const NewtonSettings& settings, double forceScale,
                                          double time, int32_t iterationsSoFar) {
