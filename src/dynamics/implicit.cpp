@@ -102,6 +102,17 @@ FreeDofs freeDofs(const Body& body) {
   return free;
 }
 
+// The diagonal of the bounding box of positions x, (nNodes, 3), m: a body's length scale.
+double boundsDiagonal(std::span<const double> x) {
+  Vec3 lo = Vec3::Constant(std::numeric_limits<double>::infinity()), hi = -lo;
+  for (size_t k = 0; k + 2 < x.size(); k += 3) {
+    const Vec3 p(x[k], x[k + 1], x[k + 2]);
+    lo = lo.cwiseMin(p);
+    hi = hi.cwiseMax(p);
+  }
+  return (hi - lo).norm();
+}
+
 std::string bodyLabel(const Body& body) {
   return "body '" + body.name + "'";
 }
@@ -135,13 +146,7 @@ class NewtonSolver {
       report.converged = true;
       return report;
     }
-    Vec3 lo = Vec3::Constant(std::numeric_limits<double>::infinity()), hi = -lo;
-    for (size_t k = 0; k < dofs; k += 3) {
-      const Vec3 p(x[k], x[k + 1], x[k + 2]);
-      lo = lo.cwiseMin(p);
-      hi = hi.cwiseMax(p);
-    }
-    const double lengthScale = (hi - lo).norm();
+    const double lengthScale = boundsDiagonal(x);
     double previousTau = 0;
     // Dynamic steps only (alpha > 0): see NewtonSettings::frozenHessian.
     const bool frozenAllowed =
@@ -871,22 +876,15 @@ NewtonReport pseudoTransientContinuation(Body& body, const Potential& potential,
   report.iterations = iterationsSoFar;
   const auto mass = body.model->nodeMasses();
   const size_t n = mass.size();
-  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   double fastest = 0;  // max |f_i| / m_i over free nodes, m/s^2
   for (size_t i = 0; i < n; ++i) {
-    for (size_t c = 0; c < 3; ++c) {
-      lo[c] = std::min(lo[c], body.positions[3 * i + c]);
-      hi[c] = std::max(hi[c], body.positions[3 * i + c]);
-    }
     if (body.pinned[i]) continue;
     const double f = std::sqrt(potential.force[3 * i] * potential.force[3 * i] +
                                potential.force[3 * i + 1] * potential.force[3 * i + 1] +
                                potential.force[3 * i + 2] * potential.force[3 * i + 2]);
     fastest = std::max(fastest, f / mass[i]);
   }
-  const double size =
-      std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
-                (hi[2] - lo[2]) * (hi[2] - lo[2]));
+  const double size = boundsDiagonal(body.positions);
   if (!(fastest > 0) || !(size > 0)) return report;
   double alpha = fastest / (0.05 * size);
   NewtonSettings inner = settings;

@@ -8,7 +8,6 @@
 #include "dynamics/recorder.hpp"
 #include "dynamics/simulation_impl.hpp"
 #include "shellsim/errors.hpp"
-#include "shellsim/io.hpp"
 #include "shellsim/world.hpp"
 
 namespace shellsim {
@@ -118,12 +117,8 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     recorder.writeFrame(impl.world, frame, impl.counts(), implicit, elapsed(), staticFrame);
     summary(frame + 1 == frameCount ? "completed" : "running", "");
     if (checkpointEvery > 0 && frame % checkpointEvery == 0) {
-      const std::vector<uint8_t> bytes =
-          encodeState(impl, simulation.saveState(), runSection(frame, recorder, report.warnings));
-      writeFileAtomically(checkpointPath, [&](std::ostream& out) {
-        out.write(reinterpret_cast<const char*>(bytes.data()),
-                  static_cast<std::streamsize>(bytes.size()));
-      });
+      writeEncodedState(checkpointPath, impl, simulation.saveState(),
+                        runSection(frame, recorder, report.warnings));
       // The run resumed from here starts without the implicit solver's kept factor: so
       // does this one.
       if (impl.integrator) impl.integrator->dropSolverCaches();

@@ -26,6 +26,23 @@ Vec3 toVec3(const Vec3d& v) {
   return {v[0], v[1], v[2]};
 }
 
+// Mixes `bytes`, preceded by their count, into a fingerprint (Impl::fingerprint).
+void mixFingerprint(uint64_t& hash, std::span<const uint8_t> bytes) {
+  const uint64_t size = bytes.size();
+  hash = fnv1a(std::span(reinterpret_cast<const uint8_t*>(&size), sizeof size), hash);
+  hash = fnv1a(bytes, hash);
+}
+
+void mixFingerprint(uint64_t& hash, const std::string& text) {
+  mixFingerprint(hash, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+template <class T>
+void mixFingerprint(uint64_t& hash, const std::vector<T>& values) {
+  mixFingerprint(
+      hash, std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(T)));
+}
+
 // A body definition as scene text, for the fingerprint.
 std::string sceneTextOf(const BodyDef& body) {
   SceneDef scene;
@@ -50,11 +67,7 @@ struct SimulationState::Data {
   double time = 0;          // s
   double timeStep = 0;      // s, the planned step then (0: not yet planned)
   struct BodyState {
-    // (nNodes, 3) each. The accelerations are part of the state: after plastic flow they
-    // are those of the rest state before it (the step pipeline recomputes them only when
-    // the topology changes), and a restored state must continue exactly as the saved one.
-    std::vector<double> positions, velocities, accelerations, externalForces;
-    EnergyParts elastic;                      // J
+    BodyKinematics kinematics;
     std::shared_ptr<const ModelState> model;  // null for a model without evolving state
     int64_t brokenElements = 0;
     int32_t cracks = 0;
@@ -78,16 +91,6 @@ Simulation::Impl& implOf(Simulation& simulation) {
 }
 const Simulation::Impl& implOf(const Simulation& simulation) {
   return *simulation.impl_;
-}
-
-void Simulation::Impl::addToFingerprint(const std::string& text) {
-  addToFingerprint(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-}
-
-void Simulation::Impl::addToFingerprint(std::span<const uint8_t> bytes) {
-  const uint64_t size = bytes.size();
-  fingerprint = fnv1a(std::span(reinterpret_cast<const uint8_t*>(&size), sizeof size), fingerprint);
-  fingerprint = fnv1a(bytes, fingerprint);
 }
 
 void Simulation::Impl::warn(const std::string& message) {
@@ -181,7 +184,7 @@ Simulation::Simulation(const SimulationSettings& settings) : impl_(std::make_uni
   probe.gravity = settings.gravity;
   probe.time = settings.time;
   probe.time.duration = 0;
-  impl_->addToFingerprint("settings " + sceneToJson(probe));
+  mixFingerprint(impl_->fingerprint, "settings " + sceneToJson(probe));
 }
 
 Simulation::Simulation(const SceneDef& scene)
@@ -194,34 +197,35 @@ Simulation::Simulation(Simulation&&) noexcept = default;
 Simulation& Simulation::operator=(Simulation&&) noexcept = default;
 Simulation::~Simulation() = default;
 
-int32_t Simulation::addBody(Geometry geometry, BodyDef def) {
-  Impl& impl = *impl_;
+namespace {
+
+// An empty name becomes "body<i>"; a name another body has is an InputError.
+void nameBody(const Simulation::Impl& impl, BodyDef& def) {
   const size_t index = impl.world.bodies.size();
   if (def.name.empty()) def.name = "body" + std::to_string(index);
-  const std::string path = "bodies[" + std::to_string(index) + "]";
   for (size_t b = 0; b < index; ++b) {
     if (impl.world.bodies[b].name == def.name) {
-      throw InputError("shellsim: " + path + ".name = \"" + def.name + "\": already names bodies[" +
-                       std::to_string(b) + "]; names must be distinct");
+      throw InputError("shellsim: bodies[" + std::to_string(index) + "].name = \"" + def.name +
+                       "\": already names bodies[" + std::to_string(b) +
+                       "]; names must be distinct");
     }
   }
-  validateBody(def, path, true);
+}
+
+// Adds a body whose definition has been checked (validateBody) and named (nameBody).
+int32_t addCheckedBody(Simulation::Impl& impl, Geometry geometry, const BodyDef& def) {
+  const size_t index = impl.world.bodies.size();
+  // The definition as scene text and the geometry by its bytes, not its file; taken into
+  // the simulation's fingerprint only once the body is in.
   uint64_t fingerprint = impl.fingerprint;
-  {
-    std::swap(fingerprint, impl.fingerprint);
-    SceneDef probe;  // the definition as scene text; the geometry by its bytes, not its file
-    probe.bodies.push_back(def);
-    probe.bodies[0].file.reset();
-    probe.bodies[0].primitive.reset();
-    impl.addToFingerprint("body " + sceneToJson(probe));
-    const auto bytesOf = [](const auto& v) {
-      return std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof v[0]);
-    };
-    impl.addToFingerprint(bytesOf(geometry.positions));
-    impl.addToFingerprint(bytesOf(geometry.normals));
-    impl.addToFingerprint(bytesOf(geometry.triangles));
-    std::swap(fingerprint, impl.fingerprint);  // taken only once the body is in
-  }
+  SceneDef probe;
+  probe.bodies.push_back(def);
+  probe.bodies[0].file.reset();
+  probe.bodies[0].primitive.reset();
+  mixFingerprint(fingerprint, "body " + sceneToJson(probe));
+  mixFingerprint(fingerprint, geometry.positions);
+  mixFingerprint(fingerprint, geometry.normals);
+  mixFingerprint(fingerprint, geometry.triangles);
   const size_t warningsBefore = impl.world.warnings.size();
   (void)shellsim::addBody(impl.world, def, std::move(geometry), bodyLabel(index, def));
   for (size_t w = warningsBefore; w < impl.world.warnings.size(); ++w) {
@@ -239,12 +243,20 @@ int32_t Simulation::addBody(Geometry geometry, BodyDef def) {
   return static_cast<int32_t>(index);
 }
 
+}  // namespace
+
+int32_t Simulation::addBody(Geometry geometry, BodyDef def) {
+  nameBody(*impl_, def);
+  validateBody(def, "bodies[" + std::to_string(impl_->world.bodies.size()) + "]", true);
+  return addCheckedBody(*impl_, std::move(geometry), def);
+}
+
 int32_t Simulation::addBody(BodyDef def) {
   const size_t index = impl_->world.bodies.size();
-  if (def.name.empty()) def.name = "body" + std::to_string(index);
+  nameBody(*impl_, def);
   validateBody(def, "bodies[" + std::to_string(index) + "]", false);
   Geometry geometry = loadBodyGeometry(def, bodyLabel(index, def));
-  return addBody(std::move(geometry), std::move(def));
+  return addCheckedBody(*impl_, std::move(geometry), def);
 }
 
 int32_t Simulation::addObstacle(const ObstacleDef& obstacle) {
@@ -254,7 +266,7 @@ int32_t Simulation::addObstacle(const ObstacleDef& obstacle) {
   impl.world.obstacles.push_back({obstacle, KinematicPath(obstacle.path)});
   SceneDef probe;
   probe.obstacles.push_back(obstacle);
-  impl.addToFingerprint("obstacle " + sceneToJson(probe));
+  mixFingerprint(impl.fingerprint, "obstacle " + sceneToJson(probe));
   impl.energyGuard.reset();
   return static_cast<int32_t>(index);
 }
@@ -273,7 +285,8 @@ void addSelection(Simulation::Impl& impl, int32_t body, const char* kind, size_t
   validateBody(probe, path, true);
   add(path + " '" + b.name + "'." + kind + "[" + std::to_string(existing) + "]");
   impl.refresh();
-  impl.addToFingerprint(std::string(kind) + " " + std::to_string(body) + " " + sceneTextOf(probe));
+  mixFingerprint(impl.fingerprint,
+                 std::string(kind) + " " + std::to_string(body) + " " + sceneTextOf(probe));
 }
 
 }  // namespace
@@ -309,11 +322,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
   if (impl.energyGuard) data->guard = impl.energyGuard->values();
   for (const Body& body : impl.world.bodies) {
     SimulationState::Data::BodyState& state = data->bodies.emplace_back();
-    state.positions = body.positions;
-    state.velocities = body.velocities;
-    state.accelerations = body.accelerations;
-    state.externalForces = body.externalForces;
-    state.elastic = body.elastic;
+    saveKinematics(body, state.kinematics);
     state.model = body.model->saveState();
     state.brokenElements = body.brokenElements;
     state.cracks = body.cracks;
@@ -328,19 +337,13 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     Body& body = world.bodies[b];
     const SimulationState::Data::BodyState& state = data.bodies[b];
-    body.positions = state.positions;
-    body.velocities = state.velocities;
-    body.accelerations = state.accelerations;
-    body.externalForces = state.externalForces;
-    body.elastic = state.elastic;
     if (state.model) body.model->restoreState(state.model.get());
     if (body.embedded && body.bindingEvents != state.bindingEvents) {
       replayBinding(body, state.bindingEvents);
     }
     body.brokenElements = state.brokenElements;
     body.cracks = state.cracks;
-    // State held fixed while differentiating (Model::prepare) follows the positions.
-    (void)body.model->prepare(body.positions);
+    restoreKinematics(body, state.kinematics);  // last: Model::prepare sees the restored model
   }
 }
 
@@ -376,12 +379,13 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
   out.value(data.guard.scale);
   out.value<uint64_t>(data.bodies.size());
   for (const SimulationState::Data::BodyState& body : data.bodies) {
-    out.array(body.positions);
-    out.array(body.velocities);
-    out.array(body.accelerations);
-    out.array(body.externalForces);
-    out.value(body.elastic.stretching);
-    out.value(body.elastic.bending);
+    const BodyKinematics& k = body.kinematics;
+    out.array(k.positions);
+    out.array(k.velocities);
+    out.array(k.accelerations);
+    out.array(k.externalForces);
+    out.value(k.elastic.stretching);
+    out.value(k.elastic.bending);
     out.value(body.brokenElements);
     out.value(body.cracks);
     out.value<uint64_t>(body.bindingEvents.size());
@@ -420,24 +424,24 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
   }
   for (const Body& body : impl.world.bodies) {
     SimulationState::Data::BodyState& state = data->bodies.emplace_back();
-    state.positions = in.array<double>("positions");
-    state.velocities = in.array<double>("velocities");
-    state.accelerations = in.array<double>("accelerations");
-    state.externalForces = in.array<double>("external forces");
+    BodyKinematics& k = state.kinematics;
+    k.positions = in.array<double>("positions");
+    k.velocities = in.array<double>("velocities");
+    k.accelerations = in.array<double>("accelerations");
+    k.externalForces = in.array<double>("external forces");
     const size_t size = body.positions.size();
-    if (state.positions.size() != size || state.velocities.size() != size ||
-        state.accelerations.size() != size ||
-        state.externalForces.size() != body.externalForces.size()) {
+    if (k.positions.size() != size || k.velocities.size() != size ||
+        k.accelerations.size() != size || k.externalForces.size() != body.externalForces.size()) {
       in.fail("body '" + body.name + "' has " + std::to_string(body.nodeCount()) +
               " nodes, the state another count");
     }
-    for (const std::vector<double>* v : {&state.positions, &state.velocities}) {
+    for (const std::vector<double>* v : {&k.positions, &k.velocities}) {
       if (!std::all_of(v->begin(), v->end(), [](double x) { return std::isfinite(x); })) {
         in.fail("body '" + body.name + "': a position or velocity is not finite");
       }
     }
-    state.elastic.stretching = in.value<double>("elastic energy");
-    state.elastic.bending = in.value<double>("elastic energy");
+    k.elastic.stretching = in.value<double>("elastic energy");
+    k.elastic.bending = in.value<double>("elastic energy");
     state.brokenElements = in.value<int64_t>("broken elements");
     state.cracks = in.value<int32_t>("cracks");
     const auto events = in.value<uint64_t>("binding events");
@@ -473,6 +477,15 @@ std::vector<uint8_t> encodeState(const Simulation::Impl& impl, const SimulationS
   file.array(payload.bytes());
   file.value(fnv1a(file.bytes()));
   return file.take();
+}
+
+void writeEncodedState(const std::filesystem::path& path, const Simulation::Impl& impl,
+                       const SimulationState& state, std::span<const uint8_t> extra) {
+  const std::vector<uint8_t> bytes = encodeState(impl, state, extra);
+  writeFileAtomically(path, [&](std::ostream& out) {
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+  });
 }
 
 std::vector<uint8_t> decodeState(const Simulation::Impl& impl, std::span<const uint8_t> bytes,
@@ -854,7 +867,7 @@ void Simulation::restoreState(const SimulationState& state) {
                      std::to_string(impl.world.bodies.size()));
   }
   for (size_t b = 0; b < data.bodies.size(); ++b) {
-    if (data.bodies[b].positions.size() != impl.world.bodies[b].positions.size()) {
+    if (data.bodies[b].kinematics.positions.size() != impl.world.bodies[b].positions.size()) {
       throw InputError("restoreState: body '" + impl.world.bodies[b].name +
                        "' has another node count than when the state was saved");
     }
@@ -881,11 +894,7 @@ void Simulation::writeStateFile(const SimulationState& state,
   if (SimulationStateAccess::data(state)->simulation != impl_->identity) {
     throw InputError("writeStateFile: the state was saved from another simulation");
   }
-  const std::vector<uint8_t> bytes = encodeState(*impl_, state, {});
-  writeFileAtomically(path, [&](std::ostream& out) {
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-  });
+  writeEncodedState(path, *impl_, state, {});
 }
 
 SimulationState Simulation::readStateFile(const std::filesystem::path& path) const {

@@ -50,8 +50,6 @@ struct Simulation::Impl {
   // definition and geometry, obstacles, pins, loads), in order: a state file records it,
   // and only a simulation set up the same way reads it.
   uint64_t fingerprint = 0;
-  void addToFingerprint(const std::string& text);
-  void addToFingerprint(std::span<const uint8_t> bytes);
 
   void warn(const std::string& message);
   // Scripted motion, forces and checks at the current state; drops the energy guard.
@@ -72,6 +70,9 @@ const Simulation::Impl& implOf(const Simulation& simulation);
 [[nodiscard]] std::vector<uint8_t> encodeState(const Simulation::Impl& impl,
                                                const SimulationState& state,
                                                std::span<const uint8_t> extra);
+// encodeState written to `path` atomically (a temporary file, then a rename); IoError.
+void writeEncodedState(const std::filesystem::path& path, const Simulation::Impl& impl,
+                       const SimulationState& state, std::span<const uint8_t> extra);
 // Checks and reads the bytes of a state file (`source` names it in errors) into `state`;
 // returns the extra bytes. Throws InputError.
 std::vector<uint8_t> decodeState(const Simulation::Impl& impl, std::span<const uint8_t> bytes,

@@ -130,7 +130,8 @@ std::string TimeIntegrator::proposeAndInspect(World& world, double dt, const Ste
   PhaseTimer timer(times.checks);
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     const Body& body = world.bodies[b];
-    const StepVerdict verdict = body.model->inspectStep(start.positions[b], body.positions, dt);
+    const StepVerdict verdict =
+        body.model->inspectStep(start.bodies[b].positions, body.positions, dt);
     if (!verdict.accepted) {
       return "body '" + body.name + "' (" + body.model->name() + "): " + verdict.reason;
     }
@@ -139,37 +140,15 @@ std::string TimeIntegrator::proposeAndInspect(World& world, double dt, const Ste
 }
 
 void TimeIntegrator::save(const World& world, StepStart& start) const {
-  const size_t n = world.bodies.size();
   start.time = world.time;
-  start.positions.resize(n);
-  start.velocities.resize(n);
-  start.accelerations.resize(n);
-  start.externalForces.resize(n);
-  start.elastic.resize(n);
-  for (size_t b = 0; b < n; ++b) {
-    const Body& body = world.bodies[b];
-    start.positions[b].assign(body.positions.begin(), body.positions.end());
-    start.velocities[b].assign(body.velocities.begin(), body.velocities.end());
-    start.accelerations[b].assign(body.accelerations.begin(), body.accelerations.end());
-    start.externalForces[b].assign(body.externalForces.begin(), body.externalForces.end());
-    start.elastic[b] = body.elastic;
-  }
+  start.bodies.resize(world.bodies.size());
+  for (size_t b = 0; b < world.bodies.size(); ++b) saveKinematics(world.bodies[b], start.bodies[b]);
 }
 
 void TimeIntegrator::restore(World& world, const StepStart& start) {
   world.time = start.time;
-  for (size_t b = 0; b < world.bodies.size(); ++b) {
-    Body& body = world.bodies[b];
-    std::copy(start.positions[b].begin(), start.positions[b].end(), body.positions.begin());
-    std::copy(start.velocities[b].begin(), start.velocities[b].end(), body.velocities.begin());
-    std::copy(start.accelerations[b].begin(), start.accelerations[b].end(),
-              body.accelerations.begin());
-    std::copy(start.externalForces[b].begin(), start.externalForces[b].end(),
-              body.externalForces.begin());
-    body.elastic = start.elastic[b];
-    // State held fixed while differentiating (Model::prepare) follows the positions.
-    (void)body.model->prepare(body.positions);
-  }
+  for (size_t b = 0; b < world.bodies.size(); ++b)
+    restoreKinematics(world.bodies[b], start.bodies[b]);
 }
 
 }  // namespace shellsim

@@ -98,16 +98,10 @@ class TimeIntegrator {
   void dropSolverCaches();
 
  private:
-  // The kinematic state at the start of a step, per split depth (buffers reused): what a
-  // step changes before it is accepted. The accelerations are restored, not recomputed:
-  // after plastic flow they are those of the rest state before it (updateInelastic
-  // recomputes them only when the topology changed), and a retried step must start from
-  // exactly what the step it replaces started from.
+  // The world at the start of a step, per split depth (buffers reused).
   struct StepStart {
-    double time = 0;
-    // per body, (nNodes, 3) each
-    std::vector<std::vector<double>> positions, velocities, accelerations, externalForces;
-    std::vector<EnergyParts> elastic;  // per body, J
+    double time = 0;                     // s
+    std::vector<BodyKinematics> bodies;  // per body
   };
 
   // One step of length dt through propose / accept? / commit, split on rejection.

@@ -160,8 +160,7 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
       }
       if ((report.cracks > 0 || report.brokenElements > 0) && body.embedded) {
         const std::vector<int32_t> pieces = body.model->nodePieces();
-        const int32_t count =
-            pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1;
+        const int32_t count = pieceCount(pieces);
         if (count != body.embeddedPieces) {
           body.embedded->separatePieces(pieces);
           body.embeddedPieces = count;

@@ -389,6 +389,23 @@ World buildWorld(const SceneDef& scene) {
   return world;
 }
 
+void saveKinematics(const Body& body, BodyKinematics& out) {
+  out.positions.assign(body.positions.begin(), body.positions.end());
+  out.velocities.assign(body.velocities.begin(), body.velocities.end());
+  out.accelerations.assign(body.accelerations.begin(), body.accelerations.end());
+  out.externalForces.assign(body.externalForces.begin(), body.externalForces.end());
+  out.elastic = body.elastic;
+}
+
+void restoreKinematics(Body& body, const BodyKinematics& saved) {
+  body.positions.assign(saved.positions.begin(), saved.positions.end());
+  body.velocities.assign(saved.velocities.begin(), saved.velocities.end());
+  body.accelerations.assign(saved.accelerations.begin(), saved.accelerations.end());
+  body.externalForces.assign(saved.externalForces.begin(), saved.externalForces.end());
+  body.elastic = saved.elastic;
+  (void)body.model->prepare(body.positions);
+}
+
 void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
   if (!body.embedded) return;
   body.embedded = std::make_unique<SurfaceBinding>(body.embedded->restNodes(), *body.embeddedRest);
@@ -420,9 +437,12 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
   body.bindingEvents = events;
 }
 
-int32_t pieceCount(const Body& body) {
-  const std::vector<int32_t> pieces = body.model->nodePieces();
+int32_t pieceCount(std::span<const int32_t> pieces) {
   return pieces.empty() ? 1 : *std::max_element(pieces.begin(), pieces.end()) + 1;
+}
+
+int32_t pieceCount(const Body& body) {
+  return pieceCount(body.model->nodePieces());
 }
 
 Geometry bodySurface(const Body& body, size_t bodyIndex) {
@@ -431,8 +451,8 @@ Geometry bodySurface(const Body& body, size_t bodyIndex) {
   // A torn point cloud has no connectivity for the renderer to find its pieces in: each
   // point (a node) carries its piece's colour once there is more than one piece.
   const std::vector<int32_t> pieces = body.model->nodePieces();
-  const bool torn = !pieces.empty() && *std::max_element(pieces.begin(), pieces.end()) > 0;
-  if (torn && surface.isPointCloud() && surface.vertexCount() == std::ssize(pieces)) {
+  if (pieceCount(pieces) > 1 && surface.isPointCloud() &&
+      surface.vertexCount() == std::ssize(pieces)) {
     surface.colors.resize(3 * pieces.size());
     for (size_t i = 0; i < pieces.size(); ++i) {
       const float* c = piecePaletteColor(static_cast<int64_t>(bodyIndex) + pieces[i]);

@@ -119,6 +119,23 @@ struct World {
   std::vector<std::string> warnings;  // collected while building, reported in the summary
 };
 
+// What a step changes of a body before it is accepted, its kinematic state: saved at the
+// start of each step (to undo a rejected one, step_pipeline.hpp) and in every
+// SimulationState. The accelerations are part of it, not recomputed on restore: after
+// plastic flow they are those of the rest state before it (updateInelastic recomputes them
+// only when the topology changes), and a restored body must continue exactly as it would
+// have.
+struct BodyKinematics {
+  // (nNodes, 3) each; externalForces empty for a body without loads
+  std::vector<double> positions, velocities, accelerations, externalForces;
+  EnergyParts elastic;  // J
+};
+// Copies the body's kinematic state into `out`, reusing its buffers.
+void saveKinematics(const Body& body, BodyKinematics& out);
+// Puts it back (same node count), then lets state held fixed while differentiating
+// (Model::prepare) follow the positions.
+void restoreKinematics(Body& body, const BodyKinematics& saved);
+
 // "bodies[i] 'name'", the prefix of a body's messages.
 [[nodiscard]] std::string bodyLabel(size_t index, const BodyDef& def);
 
@@ -146,6 +163,8 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events);
 
 // Connected pieces of a body's nodes (Model::nodePieces): 1 for a model without pieces.
 [[nodiscard]] int32_t pieceCount(const Body& body);
+// The same from node piece labels (Model::nodePieces; empty: one piece).
+[[nodiscard]] int32_t pieceCount(std::span<const int32_t> pieces);
 
 // The surface a frame shows of body `bodyIndex` at its current positions: the embedded
 // high-resolution surface moved by the nodes, or the model's surface; a torn point cloud's
