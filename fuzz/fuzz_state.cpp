@@ -21,21 +21,13 @@
 
 namespace {
 
-shellsim::Geometry grid(int cells, double z) {
-  shellsim::Geometry mesh;
-  for (int j = 0; j <= cells; ++j) {
-    for (int i = 0; i <= cells; ++i) {
-      mesh.positions.insert(mesh.positions.end(),
-                            {0.3 * i / cells - 0.15, 0.3 * j / cells - 0.15, z});
-    }
-  }
-  for (int j = 0; j < cells; ++j) {
-    for (int i = 0; i < cells; ++i) {
-      const int a = j * (cells + 1) + i, b = a + 1, c = a + cells + 2, d = a + cells + 1;
-      mesh.triangles.insert(mesh.triangles.end(), {a, b, c, a, c, d});
-    }
-  }
-  return mesh;
+// A 0.3 m square sheet primitive of cells x cells at height z.
+void placeSheet(shellsim::BodyDef& def, int cells, double z) {
+  shellsim::PrimitiveDef sheet;
+  sheet.size = {0.3, 0.3, 0};
+  sheet.resolution = cells;
+  def.primitive = sheet;
+  def.transform.translation = {0, 0, z};
 }
 
 struct Fixture {
@@ -45,7 +37,8 @@ struct Fixture {
   Fixture() {
     shellsim::BodyDef cloth;
     cloth.name = "cloth";
-    sim.addBody(grid(4, 0.1), cloth);
+    placeSheet(cloth, 4, 0.1);
+    sim.addBody(cloth);
     shellsim::BodyDef poster;
     poster.name = "poster";
     poster.model = "fiber";
@@ -57,12 +50,14 @@ struct Fixture {
     corner.shape = shellsim::PinShape::kVertices;
     corner.vertices = {0};
     poster.pins.push_back(corner);
-    sim.addBody(grid(6, 0.2), poster);
+    placeSheet(poster, 6, 0.2);
+    sim.addBody(poster);
     shellsim::BodyDef leaf = poster;  // clustered nodes: an embedded surface to rebind
     leaf.name = "leaf";
     leaf.pins.clear();
     leaf.fiber.nodeCount = 30;
-    sim.addBody(grid(12, 0.3), leaf);
+    placeSheet(leaf, 12, 0.3);
+    sim.addBody(leaf);
     sim.advanceFrames(3);  // some plastic flow and broken fibers in the state
     pristine = sim.saveState();
     if (const char* seed = std::getenv("FUZZ_STATE_SEED"); seed != nullptr) {
