@@ -597,14 +597,15 @@ void solveAtLoadFactor(Simulation::Impl& impl, double factor) {
   impl.lastIncrement = Simulation::Impl::StaticIncrement{factor, residual};
 }
 
-// The load step from factor `from` (solved) to `to`, halved where Newton fails.
-void solveLoadStep(Simulation::Impl& impl, double from, double to, int depth) {
-  const std::shared_ptr<const SimulationState::Data> start = saveData(impl);
+// The load step from factor `from` (solved; `start` is the state there, where the
+// simulation is on entry) to `to`, halved where Newton fails.
+void solveLoadStep(Simulation::Impl& impl, double from, double to, int depth,
+                   const SimulationState::Data& start) {
   try {
     solveAtLoadFactor(impl, to);
     return;
   } catch (const NumericalError& e) {
-    restoreData(impl, *start);
+    restoreData(impl, start);
     ++impl.staticCounts.rejected;
     std::ostringstream msg;
     msg << "static: the load step from factor " << from << " to " << to
@@ -620,8 +621,9 @@ void solveLoadStep(Simulation::Impl& impl, double from, double to, int depth) {
     }
   }
   const double middle = 0.5 * (from + to);
-  solveLoadStep(impl, from, middle, depth + 1);
-  solveLoadStep(impl, middle, to, depth + 1);
+  solveLoadStep(impl, from, middle, depth + 1, start);
+  const std::shared_ptr<const SimulationState::Data> halfway = saveData(impl);
+  solveLoadStep(impl, middle, to, depth + 1, *halfway);
 }
 
 void solveNextLoadIncrement(Simulation::Impl& impl) {
@@ -637,7 +639,7 @@ void solveNextLoadIncrement(Simulation::Impl& impl) {
   const double to = static_cast<double>(solved + 1) / increments;
   const std::shared_ptr<const SimulationState::Data> start = saveData(impl);
   try {
-    solveLoadStep(impl, from, to, 0);
+    solveLoadStep(impl, from, to, 0, *start);
   } catch (...) {
     restoreData(impl, *start);  // at the last equilibrium, as an advance that fails
     impl.updateStatistics();
