@@ -838,14 +838,20 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
 
 namespace {
 
-// |dE/dx(x) - f| over free dofs, divided by the force scale F.
-double staticResidual(const Body& body, const Potential& potential, double forceScale) {
-  std::vector<double> gradient(body.positions.size(), 0.0);
-  body.model->addGradient(body.positions, gradient);
+// |dE/dx(x) - f| over free dofs at the body's positions, divided by the force scale F.
+// The gradient is taken from `known` where a Newton solve left it valid there, else
+// evaluated (and kept in `known`).
+double staticResidual(const Body& body, const Potential& potential, double forceScale,
+                      KnownGradient& known) {
+  if (!known.valid) {
+    known.gradient.assign(body.positions.size(), 0.0);
+    known.energy = body.model->addGradient(body.positions, known.gradient);
+    known.valid = true;
+  }
   double sum = 0;
-  for (size_t k = 0; k < gradient.size(); ++k) {
+  for (size_t k = 0; k < known.gradient.size(); ++k) {
     if (body.pinned[k / 3]) continue;
-    const double r = gradient[k] - potential.force[k];
+    const double r = known.gradient[k] - potential.force[k];
     sum += r * r;
   }
   return std::sqrt(sum) / forceScale;
@@ -889,29 +895,29 @@ NewtonReport pseudoTransientContinuation(Body& body, const Potential& potential,
   double alpha = fastest / (0.05 * size);
   NewtonSettings inner = settings;
   inner.frozenHessian = false;
-  inner.maxIterations = settings.maxIterations;
   Potential step = potential;
-  double residual = staticResidual(body, potential, forceScale);
+  KnownGradient known;  // dE/dx at the body's positions, when valid
+  double residual = staticResidual(body, potential, forceScale, known);
   LinearSolverCache cache;
   for (int k = 0; k < kMaxPseudoSteps && residual > 100 * settings.tolerance; ++k) {
     const std::vector<double> from = body.positions;
+    const KnownGradient atFrom = known;
     step.alpha = alpha;
     step.target = from;
-    KnownGradient known;
     NewtonSolver solver(body, step, inner, cache, time);
     const NewtonReport r = solver.solve(forceScale, known);
     report.iterations += r.iterations;
     report.factorizations += r.factorizations;
     if (!r.converged) {
       body.positions = from;
+      known = atFrom;
       alpha *= 4;
       continue;
     }
-    const double next = staticResidual(body, potential, forceScale);
+    const double next = staticResidual(body, potential, forceScale, known);
     alpha *= 0.5 * std::clamp(next / residual, 0.1, 2.0);
     residual = next;
   }
-  KnownGradient known;
   NewtonSolver finish(body, potential, settings, cache, time);
   const NewtonReport last = finish.solve(forceScale, known);
   report.iterations += last.iterations;

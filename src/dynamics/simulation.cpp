@@ -139,7 +139,7 @@ TimeIntegrator& Simulation::Impl::integratorForRun() {
     const double frameInterval = 1.0 / settings.time.frameRate;
     std::vector<std::string> planWarnings;
     const double target = plannedTimeStep(settings.time, *stableStep, frameInterval, planWarnings);
-    const double stepsPerFrame = std::max(1.0, std::ceil(frameInterval / target - 1e-9));
+    const double stepsPerFrame = stepCount(frameInterval, target);
     if (stepsPerFrame > 1e7) {
       std::ostringstream msg;
       msg << "the stable time step " << *stableStep

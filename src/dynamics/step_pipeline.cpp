@@ -72,7 +72,7 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
     msg << "cannot advance by " << interval << " s: must be positive and finite";
     throw InputError(msg.str());
   }
-  const double count = std::max(1.0, std::ceil(interval / timeStep_ - 1e-9));
+  const double count = stepCount(interval, timeStep_);
   if (count > kMaxStepsPerAdvance) {
     std::ostringstream msg;
     msg << "advancing by " << interval << " s with time step " << timeStep_ << " s takes " << count

@@ -21,6 +21,8 @@
 // last resort.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -59,6 +61,12 @@ inline constexpr double kAutomaticStepSafety = 0.5;
 // for the Newton solves (about 20-30 explicit steps each, bench_implicit), small enough to
 // resolve the bounces and folds the explicit runs show.
 inline constexpr double kImplicitStepFactor = 20.0;
+
+// The fewest equal steps no longer than `longest` that make up `interval` (at least 1;
+// a step within 1e-9 of fitting counts as fitting).
+[[nodiscard]] inline double stepCount(double interval, double longest) {
+  return std::max(1.0, std::ceil(interval / longest - 1e-9));
+}
 
 // Whether the settings integrate implicitly (need a Newton solve per step).
 [[nodiscard]] bool isImplicit(const TimeDef& time);

@@ -1278,11 +1278,7 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   t.duration = r.number("duration");
   t.frameRate = frameRate.value_or(t.frameRate);
   t.timeStep = timeStep.value_or(t.timeStep);
-  const std::string integrator = r.choice("integrator");
-  t.integrator = integrator == "newmark"          ? Integrator::kNewmark
-                 : integrator == "backward_euler" ? Integrator::kBackwardEuler
-                 : integrator == "static"         ? Integrator::kStatic
-                                                  : Integrator::kVerlet;
+  t.integrator = toEnum(r.choice("integrator"), kIntegrators, Integrator::kVerlet);
   t.newmarkBeta = r.number("newmark_beta");
   t.newmarkGamma = r.number("newmark_gamma");
   t.newtonTolerance = r.number("newton_tolerance");
