@@ -960,6 +960,18 @@ struct FiberModelState : ModelState {
   int64_t inelasticStep = 0;
   std::vector<int64_t> lastBreakStep;
 
+  // The per-fiber, (nFibers), and per-node, (nNodes), double arrays of a state (const or
+  // not), in the order they are written.
+  template <class State>
+  static auto fiberValues(State& s) {
+    return std::array{&s.restLength, &s.restAngle, &s.plasticLength, &s.plasticAngle,
+                      &s.bendLimit,  &s.urgency,   &s.overload};
+  }
+  template <class State>
+  static auto nodeValues(State& s) {
+    return std::array{&s.restArea, &s.restMeanAngle, &s.stretchK, &s.bendK};
+  }
+
   void write(ByteWriter& out) const override {
     out.value<uint64_t>(cracks.size());
     for (const CrackDisc& c : cracks) {
@@ -973,15 +985,11 @@ struct FiberModelState : ModelState {
     }
     out.array(crackAtNode);
     out.array(flags);
-    for (const std::vector<double>* v : doubles()) out.array(*v);
+    for (const std::vector<double>* v : fiberValues(*this)) out.array(*v);
+    for (const std::vector<double>* v : nodeValues(*this)) out.array(*v);
     out.value(cooldown);
     out.value(inelasticStep);
     out.array(lastBreakStep);
-  }
-  // The per-fiber and per-node double arrays, in the order they are written.
-  [[nodiscard]] std::array<const std::vector<double>*, 11> doubles() const {
-    return {&restLength, &restAngle, &plasticLength, &plasticAngle, &bendLimit, &urgency,
-            &overload,   &restArea,  &restMeanAngle, &stretchK,     &bendK};
   }
 };
 }  // namespace
@@ -1005,8 +1013,11 @@ std::unique_ptr<ModelState> FiberModel::readState(ByteReader& in) const {
   }
   state->crackAtNode = in.array<uint8_t>("fiber state: crack nodes");
   state->flags = in.array<uint8_t>("fiber state: fiber flags");
-  for (const std::vector<double>* v : state->doubles()) {
-    *const_cast<std::vector<double>*>(v) = in.array<double>("fiber state: fiber values");
+  for (std::vector<double>* v : FiberModelState::fiberValues(*state)) {
+    *v = in.array<double>("fiber state: fiber values");
+  }
+  for (std::vector<double>* v : FiberModelState::nodeValues(*state)) {
+    *v = in.array<double>("fiber state: node values");
   }
   state->cooldown = in.value<int32_t>("fiber state: cooldown");
   state->inelasticStep = in.value<int64_t>("fiber state: step");
@@ -1044,10 +1055,12 @@ void FiberModel::restoreState(const ModelState* state) {
   // arrays of the fiber count of the network its cracks give (checked after the rebuild).
   const auto nodes = static_cast<size_t>(network_.nodeCount);
   const auto fitsNodes = [&](size_t size) { return size == nodes; };
-  if (!fitsNodes(saved->crackAtNode.size()) || !fitsNodes(saved->restArea.size()) ||
-      !fitsNodes(saved->restMeanAngle.size()) || !fitsNodes(saved->stretchK.size()) ||
-      !fitsNodes(saved->bendK.size()) ||
-      !(saved->lastBreakStep.empty() || fitsNodes(saved->lastBreakStep.size()))) {
+  bool nodesFit = fitsNodes(saved->crackAtNode.size()) &&
+                  (saved->lastBreakStep.empty() || fitsNodes(saved->lastBreakStep.size()));
+  for (const std::vector<double>* v : FiberModelState::nodeValues(*saved)) {
+    nodesFit = nodesFit && fitsNodes(v->size());
+  }
+  if (!nodesFit) {
     throw InputError("fiber model: the state has per-node values for another node count than " +
                      std::to_string(nodes));
   }
@@ -1062,11 +1075,7 @@ void FiberModel::restoreState(const ModelState* state) {
     ++topologyVersion_;
   }
   const size_t fibers = network_.restLength.size();
-  for (const std::vector<double>* v : saved->doubles()) {
-    if (v == &saved->restArea || v == &saved->restMeanAngle || v == &saved->stretchK ||
-        v == &saved->bendK) {
-      continue;
-    }
+  for (const std::vector<double>* v : FiberModelState::fiberValues(*saved)) {
     if (v->size() != fibers) {
       throw InputError("fiber model: the state has per-fiber values for " +
                        std::to_string(v->size()) + " fibers, the network of its " +
