@@ -89,11 +89,12 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
   }
   for (size_t bodyIndex = 0; bodyIndex < world.bodies.size(); ++bodyIndex) {
     const Body& body = world.bodies[bodyIndex];
+    const std::vector<int32_t> pieces = body.model->nodePieces();
     record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
-                             gravitationalEnergy(body, world.gravity), pieceCount(body),
+                             gravitationalEnergy(body, world.gravity), pieceCount(pieces),
                              body.brokenElements, body.cracks});
     const auto start = std::chrono::steady_clock::now();
-    const Geometry surface = bodySurface(body, bodyIndex);
+    const Geometry surface = bodySurface(body, bodyIndex, pieces);
     if (body.embedded) {
       surfaceSeconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

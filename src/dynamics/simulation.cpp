@@ -818,7 +818,8 @@ std::span<const uint8_t> Simulation::pinnedNodes(int32_t body) const {
 }
 
 Geometry Simulation::surface(int32_t body) const {
-  return bodySurface(impl_->body(body), static_cast<size_t>(body));
+  const Body& b = impl_->body(body);
+  return bodySurface(b, static_cast<size_t>(body), b.model->nodePieces());
 }
 
 BodyEnergies Simulation::energies(int32_t body) const {

@@ -445,12 +445,11 @@ int32_t pieceCount(const Body& body) {
   return pieceCount(body.model->nodePieces());
 }
 
-Geometry bodySurface(const Body& body, size_t bodyIndex) {
+Geometry bodySurface(const Body& body, size_t bodyIndex, std::span<const int32_t> pieces) {
   if (body.embedded) return body.embedded->deform(body.positions);
   Geometry surface = body.model->surface(body.positions);
   // A torn point cloud has no connectivity for the renderer to find its pieces in: each
   // point (a node) carries its piece's colour once there is more than one piece.
-  const std::vector<int32_t> pieces = body.model->nodePieces();
   if (pieceCount(pieces) > 1 && surface.isPointCloud() &&
       surface.vertexCount() == std::ssize(pieces)) {
     surface.colors.resize(3 * pieces.size());

@@ -170,7 +170,9 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events);
 // high-resolution surface moved by the nodes, or the model's surface; a torn point cloud's
 // points carry their piece's colour (core/palette.hpp, entry bodyIndex + piece), as the
 // renderer colours the pieces of a mesh.
-[[nodiscard]] Geometry bodySurface(const Body& body, size_t bodyIndex);
+// `pieces`: the body's Model::nodePieces, which the caller has at hand.
+[[nodiscard]] Geometry bodySurface(const Body& body, size_t bodyIndex,
+                                   std::span<const int32_t> pieces);
 
 // The largest stable explicit step over all bodies, s.
 [[nodiscard]] double stableTimeStep(const World& world);
