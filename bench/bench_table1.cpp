@@ -125,7 +125,7 @@ void BM_Table1(benchmark::State& state) {
   state.counters["total_ms"] = 1e3 * (forces + times.inelastic + surfaceSeconds) / frames;
   state.counters["ms_per_step"] =
       1e3 * (forces + times.inelastic) / (frames * static_cast<double>(steps));
-  state.counters["cracks"] = body.cracks;
+  state.counters["cracks"] = body.crackCount();
 }
 
 // (scene, threads); a fixed number of frames each, so the fractures happen within them.

@@ -4,8 +4,8 @@
 // the checksum, which the target appends: random bytes would otherwise never get past it
 // to the parser and the models' restore checks behind it.
 //
-// The simulation is a mass-spring sheet and two fiber sheets with plasticity and fracture
-// (the one model with evolving state), one of them clustered, with an embedded surface. With
+// The simulation is a mass-spring sheet, two fiber sheets with plasticity and fracture, one
+// of them clustered, with an embedded surface, and the test model that splits nodes. With
 // FUZZ_STATE_SEED=FILE in the environment the target first writes a valid input for it to FILE (the
 // seed corpus, corpus/state/).
 #include <cstdint>
@@ -16,6 +16,7 @@
 
 #include "core/byte_stream.hpp"
 #include "dynamics/simulation_impl.hpp"
+#include "dynamics/splitting_chain.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/world.hpp"
 
@@ -58,6 +59,17 @@ struct Fixture {
     leaf.fiber.nodeCount = 30;
     placeSheet(leaf, 12, 0.3);
     sim.addBody(leaf);
+    // A model that changes its nodes (tests/dynamics/splitting_chain.hpp): node sets and
+    // a topology that differs from the set-up's in the state. Made as a sheet, then given
+    // the chain (models are not registered by name yet).
+    shellsim::BodyDef chain;
+    chain.name = "chain";
+    placeSheet(chain, 1, 0.4);
+    sim.addBody(chain);
+    shellsim::Simulation::Impl& impl = shellsim::implOf(sim);
+    impl.world.bodies.back() = shellsim::testing::splittingChainBody(1.1);
+    impl.stableStep.reset();
+    impl.refresh();
     sim.advanceFrames(3);  // some plastic flow and broken fibers in the state
     pristine = sim.saveState();
     if (const char* seed = std::getenv("FUZZ_STATE_SEED"); seed != nullptr) {

@@ -92,7 +92,8 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
     const std::vector<int32_t> pieces = body.model->nodePieces();
     record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
                              gravitationalEnergy(body, world.gravity), pieceCount(pieces),
-                             body.brokenElements, body.cracks});
+                             body.brokenElements, body.crackCount(), body.nodeCount(),
+                             body.model->elementCount()});
     const auto start = std::chrono::steady_clock::now();
     const Geometry surface = bodySurface(body, bodyIndex, pieces);
     if (body.embedded) {
@@ -158,7 +159,9 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
                           {"gravitational", e.gravitational},
                           {"pieces", e.pieces},
                           {"broken_elements", e.brokenElements},
-                          {"cracks", e.cracks}});
+                          {"cracks", e.cracks},
+                          {"nodes", e.nodes},
+                          {"elements", e.elements}});
     }
     json frame;
     frame["frame"] = record.frame;
@@ -226,6 +229,8 @@ void Recorder::writeRecords(ByteWriter& out) const {
       out.value(b.pieces);
       out.value(b.brokenElements);
       out.value(b.cracks);
+      out.value(b.nodes);
+      out.value(b.elements);
     }
     out.value<uint64_t>(r.files.size());
     for (const std::string& file : r.files) out.string(file);
@@ -270,6 +275,8 @@ void Recorder::readRecords(ByteReader& in) {
       e.pieces = in.value<int32_t>("pieces");
       e.brokenElements = in.value<int64_t>("broken elements");
       e.cracks = in.value<int32_t>("cracks");
+      e.nodes = in.value<int32_t>("nodes");
+      e.elements = in.value<int64_t>("elements");
     }
     const auto files = in.value<uint64_t>("file count");
     if (files > 1'000'000) in.fail("frame records: " + std::to_string(files) + " files");

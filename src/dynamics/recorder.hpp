@@ -36,6 +36,8 @@ struct FrameRecord {
     int32_t pieces = 1;          // connected pieces (Model::nodePieces)
     int64_t brokenElements = 0;  // broken so far
     int32_t cracks = 0;          // crack planes so far
+    int32_t nodes = 0;           // nodes now (topology edits change it)
+    int64_t elements = 0;        // elements now (Model::elementCount)
   };
   std::vector<BodyEnergy> bodies;
   std::vector<std::string> files;     // written for this frame, relative to the output folder

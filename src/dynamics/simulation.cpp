@@ -70,8 +70,11 @@ struct SimulationState::Data {
     BodyKinematics kinematics;
     std::shared_ptr<const ModelState> model;  // null for a model without evolving state
     int64_t brokenElements = 0;
-    int32_t cracks = 0;
+    std::vector<CrackDisc> cuts;                    // Body::cuts
+    int64_t nodeEdits = 0;                          // Body::nodeEdits
     std::vector<Body::BindingEvent> bindingEvents;  // of the embedded surface
+    // Pins, loads and contact per node, for a model that changes its nodes; null otherwise.
+    std::shared_ptr<const BodyNodeSets> nodeSets;
   };
   std::vector<BodyState> bodies;
   StepCounts counts;           // the integrator's, over the whole run
@@ -325,8 +328,12 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
     saveKinematics(body, state.kinematics);
     state.model = body.model->saveState();
     state.brokenElements = body.brokenElements;
-    state.cracks = body.cracks;
+    state.cuts = body.cuts;
+    state.nodeEdits = body.nodeEdits;
     state.bindingEvents = body.bindingEvents;
+    if (body.model->changesNodeCount()) {
+      state.nodeSets = std::make_shared<const BodyNodeSets>(saveNodeSets(body));
+    }
   }
   return data;
 }
@@ -338,11 +345,13 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     Body& body = world.bodies[b];
     const SimulationState::Data::BodyState& state = data.bodies[b];
     if (state.model) body.model->restoreState(state.model.get());
+    if (state.nodeSets) restoreNodeSets(body, *state.nodeSets);
+    body.brokenElements = state.brokenElements;
+    body.cuts = state.cuts;
+    body.nodeEdits = state.nodeEdits;
     if (body.embedded && body.bindingEvents != state.bindingEvents) {
       replayBinding(body, state.bindingEvents);
     }
-    body.brokenElements = state.brokenElements;
-    body.cracks = state.cracks;
     restoreKinematics(body, state.kinematics);  // last: Model::prepare sees the restored model
   }
 }
@@ -362,8 +371,69 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 1;
+constexpr uint32_t kStateFormatVersion = 2;
 constexpr const char* kLibraryVersion = "0.1.0";
+
+void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
+  out.array(sets.pinned);
+  out.value<uint64_t>(sets.pinNodes.size());
+  for (size_t p = 0; p < sets.pinNodes.size(); ++p) {
+    out.array(sets.pinNodes[p]);
+    out.array(sets.pinRestPositions[p]);
+  }
+  out.value<uint64_t>(sets.loadNodes.size());
+  for (size_t l = 0; l < sets.loadNodes.size(); ++l) {
+    out.array(sets.loadNodes[l]);
+    out.array(sets.loadShares[l]);
+  }
+  out.array(sets.nodeOfInputVertex);
+  out.array(sets.pressureTriangles);
+  out.array(sets.contactObstacle);
+  out.array(sets.contactNormal);
+}
+
+// Reads what writeNodeSets wrote for `body` (its pin and load group counts) and checks that
+// every index is in range for `nodes` nodes.
+BodyNodeSets readNodeSets(const Body& body, ByteReader& in) {
+  BodyNodeSets sets;
+  const auto fail = [&](const std::string& what) { in.fail("body '" + body.name + "': " + what); };
+  sets.pinned = in.array<uint8_t>("pinned nodes");
+  const size_t nodes = sets.pinned.size();
+  const auto inRange = [&](const std::vector<int32_t>& indices, bool allowNone) {
+    return std::all_of(indices.begin(), indices.end(), [&](int32_t i) {
+      return (allowNone && i == -1) || (i >= 0 && static_cast<size_t>(i) < nodes);
+    });
+  };
+  if (in.value<uint64_t>("pin count") != body.pins.size()) fail("another number of pins");
+  for (size_t p = 0; p < body.pins.size(); ++p) {
+    sets.pinNodes.push_back(in.array<int32_t>("pinned nodes"));
+    sets.pinRestPositions.push_back(in.array<double>("pin rest positions"));
+    if (!inRange(sets.pinNodes.back(), false) ||
+        sets.pinRestPositions.back().size() != 3 * sets.pinNodes.back().size()) {
+      fail("pins[" + std::to_string(p) + "] names nodes out of range");
+    }
+  }
+  if (in.value<uint64_t>("load count") != body.loads.size()) fail("another number of loads");
+  for (size_t l = 0; l < body.loads.size(); ++l) {
+    sets.loadNodes.push_back(in.array<int32_t>("loaded nodes"));
+    sets.loadShares.push_back(in.array<double>("load shares"));
+    if (!inRange(sets.loadNodes.back(), false) ||
+        sets.loadShares.back().size() != sets.loadNodes.back().size()) {
+      fail("loads[" + std::to_string(l) + "] names nodes out of range");
+    }
+  }
+  sets.nodeOfInputVertex = in.array<int32_t>("input vertex map");
+  sets.pressureTriangles = in.array<int32_t>("pressure triangles");
+  sets.contactObstacle = in.array<int32_t>("contact obstacles");
+  sets.contactNormal = in.array<double>("contact normals");
+  if (!inRange(sets.nodeOfInputVertex, true) || !inRange(sets.pressureTriangles, false) ||
+      sets.pressureTriangles.size() % 3 != 0 ||
+      (!sets.contactObstacle.empty() && sets.contactObstacle.size() != nodes) ||
+      sets.contactNormal.size() != 3 * sets.contactObstacle.size()) {
+    fail("its per-node sets do not fit its node count");
+  }
+  return sets;
+}
 
 void writeData(const SimulationState::Data& data, ByteWriter& out) {
   out.value(data.time);
@@ -387,7 +457,15 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     out.value(k.elastic.stretching);
     out.value(k.elastic.bending);
     out.value(body.brokenElements);
-    out.value(body.cracks);
+    out.value<uint64_t>(body.cuts.size());
+    for (const CrackDisc& cut : body.cuts) {
+      for (int c = 0; c < 3; ++c) out.value(cut.centre[c]);
+      for (int c = 0; c < 3; ++c) out.value(cut.normal[c]);
+      out.value(cut.radius);
+    }
+    out.value(body.nodeEdits);
+    out.value<uint8_t>(body.nodeSets ? 1 : 0);
+    if (body.nodeSets) writeNodeSets(*body.nodeSets, out);
     out.value<uint64_t>(body.bindingEvents.size());
     for (const Body::BindingEvent& event : body.bindingEvents) {
       out.value(event.crackCount);
@@ -429,9 +507,12 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     k.velocities = in.array<double>("velocities");
     k.accelerations = in.array<double>("accelerations");
     k.externalForces = in.array<double>("external forces");
-    const size_t size = body.positions.size();
-    if (k.positions.size() != size || k.velocities.size() != size ||
-        k.accelerations.size() != size || k.externalForces.size() != body.externalForces.size()) {
+    // The node count: the body's, or for a model that changes its nodes the one of the
+    // state's node sets (read below; checked there).
+    const size_t size = body.model->changesNodeCount() ? k.positions.size() : body.positions.size();
+    if (k.positions.size() != size || size % 3 != 0 || k.velocities.size() != size ||
+        k.accelerations.size() != size ||
+        k.externalForces.size() != (body.externalForces.empty() ? 0 : size)) {
       in.fail("body '" + body.name + "' has " + std::to_string(body.nodeCount()) +
               " nodes, the state another count");
     }
@@ -443,7 +524,34 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     k.elastic.stretching = in.value<double>("elastic energy");
     k.elastic.bending = in.value<double>("elastic energy");
     state.brokenElements = in.value<int64_t>("broken elements");
-    state.cracks = in.value<int32_t>("cracks");
+    const auto cuts = in.value<uint64_t>("cut count");
+    if (cuts > 10'000'000) in.fail(std::to_string(cuts) + " cuts");
+    for (uint64_t c = 0; c < cuts; ++c) {
+      CrackDisc& cut = state.cuts.emplace_back();
+      for (int i = 0; i < 3; ++i) cut.centre[i] = in.value<double>("cut");
+      for (int i = 0; i < 3; ++i) cut.normal[i] = in.value<double>("cut");
+      cut.radius = in.value<double>("cut");
+      if (!cut.centre.allFinite() || !(std::abs(cut.normal.norm() - 1) < 1e-9) ||
+          !(cut.radius > 0) || !std::isfinite(cut.radius)) {
+        in.fail("body '" + body.name + "': cut " + std::to_string(c) + " is not a disc");
+      }
+    }
+    state.nodeEdits = in.value<int64_t>("node edits");
+    const bool hasNodeSets = in.value<uint8_t>("node sets flag") != 0;
+    if (hasNodeSets != body.model->changesNodeCount()) {
+      in.fail("body '" + body.name +
+              "': node sets where the model keeps its nodes, or none "
+              "where it changes them");
+    }
+    if (hasNodeSets) {
+      auto sets = std::make_shared<BodyNodeSets>(readNodeSets(body, in));
+      if (3 * sets->pinned.size() != size) {
+        in.fail("body '" + body.name + "': its node sets and positions have other node counts");
+      }
+      state.nodeSets = std::move(sets);
+    } else if (state.nodeEdits != 0) {
+      in.fail("body '" + body.name + "': node edits on a model that keeps its nodes");
+    }
     const auto events = in.value<uint64_t>("binding events");
     if (events > 10'000'000) in.fail(std::to_string(events) + " binding events");
     for (uint64_t e = 0; e < events; ++e) {
@@ -455,6 +563,12 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     }
     if (in.value<uint8_t>("model state flag") != 0) {
       state.model = body.model->readState(in);
+      if (body.model->changesNodeCount() &&
+          3 * static_cast<size_t>(std::max(state.model->nodeCount(), 0)) != size) {
+        in.fail("body '" + body.name + "': the model's state has " +
+                std::to_string(state.model->nodeCount()) + " nodes, the positions " +
+                std::to_string(size / 3));
+      }
     } else if (body.model->saveState() != nullptr) {
       in.fail("body '" + body.name + "': the model's evolving state is missing");
     }
@@ -848,7 +962,7 @@ int64_t Simulation::brokenElements(int32_t body) const {
 }
 
 int32_t Simulation::cracks(int32_t body) const {
-  return impl_->body(body).cracks;
+  return impl_->body(body).crackCount();
 }
 
 SimulationState Simulation::saveState() const {
@@ -870,7 +984,9 @@ void Simulation::restoreState(const SimulationState& state) {
                      std::to_string(impl.world.bodies.size()));
   }
   for (size_t b = 0; b < data.bodies.size(); ++b) {
-    if (data.bodies[b].kinematics.positions.size() != impl.world.bodies[b].positions.size()) {
+    // A model that changes its nodes restores its node count with its state.
+    if (!impl.world.bodies[b].model->changesNodeCount() &&
+        data.bodies[b].kinematics.positions.size() != impl.world.bodies[b].positions.size()) {
       throw InputError("restoreState: body '" + impl.world.bodies[b].name +
                        "' has another node count than when the state was saved");
     }

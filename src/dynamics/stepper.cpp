@@ -77,7 +77,7 @@ void updateExternalForces(World& world) {
       }
     }
     if (!body.pressure) continue;
-    const bool vented = body.pressure->releaseOnFracture && body.cracks > 0;
+    const bool vented = body.pressure->releaseOnFracture && body.crackCount() > 0;
     const double pressure =
         vented ? 0.0 : body.pressure->pressure * body.pressure->ramp.value(world.time);
     if (pressure == 0) continue;
@@ -148,26 +148,10 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
     for (Body& body : world.bodies) {
       const InelasticReport report = body.model->updateInelastic(body.positions, dt);
       body.brokenElements += report.brokenElements;
-      body.cracks += report.cracks;
-      if (report.cracks > 0 && body.embedded) {
-        // wicke2005 sec. 7.2: "For surface points in the vicinity of a new crack, the
-        // neighborhoods and coordinates for the high resolution surface have to be
-        // recomputed as well."
-        const std::span<const CrackDisc> all = body.model->crackDiscs();
-        body.embedded->rebind(all, all.last(static_cast<size_t>(report.cracks)));
-        body.bindingEvents.push_back(
-            {static_cast<int32_t>(all.size()), report.cracks, std::vector<int32_t>{}});
-      }
-      if ((report.cracks > 0 || report.brokenElements > 0) && body.embedded) {
-        const std::vector<int32_t> pieces = body.model->nodePieces();
-        const int32_t count = pieceCount(pieces);
-        if (count != body.embeddedPieces) {
-          body.embedded->separatePieces(pieces);
-          body.embeddedPieces = count;
-          body.bindingEvents.push_back({0, 0, pieces});
-        }
-      }
-      changed |= report.brokenElements > 0 || report.cracks > 0;
+      if (!report.edit.empty()) applyTopologyEdit(body, report.edit);
+      const bool separated = report.brokenElements > 0 || !report.edit.empty();
+      if (separated) separateEmbeddedPieces(body);
+      changed |= separated;
     }
   }
   if (changed) {

@@ -71,8 +71,10 @@ void step(World& world, double dt, PhaseTimes& times);
 void proposeStep(World& world, double dt, PhaseTimes& times);
 
 // Plasticity and fracture of every body after an accepted step of length dt
-// (Model::updateInelastic); recomputes the accelerations when an element broke or a crack
-// formed, so the next step starts from forces of the new topology.
+// (Model::updateInelastic); applies each topology edit a model returns to its body
+// (applyTopologyEdit: nodes, per-node arrays, cuts) and recomputes the accelerations when
+// an element broke or the topology changed, so the next step starts from forces of the new
+// topology.
 void updateInelastic(World& world, double dt, PhaseTimes& times);
 
 // Every body's external loads at its current positions and world.time into

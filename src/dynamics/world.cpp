@@ -329,6 +329,11 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
   body.nodeOfInputVertex = std::move(discretization.nodeOfVertex);
   body.damping = def.material.damping;
   if (discretization.dense) {
+    if (body.model->changesNodeCount()) {
+      throw InputError(label + ": the model '" + body.model->name() +
+                       "' changes its nodes as it runs; a high-resolution surface bound to "
+                       "them cannot follow yet");
+    }
     try {
       body.embedded = std::make_unique<SurfaceBinding>(body.positions, *discretization.dense);
     } catch (const InputError& e) {
@@ -406,18 +411,242 @@ void restoreKinematics(Body& body, const BodyKinematics& saved) {
   (void)body.model->prepare(body.positions);
 }
 
+BodyNodeSets saveNodeSets(const Body& body) {
+  BodyNodeSets sets;
+  sets.pinned = body.pinned;
+  for (const PinGroup& pin : body.pins) {
+    sets.pinNodes.push_back(pin.nodes);
+    sets.pinRestPositions.push_back(pin.restPositions);
+  }
+  for (const LoadGroup& load : body.loads) {
+    sets.loadNodes.push_back(load.nodes);
+    sets.loadShares.push_back(load.shares);
+  }
+  sets.nodeOfInputVertex = body.nodeOfInputVertex;
+  if (body.pressure) sets.pressureTriangles = body.pressure->triangles;
+  sets.contactObstacle = body.contactObstacle;
+  sets.contactNormal = body.contactNormal;
+  return sets;
+}
+
+void restoreNodeSets(Body& body, const BodyNodeSets& sets) {
+  if (sets.pinNodes.size() != body.pins.size() || sets.loadNodes.size() != body.loads.size()) {
+    throw InputError(body.name + ": the saved state has " + std::to_string(sets.pinNodes.size()) +
+                     " pins and " + std::to_string(sets.loadNodes.size()) + " loads, the body " +
+                     std::to_string(body.pins.size()) + " and " +
+                     std::to_string(body.loads.size()));
+  }
+  body.pinned = sets.pinned;
+  for (size_t p = 0; p < body.pins.size(); ++p) {
+    body.pins[p].nodes = sets.pinNodes[p];
+    body.pins[p].restPositions = sets.pinRestPositions[p];
+  }
+  for (size_t l = 0; l < body.loads.size(); ++l) {
+    body.loads[l].nodes = sets.loadNodes[l];
+    body.loads[l].shares = sets.loadShares[l];
+  }
+  body.nodeOfInputVertex = sets.nodeOfInputVertex;
+  if (body.pressure) body.pressure->triangles = sets.pressureTriangles;
+  body.contactObstacle = sets.contactObstacle;
+  body.contactNormal = sets.contactNormal;
+}
+
+namespace {
+
+// Checks a node edit against the model that made it (TopologyEdit's contract).
+void checkNodeEdit(const Body& body, const TopologyEdit& edit, size_t oldCount) {
+  const auto fail = [&](const std::string& what) {
+    throw NumericalError(body.name + ": the model '" + body.model->name() +
+                         "' made a malformed topology edit: " + what);
+  };
+  const auto newCount = static_cast<size_t>(edit.nodeCount());
+  if (edit.nodeCount() != body.model->nodeCount()) {
+    fail("it makes " + std::to_string(newCount) + " nodes, the model has " +
+         std::to_string(body.model->nodeCount()));
+  }
+  if (edit.sourceOffsets.front() != 0 ||
+      static_cast<size_t>(edit.sourceOffsets.back()) != edit.sourceNodes.size() ||
+      edit.sourceWeights.size() != edit.sourceNodes.size()) {
+    fail("its source lists do not match their offsets");
+  }
+  for (size_t i = 0; i < newCount; ++i) {
+    const int32_t begin = edit.sourceOffsets[i];
+    const int32_t end = edit.sourceOffsets[i + 1];
+    if (end <= begin) fail("new node " + std::to_string(i) + " has no source");
+    double sum = 0;
+    for (auto k = static_cast<size_t>(begin); k < static_cast<size_t>(end); ++k) {
+      if (edit.sourceNodes[k] < 0 || static_cast<size_t>(edit.sourceNodes[k]) >= oldCount) {
+        fail("new node " + std::to_string(i) + " names old node " +
+             std::to_string(edit.sourceNodes[k]) + " of " + std::to_string(oldCount));
+      }
+      if (!(edit.sourceWeights[k] > 0) || !std::isfinite(edit.sourceWeights[k])) {
+        fail("new node " + std::to_string(i) + " has a weight that is not positive");
+      }
+      sum += edit.sourceWeights[k];
+    }
+    if (std::abs(sum - 1) > 1e-12) {
+      fail("the weights of new node " + std::to_string(i) + " sum to " + std::to_string(sum));
+    }
+  }
+}
+
+// values (oldCount, width) -> (newCount, width), each new row the weighted sum of its
+// sources' rows.
+std::vector<double> blendRows(const std::vector<double>& values, const TopologyEdit& edit,
+                              size_t width) {
+  const auto newCount = static_cast<size_t>(edit.nodeCount());
+  std::vector<double> out(width * newCount, 0.0);
+  for (size_t i = 0; i < newCount; ++i) {
+    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
+         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
+      const auto source = static_cast<size_t>(edit.sourceNodes[k]);
+      for (size_t c = 0; c < width; ++c) {
+        out[width * i + c] += edit.sourceWeights[k] * values[width * source + c];
+      }
+    }
+  }
+  return out;
+}
+
+// A set of old nodes (sorted or not) -> the new nodes with a source in it (sorted); for
+// each, the weighted mean of `rows` (width per old node in the set, in set order) over
+// its sources in the set, into newRows when rows is not empty.
+std::vector<int32_t> remapNodeSet(const std::vector<int32_t>& nodes, const TopologyEdit& edit,
+                                  size_t oldCount, const std::vector<double>& rows, size_t width,
+                                  std::vector<double>& newRows) {
+  std::vector<int32_t> slot(oldCount, -1);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    slot[static_cast<size_t>(nodes[k])] = static_cast<int32_t>(k);
+  std::vector<int32_t> out;
+  newRows.clear();
+  for (size_t i = 0; i < static_cast<size_t>(edit.nodeCount()); ++i) {
+    double weight = 0;
+    std::vector<double> row(width, 0.0);
+    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
+         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
+      const int32_t s = slot[static_cast<size_t>(edit.sourceNodes[k])];
+      if (s < 0) continue;
+      weight += edit.sourceWeights[k];
+      for (size_t c = 0; c < width && !rows.empty(); ++c) {
+        row[c] += edit.sourceWeights[k] * rows[width * static_cast<size_t>(s) + c];
+      }
+    }
+    if (weight == 0) continue;
+    out.push_back(static_cast<int32_t>(i));
+    for (size_t c = 0; c < width && !rows.empty(); ++c) newRows.push_back(row[c] / weight);
+  }
+  return out;
+}
+
+void applyNodeEdit(Body& body, const TopologyEdit& edit) {
+  const auto oldCount = body.positions.size() / 3;
+  checkNodeEdit(body, edit, oldCount);
+  const auto newCount = static_cast<size_t>(edit.nodeCount());
+  body.positions = blendRows(body.positions, edit, 3);
+  body.velocities = blendRows(body.velocities, edit, 3);
+  body.accelerations.assign(3 * newCount, 0.0);
+  if (!body.externalForces.empty()) body.externalForces.assign(3 * newCount, 0.0);
+
+  // The first new node made from each old node, -1 for a removed one.
+  std::vector<int32_t> firstChild(oldCount, -1);
+  for (size_t i = newCount; i-- > 0;) {
+    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
+         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
+      firstChild[static_cast<size_t>(edit.sourceNodes[k])] = static_cast<int32_t>(i);
+    }
+  }
+  std::vector<uint8_t> pinned(newCount, 0);
+  for (PinGroup& pin : body.pins) {
+    std::vector<double> rest;
+    pin.nodes = remapNodeSet(pin.nodes, edit, oldCount, pin.restPositions, 3, rest);
+    pin.restPositions = std::move(rest);
+    for (const int32_t node : pin.nodes) pinned[static_cast<size_t>(node)] = 1;
+  }
+  body.pinned = std::move(pinned);
+  const auto mass = body.model->nodeMasses();
+  for (LoadGroup& load : body.loads) {
+    std::vector<double> unused;
+    load.nodes = remapNodeSet(load.nodes, edit, oldCount, {}, 0, unused);
+    double total = 0;
+    for (const int32_t node : load.nodes) total += mass[static_cast<size_t>(node)];
+    load.shares.clear();
+    for (const int32_t node : load.nodes)
+      load.shares.push_back(mass[static_cast<size_t>(node)] / total);
+  }
+  for (int32_t& node : body.nodeOfInputVertex) {
+    if (node >= 0) node = firstChild[static_cast<size_t>(node)];
+  }
+  if (body.pressure && !body.pressure->triangles.empty()) {
+    std::vector<int32_t> kept;
+    const std::vector<int32_t>& triangles = body.pressure->triangles;
+    for (size_t t = 0; t + 2 < triangles.size(); t += 3) {
+      const int32_t a = firstChild[static_cast<size_t>(triangles[t])];
+      const int32_t b = firstChild[static_cast<size_t>(triangles[t + 1])];
+      const int32_t c = firstChild[static_cast<size_t>(triangles[t + 2])];
+      if (a >= 0 && b >= 0 && c >= 0) kept.insert(kept.end(), {a, b, c});
+    }
+    body.pressure->triangles = std::move(kept);
+  }
+  if (!body.contactObstacle.empty()) {
+    std::vector<int32_t> obstacle(newCount);
+    std::vector<double> normal(3 * newCount);
+    for (size_t i = 0; i < newCount; ++i) {
+      const auto source =
+          static_cast<size_t>(edit.sourceNodes[static_cast<size_t>(edit.sourceOffsets[i])]);
+      obstacle[i] = body.contactObstacle[source];
+      for (size_t c = 0; c < 3; ++c) normal[3 * i + c] = body.contactNormal[3 * source + c];
+    }
+    body.contactObstacle = std::move(obstacle);
+    body.contactNormal = std::move(normal);
+  }
+  ++body.nodeEdits;
+}
+
+}  // namespace
+
+void applyTopologyEdit(Body& body, const TopologyEdit& edit) {
+  if (edit.changesNodes()) {
+    if (body.embedded) {
+      throw NumericalError(body.name + ": the model '" + body.model->name() +
+                           "' changed its nodes under a high-resolution surface");
+    }
+    applyNodeEdit(body, edit);
+  }
+  if (!edit.cuts.empty()) {
+    body.cuts.insert(body.cuts.end(), edit.cuts.begin(), edit.cuts.end());
+    if (body.embedded) {
+      // wicke2005 sec. 7.2: "For surface points in the vicinity of a new crack, the
+      // neighborhoods and coordinates for the high resolution surface have to be
+      // recomputed as well."
+      const std::span<const CrackDisc> all = body.cuts;
+      const auto added = static_cast<int32_t>(edit.cuts.size());
+      body.embedded->rebind(all, all.last(edit.cuts.size()));
+      body.bindingEvents.push_back({body.crackCount(), added, std::vector<int32_t>{}});
+    }
+  }
+}
+
+void separateEmbeddedPieces(Body& body) {
+  if (!body.embedded) return;
+  const std::vector<int32_t> pieces = body.model->nodePieces();
+  const int32_t count = pieceCount(pieces);
+  if (count == body.embeddedPieces) return;
+  body.embedded->separatePieces(pieces);
+  body.embeddedPieces = count;
+  body.bindingEvents.push_back({0, 0, pieces});
+}
+
 void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
   if (!body.embedded) return;
   body.embedded = std::make_unique<SurfaceBinding>(body.embedded->restNodes(), *body.embeddedRest);
   body.embeddedPieces = 1;
-  const std::span<const CrackDisc> cracks = body.model->crackDiscs();
+  const std::span<const CrackDisc> cracks = body.cuts;
   for (const Body::BindingEvent& event : events) {
     if (event.newCracks > 0) {
       const auto count = static_cast<size_t>(event.crackCount);
       if (count > cracks.size() || event.newCracks > event.crackCount) {
         throw InputError(body.name + ": the surface binding's history names crack " +
-                         std::to_string(count) + ", the model has " +
-                         std::to_string(cracks.size()));
+                         std::to_string(count) + ", the body has " + std::to_string(cracks.size()));
       }
       body.embedded->rebind(cracks.first(count),
                             cracks.subspan(count - static_cast<size_t>(event.newCracks),

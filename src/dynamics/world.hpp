@@ -99,9 +99,11 @@ struct Body {
   std::vector<BindingEvent> bindingEvents;
   // Inelastic events so far (Model::updateInelastic).
   int64_t brokenElements = 0;
-  int32_t cracks = 0;
+  std::vector<CrackDisc> cuts;  // every cut of a topology edit, in order (rest space)
+  int64_t nodeEdits = 0;        // topology edits that changed the nodes
 
   [[nodiscard]] bool hasLoads() const { return !loads.empty() || pressure.has_value(); }
+  [[nodiscard]] int32_t crackCount() const { return static_cast<int32_t>(cuts.size()); }
 
   [[nodiscard]] int32_t nodeCount() const { return model->nodeCount(); }
 };
@@ -135,6 +137,45 @@ void saveKinematics(const Body& body, BodyKinematics& out);
 // Puts it back (same node count), then lets state held fixed while differentiating
 // (Model::prepare) follow the positions.
 void restoreKinematics(Body& body, const BodyKinematics& saved);
+
+// What a body holds per node besides its kinematics, for a body whose model changes its
+// nodes (Model::changesNodeCount): a saved state holds it, since the pins, loads and
+// contact then follow the nodes through topology edits. The pins' paths and the loads'
+// forces and ramps come from the definitions and do not change.
+struct BodyNodeSets {
+  std::vector<uint8_t> pinned;                        // (nNodes)
+  std::vector<std::vector<int32_t>> pinNodes;         // per pin group, (nPinned)
+  std::vector<std::vector<double>> pinRestPositions;  // per pin group, (nPinned, 3), m
+  std::vector<std::vector<int32_t>> loadNodes;        // per load group, (nLoaded)
+  std::vector<std::vector<double>> loadShares;        // per load group, (nLoaded)
+  std::vector<int32_t> nodeOfInputVertex;             // (nInputVertices)
+  std::vector<int32_t> pressureTriangles;             // (nTriangles, 3), or empty
+  std::vector<int32_t> contactObstacle;               // (nNodes)
+  std::vector<double> contactNormal;                  // (nNodes, 3)
+  bool operator==(const BodyNodeSets&) const = default;
+};
+[[nodiscard]] BodyNodeSets saveNodeSets(const Body& body);
+// Puts them back (the pin and load group counts must match the body's; the node count is
+// the model's, restored before).
+void restoreNodeSets(Body& body, const BodyNodeSets& sets);
+
+// Applies an inelastic update's topology edit (models/model.hpp) to the body, after the
+// model changed itself: remaps positions and velocities by the edit's weights and every
+// per-node array the body owns: pinned (a node with a pinned source is pinned, its pin
+// rest position the weighted one of its pinned sources), pin groups, loads (their shares
+// recomputed from the new masses), the input-vertex map and pressure triangles (an old
+// node maps to the first new node made from it; triangles of removed nodes are dropped),
+// contact (from the first source); records the cuts and rebinds the embedded surface
+// across them, separating it into the model's pieces. Accelerations and external forces
+// are resized only: the caller recomputes them (computeAccelerations). Throws
+// NumericalError naming the model when the edit is malformed (a model error): sources out
+// of range, weights not positive or not summing to 1, a node count other than the model's.
+void applyTopologyEdit(Body& body, const TopologyEdit& edit);
+
+// After elements broke or a topology edit: separates the embedded surface into the model's
+// node pieces when their count changed (SurfaceBinding::separatePieces), recording it in
+// Body::bindingEvents; no-op without an embedded surface.
+void separateEmbeddedPieces(Body& body);
 
 // "bodies[i] 'name'", the prefix of a body's messages.
 [[nodiscard]] std::string bodyLabel(size_t index, const BodyDef& def);

@@ -24,11 +24,48 @@ struct EnergyParts {
   [[nodiscard]] double total() const { return stretching + bending; }
 };
 
+// A change of a body's nodes and elements made by an inelastic update (fracture that
+// duplicates vertices, vertex splits, merges, cuts), as one event: the model has already
+// changed itself; the world applies the same change to every per-node array it owns
+// (dynamics/world.hpp, applyTopologyEdit) and the implicit solver rebuilds its pattern
+// (the model bumps Model::topologyVersion).
+//
+// Nodes. Empty sourceOffsets: the nodes did not change. Otherwise new node i (of
+// nodeCount() = sourceOffsets.size() - 1, Model::nodeCount() after the edit) is made from
+// the old nodes sourceNodes[k], k in [sourceOffsets[i], sourceOffsets[i + 1]), with weights
+// sourceWeights[k] (positive, summing to 1): position x_i = sum_k w_k x_k, velocity
+// v_i = sum_k w_k v_k. An old node that no new node names is removed.
+//   - renumbering: one source of weight 1 each;
+//   - split (a node duplicated along a crack): every copy has the parent as its one source,
+//     so position and velocity are the parent's; the model divides the parent's mass among
+//     the copies, so mass and momentum are conserved exactly;
+//   - merge: one new node whose sources are the merged nodes with weights m_k / sum m, and
+//     mass sum m: mass and momentum conserved (kinetic energy is lost, as in any inelastic
+//     collision of the merged nodes).
+// Cuts. Surfaces that separate the body from now on, in rest space (wicke2005 sec. 7.2,
+// the crack discs of the fiber model): an embedded surface rebinds across them.
+struct TopologyEdit {
+  std::vector<int32_t> sourceOffsets;  // (nNewNodes + 1), or empty: nodes unchanged
+  std::vector<int32_t> sourceNodes;    // (nSources), old node indices
+  std::vector<double> sourceWeights;   // (nSources), sum 1 per new node
+  std::vector<CrackDisc> cuts;         // new cuts, rest space
+  int64_t elementsAdded = 0;           // for the run's statistics
+  int64_t elementsRemoved = 0;
+
+  [[nodiscard]] bool changesNodes() const { return !sourceOffsets.empty(); }
+  [[nodiscard]] bool empty() const {
+    return !changesNodes() && cuts.empty() && elementsAdded == 0 && elementsRemoved == 0;
+  }
+  [[nodiscard]] int32_t nodeCount() const {
+    return changesNodes() ? static_cast<int32_t>(sourceOffsets.size() - 1) : 0;
+  }
+};
+
 // What one inelastic update (plasticity, fracture) changed.
 struct InelasticReport {
   int64_t yieldingElements = 0;  // elements whose rest state flowed this step
   int64_t brokenElements = 0;    // elements that broke this step
-  int32_t cracks = 0;            // crack planes formed this step (each changes the topology)
+  TopologyEdit edit;             // nodes, elements and cuts changed this step, if any
 };
 
 // A model's verdict on a proposed step (Model::inspectStep): accepted, or rejected with
@@ -45,6 +82,10 @@ class ModelState {
   virtual ~ModelState() = default;
   // Appends the state to a checkpoint; Model::readState reads it back.
   virtual void write(ByteWriter& out) const = 0;
+  // The node count of the model in this state, for a model that changes its nodes
+  // (Model::changesNodeCount; a checkpoint's positions are checked against it before the
+  // state is restored); -1 for one that does not.
+  [[nodiscard]] virtual int32_t nodeCount() const { return -1; }
 };
 
 class Model {
@@ -121,7 +162,8 @@ class Model {
 
   // Plasticity and fracture after an accepted step of length dt that ended at positions x
   // (DESIGN.md: "forces -> integrate -> contact -> accept? -> plasticity -> fracture").
-  // Elastic models change nothing.
+  // Elastic models change nothing. A model that changes its nodes (report.edit) has
+  // nodeCount(), nodeMasses() and its elements for the new nodes when it returns.
   virtual InelasticReport updateInelastic(std::span<const double> x, double dt) {
     (void)x;
     (void)dt;
@@ -157,8 +199,11 @@ class Model {
     in.fail("model " + name() + " has no evolving state to read");
   }
 
-  // Every crack disc so far, in order of formation (rest space; core/crack.hpp).
-  [[nodiscard]] virtual std::span<const CrackDisc> crackDiscs() const { return {}; }
+  // Whether updateInelastic may change the node count (TopologyEdit::changesNodes). Such a
+  // body cannot carry an embedded high-resolution surface (its binding holds node indices;
+  // addBody refuses the combination), and a saved state of it holds the body's pins, loads
+  // and contact per node as well.
+  [[nodiscard]] virtual bool changesNodeCount() const { return false; }
 
   // Connected piece of every node, (nNodes), labels 0.. numbered by smallest node; empty if
   // the model does not track pieces (then it is one piece).

@@ -66,9 +66,6 @@ class PickyModel : public Model {
     return inner_->saveState();
   }
   void restoreState(const ModelState* state) override { inner_->restoreState(state); }
-  [[nodiscard]] std::span<const CrackDisc> crackDiscs() const override {
-    return inner_->crackDiscs();
-  }
   [[nodiscard]] std::vector<int32_t> nodePieces() const override { return inner_->nodePieces(); }
   bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const override {
     return inner_->nodeAreaVectors(x, out);

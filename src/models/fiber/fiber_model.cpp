@@ -802,8 +802,12 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
   if (fracture != nullptr) {
     if (cooldown_ > 0) {
       --cooldown_;
-    } else if (formCrack(x)) {
-      report.cracks = 1;
+    } else if (const int64_t fibersBefore = elementCount(); formCrack(x)) {
+      // A crack is a topology edit with one cut and the fibers the rebuild changed; the
+      // nodes stay.
+      report.edit.cuts.push_back(cracks_.back());
+      report.edit.elementsAdded = std::max<int64_t>(elementCount() - fibersBefore, 0);
+      report.edit.elementsRemoved = std::max<int64_t>(fibersBefore - elementCount(), 0);
       cooldown_ = fracture->cooldownSteps;
     }
   }

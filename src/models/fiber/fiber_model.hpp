@@ -226,7 +226,6 @@ class FiberModel : public Model {
   // a_j (f1 x f2): the node's area a_j scaled by its patch's area stretch |f1 x f2|, along N_j.
   bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const override;
   [[nodiscard]] std::span<const CrackDisc> cracks() const { return cracks_; }
-  [[nodiscard]] std::span<const CrackDisc> crackDiscs() const override { return cracks_; }
   // Plastic parts l_plastic, theta_plastic of every fiber, (nFibers) each.
   [[nodiscard]] std::span<const double> plasticLength() const { return plasticLength_; }
   [[nodiscard]] std::span<const double> plasticAngle() const { return plasticAngle_; }
