@@ -26,6 +26,7 @@
 #include "dynamics/world.hpp"
 #include "geometry/primitives.hpp"
 #include "shellsim/io.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/parallel.hpp"
 #include "shellsim/scene.hpp"
 #include "surface/surface_binding.hpp"
@@ -71,13 +72,13 @@ Table1Scene makeScene(int which) {
       break;
     default:
       t.scene = shellsim::loadScene(scenes + "/fiber_poster_tear.json");
-      t.scene.bodies[0].fiber.nodeCount = 11860;
+      t.scene.bodies[0].options<shellsim::FiberDef>().nodeCount = 11860;
       t.scene.bodies[0].primitive->resolution = 600;  // 601 x 401 vertices
       t.points = 240000;
       break;
   }
   // The dense surface is bound below with the requested point count.
-  t.scene.bodies[0].fiber.highResolutionSurface = false;
+  t.scene.bodies[0].options<shellsim::FiberDef>().highResolutionSurface = false;
   return t;
 }
 

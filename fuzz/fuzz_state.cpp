@@ -18,6 +18,7 @@
 #include "dynamics/simulation_impl.hpp"
 #include "dynamics/splitting_chain.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/world.hpp"
 
 namespace {
@@ -43,9 +44,9 @@ struct Fixture {
     shellsim::BodyDef poster;
     poster.name = "poster";
     poster.model = "fiber";
-    poster.fiber.plasticity = shellsim::FiberPlasticityDef{};
-    poster.fiber.fracture = shellsim::FiberFractureDef{};
-    poster.fiber.fracture->stretchLimit = 1.01;
+    poster.options<shellsim::FiberDef>().plasticity = shellsim::FiberPlasticityDef{};
+    poster.options<shellsim::FiberDef>().fracture = shellsim::FiberFractureDef{};
+    poster.options<shellsim::FiberDef>().fracture->stretchLimit = 1.01;
     poster.initialVelocity = {0.5, -0.2, 1};
     shellsim::PinDef corner;
     corner.shape = shellsim::PinShape::kVertices;
@@ -56,20 +57,26 @@ struct Fixture {
     shellsim::BodyDef leaf = poster;  // clustered nodes: an embedded surface to rebind
     leaf.name = "leaf";
     leaf.pins.clear();
-    leaf.fiber.nodeCount = 30;
+    leaf.options<shellsim::FiberDef>().nodeCount = 30;
     placeSheet(leaf, 12, 0.3);
     sim.addBody(leaf);
-    // A model that changes its nodes (tests/dynamics/splitting_chain.hpp): node sets and
-    // a topology that differs from the set-up's in the state. Made as a sheet, then given
-    // the chain (models are not registered by name yet).
+    // A model that changes its nodes (tests/dynamics/splitting_chain.hpp, registered):
+    // node sets and a topology that differs from the set-up's in the state.
+    shellsim::testing::registerSplittingChain();
     shellsim::BodyDef chain;
     chain.name = "chain";
-    placeSheet(chain, 1, 0.4);
-    sim.addBody(chain);
-    shellsim::Simulation::Impl& impl = shellsim::implOf(sim);
-    impl.world.bodies.back() = shellsim::testing::splittingChainBody(1.1);
-    impl.stableStep.reset();
-    impl.refresh();
+    chain.model = "splitting_chain";
+    shellsim::Geometry points;
+    for (int i = 0; i < shellsim::testing::kChainNodes; ++i) {
+      points.positions.insert(points.positions.end(), {0.11 * i, 0.0, 0.4});
+    }
+    // Held at one end, it stretches under gravity past the split strain at once.
+    chain.options<shellsim::testing::SplittingChainDef>().splitStrain = 0.001;
+    shellsim::PinDef end;
+    end.shape = shellsim::PinShape::kVertices;
+    end.vertices = {0};
+    chain.pins.push_back(end);
+    sim.addBody(points, chain);
     sim.advanceFrames(3);  // some plastic flow and broken fibers in the state
     pristine = sim.saveState();
     if (const char* seed = std::getenv("FUZZ_STATE_SEED"); seed != nullptr) {

@@ -8,9 +8,7 @@
 #include "core/palette.hpp"
 #include "geometry/primitives.hpp"
 #include "geometry/sampling.hpp"
-#include "models/discrete_shell/discrete_shell_model.hpp"
-#include "models/fiber/fiber_model.hpp"
-#include "models/mass_spring/mass_spring.hpp"
+#include "models/registry.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/geometry.hpp"
 #include "shellsim/io.hpp"
@@ -76,166 +74,15 @@ std::string bodyLabel(size_t index, const BodyDef& def) {
 
 namespace {
 
-// A body's model with its nodes: positions at rest and, for each vertex of the input
-// geometry, the node it became (-1: none). Pins given as vertex lists go through it.
-struct Discretization {
-  std::unique_ptr<Model> model;
-  std::vector<double> nodePositions;      // (nNodes, 3), m
-  std::vector<int32_t> nodeOfVertex;      // (nInputVertices)
-  std::shared_ptr<const Geometry> dense;  // the surface to embed, or null
-};
-
-std::vector<int32_t> identityMap(int32_t count) {
-  std::vector<int32_t> map(static_cast<size_t>(count));
-  for (size_t i = 0; i < map.size(); ++i) map[i] = static_cast<int32_t>(i);
-  return map;
-}
-
-// Drops a mesh's vertices in no triangle (removeUnreferencedVertices) with a warning when
-// there are any; returns the map input vertex -> kept vertex (-1: dropped).
-std::vector<int32_t> dropUnreferencedVertices(Geometry& mesh, std::vector<std::string>& warnings,
-                                              const std::string& label) {
-  const int32_t before = mesh.vertexCount();
-  std::vector<int32_t> kept = removeUnreferencedVertices(mesh);
-  if (mesh.vertexCount() != before) {
-    std::ostringstream msg;
-    msg << label << ": dropped " << before - mesh.vertexCount()
-        << " vertices that belong to no triangle";
-    warnings.push_back(msg.str());
-  }
-  return kept;
-}
-
-// The triangle mesh that a mesh model (mass_spring, discrete_shell) takes: vertices in no
-// triangle are dropped (with a warning), so that every node belongs to a stencil.
-Discretization meshDiscretization(const std::string& model, Geometry& geometry,
-                                  std::vector<std::string>& warnings, const std::string& label) {
-  if (geometry.isPointCloud()) {
-    throw InputError("model " + model +
-                     " needs a triangle mesh, but the geometry is a point cloud");
-  }
-  Discretization d;
-  d.nodeOfVertex = dropUnreferencedVertices(geometry, warnings, label);
-  return d;
-}
-
-Discretization discretizeMassSpring(const BodyDef& def, Geometry geometry,
-                                    std::vector<std::string>& warnings, const std::string& label) {
-  Discretization d = meshDiscretization("mass_spring", geometry, warnings, label);
-  MassSpringSetup setup;
-  d.model = std::make_unique<MassSpringModel>(geometry, def.material, &setup);
-  for (const auto& w : setup.warnings) warnings.push_back(label + ": " + w);
-  d.nodePositions = std::move(geometry.positions);
-  return d;
-}
-
-// grinspun2003: the mesh's vertices are the nodes; edges, triangles and hinges the stencils.
-Discretization discretizeDiscreteShell(const BodyDef& def, Geometry geometry,
-                                       std::vector<std::string>& warnings,
-                                       const std::string& label) {
-  Discretization d = meshDiscretization("discrete_shell", geometry, warnings, label);
-  std::vector<std::string> modelWarnings;
-  DiscreteShellParams params;
-  params.stretchStiffness = def.discreteShell.stretchStiffness;
-  params.areaStiffness = def.discreteShell.areaStiffness;
-  params.bendStiffness = def.discreteShell.bendStiffness;
-  params.projectHessian = def.discreteShell.projectHessian;
-  d.model = std::make_unique<DiscreteShellModel>(geometry, def.material, params, &modelWarnings);
-  for (const auto& w : modelWarnings) warnings.push_back(label + ": " + w);
-  d.nodePositions = std::move(geometry.positions);
-  return d;
-}
-
-// wicke2005 section 5: nodes are the surface's vertices or points, or the centres of
-// clusters of them (PGK02), each carrying the area it represents. A mesh's vertices in no
-// triangle represent no area and are dropped first (with a warning), as for the mesh models.
-Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
-                               std::vector<std::string>& warnings, const std::string& label) {
-  std::vector<int32_t> keptOfVertex;  // input vertex -> vertex of `geometry` (-1: dropped)
-  if (geometry.isPointCloud()) {
-    if (!geometry.hasNormals()) estimateNormals(geometry);
-  } else {
-    keptOfVertex = dropUnreferencedVertices(geometry, warnings, label);
-    computeVertexNormals(geometry);  // area-weighted, consistent with the triangles
-  }
-  FiberNodes nodes;
-  std::vector<int32_t> outputTriangles;
-  Discretization d;
-  const FiberDef& fiber = def.fiber;
-  if (fiber.nodeCount == 0 && fiber.nodeSpacing == 0) {
-    nodes.areas = pointAreas(geometry);
-    nodes.positions = geometry.positions;
-    nodes.normals = geometry.normals;
-    outputTriangles = geometry.triangles;  // every vertex is a node: the mesh itself moves
-    d.nodeOfVertex = identityMap(geometry.vertexCount());
-  } else {
-    SamplingParams sampling;
-    sampling.targetNodeCount = fiber.nodeCount;
-    sampling.spacing = fiber.nodeSpacing;
-    NodeSampling clusters = clusterSurface(geometry, sampling);
-    if (fiber.highResolutionSurface) d.dense = std::make_shared<const Geometry>(geometry);
-    nodes.positions = std::move(clusters.positions);
-    nodes.normals = std::move(clusters.normals);
-    nodes.areas = std::move(clusters.areas);
-    d.nodeOfVertex = std::move(clusters.clusterOfPoint);
-  }
-  if (!keptOfVertex.empty()) {  // from the kept vertices back to the input's
-    for (int32_t& kept : keptOfVertex) {
-      if (kept >= 0) kept = d.nodeOfVertex[static_cast<size_t>(kept)];
-    }
-    d.nodeOfVertex = std::move(keptOfVertex);
-  }
-  FiberParams params;
-  params.neighbourCount = fiber.neighbours;
-  params.samples = fiber.arcLengthSamples;
-  params.stretchStiffness = fiber.stretchStiffness;
-  params.bendStiffness = fiber.bendStiffness;
-  params.plasticity = fiber.plasticity;
-  params.fracture = fiber.fracture;
-  params.anisotropy = fiber.anisotropy;
-  if (!fiber.regions.empty()) {
-    const size_t n = nodes.areas.size();
-    params.nodeStiffnessScale.assign(n, 1.0);
-    params.nodeFractureScale.assign(n, 1.0);
-    for (const FiberRegionDef& region : fiber.regions) {
-      const Vec3 center(region.center[0], region.center[1], region.center[2]);
-      for (size_t i = 0; i < n; ++i) {
-        const Vec3 offset =
-            Vec3(nodes.positions[3 * i], nodes.positions[3 * i + 1], nodes.positions[3 * i + 2]) -
-            center;
-        const bool inside = region.shape == PinShape::kSphere
-                                ? offset.norm() <= region.radius
-                                : (std::abs(offset.x()) <= region.halfExtents[0] &&
-                                   std::abs(offset.y()) <= region.halfExtents[1] &&
-                                   std::abs(offset.z()) <= region.halfExtents[2]);
-        if (!inside) continue;
-        params.nodeStiffnessScale[i] = region.stiffnessScale;
-        params.nodeFractureScale[i] = region.fractureScale;
-      }
-    }
-  }
-  std::vector<std::string> modelWarnings;
-  d.model = std::make_unique<FiberModel>(nodes, def.material, params, std::move(outputTriangles),
-                                         &modelWarnings);
-  for (const auto& w : modelWarnings) warnings.push_back(label + ": " + w);
-  d.nodePositions = std::move(nodes.positions);
-  return d;
-}
-
 Discretization discretize(const BodyDef& def, Geometry geometry, std::vector<std::string>& warnings,
                           const std::string& label) {
+  const ModelRegistration* model = findModel(def.model);
+  if (model == nullptr) throw InputError(label + ": unknown model '" + def.model + "'");
   try {
-    if (def.model == "mass_spring") {
-      return discretizeMassSpring(def, std::move(geometry), warnings, label);
-    }
-    if (def.model == "fiber") return discretizeFiber(def, std::move(geometry), warnings, label);
-    if (def.model == "discrete_shell") {
-      return discretizeDiscreteShell(def, std::move(geometry), warnings, label);
-    }
+    return model->discretize(def, std::move(geometry), warnings, label);
   } catch (const InputError& e) {
     throw InputError(label + ": " + e.what());
   }
-  throw InputError(label + ": unknown model '" + def.model + "'");
 }
 
 std::vector<int32_t> selectPinnedNodes(const PinDef& pin, std::span<const double> x,

@@ -14,6 +14,7 @@
 #include "io/json_fields.hpp"
 #include "io/scene_names.hpp"
 #include "io/scene_writer.hpp"
+#include "models/registry.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 
@@ -29,13 +30,18 @@ using json_fields::ObjectSpec;
 using json_fields::Problems;
 using json_fields::Range;
 
-// Every model a body may name. A new model adds one line here; the parser, its
-// "did you mean" and the reference docs all read this list.
-constexpr std::string_view kModelNames[] = {
-    "mass_spring",
-    "fiber",
-    "discrete_shell",
-};
+// Every model a body may name: the registry's (models/registry.hpp), in its order. The
+// parser, its "did you mean" and the reference docs read this list.
+std::span<const std::string_view> modelNames() {
+  static std::vector<std::string_view> names;
+  static uint64_t builtFor = 0;
+  if (builtFor != modelRegistryVersion()) {
+    names.clear();
+    for (const ModelRegistration& model : modelRegistry()) names.push_back(model.name);
+    builtFor = modelRegistryVersion();
+  }
+  return names;
+}
 
 // Scene files are a few kilobytes; the limits keep a hostile or corrupted file from
 // exhausting memory or, through deep nesting, the stack of recursive JSON code.
@@ -43,14 +49,13 @@ constexpr std::size_t kMaxSceneBytes = std::size_t{16} << 20;
 constexpr std::size_t kMaxDepth = 64;
 
 using scene_names::kFormats;
-using scene_names::kHessianKinds;
 using scene_names::kIntegrators;
 using scene_names::kNewtonHessians;
 using scene_names::kObstacleTypes;
 using scene_names::kOnOff;
 using scene_names::kPinShapes;
 using scene_names::kPrimitiveTypes;
-using scene_names::kRegionShapes;
+using scene_names::toEnum;
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The defaults here are the ones a scene gets; a test checks that they agree
@@ -214,177 +219,6 @@ constexpr FieldSpec kMaterialFields[] = {
                 "mass_spring uses it as the spring constant."},
 };
 
-constexpr FieldSpec kFiberFields[] = {
-    {.key = "node_count",
-     .kind = FieldKind::kInteger,
-     .number = 0,
-     .range = Range::closed(0, 10000000),
-     .rule = "at most one of `node_count`, `node_spacing` non-zero",
-     .meaning = "Cluster the surface into about this many simulation nodes; 0: not by count."},
-    {.key = "node_spacing",
-     .unit = "m",
-     .number = 0,
-     .range = Range::atLeast(0),
-     .meaning = "Cluster the surface into nodes about this far apart; 0: not by spacing. "
-                "With both 0 every vertex or point is a node."},
-    {.key = "neighbours",
-     .kind = FieldKind::kInteger,
-     .number = 8,
-     .range = Range::closed(4, 32),
-     .meaning = "Nearest neighbours of each node; each gives one fiber (wicke2005 eq. 16)."},
-    {.key = "arc_length_samples",
-     .kind = FieldKind::kInteger,
-     .number = 4,
-     .range = Range::closed(1, 64),
-     .meaning = "Samples per spline piece of the arc-length quadrature (wicke2005 eq. 33)."},
-    {.key = "stretch_stiffness",
-     .unit = "N/m^3",
-     .range = Range::above(0),
-     .optional = true,
-     .meaning = "Raw stretching stiffness K_s of every node; overrides the material map."},
-    {.key = "bend_stiffness",
-     .unit = "N/m",
-     .range = Range::above(0),
-     .optional = true,
-     .meaning = "Raw bending stiffness K_b of every node; overrides the material map."},
-    {.key = "plasticity",
-     .kind = FieldKind::kObject,
-     .object = "plasticity",
-     .optional = true,
-     .meaning = "Plastic flow of the fibers' rest lengths and angles; absent: elastic."},
-    {.key = "fracture",
-     .kind = FieldKind::kObject,
-     .object = "fracture",
-     .optional = true,
-     .meaning = "Fibers break and crack planes form; absent: the shell never tears."},
-    {.key = "regions",
-     .kind = FieldKind::kObjectList,
-     .object = "region",
-     .meaning = "Regions with their own stiffness or fracture thresholds (weak points)."},
-    {.key = "anisotropy",
-     .kind = FieldKind::kObject,
-     .object = "anisotropy",
-     .optional = true,
-     .meaning = "Fibers along an axis stiffer (or softer) than across it."},
-    {.key = "high_resolution_surface",
-     .kind = FieldKind::kChoice,
-     .text = "on",
-     .choices = kOnOff,
-     .meaning = "With clustered nodes, frames show the dense input surface moved by the nodes "
-                "(wicke2005 section 6); `off`: the nodes as a point cloud."},
-};
-
-constexpr FieldSpec kPlasticityFields[] = {
-    {.key = "yield_strain",
-     .number = 0.02,
-     .range = Range::above(0),
-     .meaning = "beta_l of wicke2005 eq. (23) as a strain: a fiber's rest length creeps while "
-                "|l - l0| / l0 exceeds it."},
-    {.key = "yield_angle",
-     .unit = "rad",
-     .number = 0.05,
-     .range = Range::above(0),
-     .meaning = "beta_theta of eq. (24): the rest angle creeps while |theta - theta0| exceeds "
-                "it."},
-    {.key = "stretch_creep",
-     .unit = "1/s",
-     .number = 20,
-     .range = Range::atLeast(0),
-     .meaning = "eta_l of eq. (25): l0 moves by eta_l (l - l0) dt per step while yielding."},
-    {.key = "bend_creep",
-     .unit = "1/s",
-     .number = 20,
-     .range = Range::atLeast(0),
-     .meaning = "eta_theta of eq. (26): theta0 moves by eta_theta (theta - theta0) dt per step "
-                "while yielding."},
-    {.key = "weakening",
-     .unit = "1/rad",
-     .number = 0,
-     .range = Range::atLeast(0),
-     .meaning = "alpha of eq. (29): each plastic bend lowers the bending fracture threshold by "
-                "alpha gamma_theta |dtheta_plastic|."},
-};
-
-constexpr FieldSpec kFractureFields[] = {
-    {.key = "stretch_limit",
-     .number = 1.5,
-     .range = Range::above(1),
-     .meaning = "gamma_l of wicke2005 eq. (27): a fiber breaks when l / l0 exceeds it."},
-    {.key = "bend_limit",
-     .unit = "rad",
-     .number = 1.0,
-     .range = Range::above(0),
-     .meaning = "gamma_theta of eq. (27): a fiber breaks when |theta - theta0| exceeds it."},
-    {.key = "broken_ratio",
-     .number = 0.25,
-     .range = Range::openClosed(0, 1),
-     .meaning = "A crack plane forms at a node once this share of its fibers is broken "
-                "(microcracks below it, section 7.2)."},
-    {.key = "cooldown_steps",
-     .kind = FieldKind::kInteger,
-     .number = 20,
-     .range = Range::closed(0, 1000000),
-     .meaning = "Steps after a crack before the next one may form (one crack per step at most)."},
-    {.key = "delay",
-     .unit = "s",
-     .number = 0,
-     .range = Range::atLeast(0),
-     .meaning = "A fiber breaks once it has been past a threshold this long, net of the time "
-                "it spent below: a stress wave overshooting for a moment breaks nothing, a "
-                "sustained load does. 0 breaks at once (the paper); a few milliseconds keep "
-                "torn sheets from crumbling under their own vibrations."},
-};
-
-constexpr FieldSpec kRegionFields[] = {
-    {.key = "shape",
-     .kind = FieldKind::kChoice,
-     .choices = kRegionShapes,
-     .required = true,
-     .meaning = "Box or sphere, in world space after the body's transform; it holds the fibers "
-                "whose centre node lies inside."},
-    {.key = "center",
-     .kind = FieldKind::kVec3,
-     .unit = "m",
-     .vec = {0, 0, 0},
-     .meaning = "Centre of the shape."},
-    {.key = "half_extents",
-     .kind = FieldKind::kVec3,
-     .unit = "m",
-     .vec = {0.05, 0.05, 0.05},
-     .range = Range::above(0),
-     .variants = "box",
-     .meaning = "Half side lengths of the box."},
-    {.key = "radius",
-     .unit = "m",
-     .number = 0.05,
-     .range = Range::above(0),
-     .variants = "sphere",
-     .meaning = "Radius of the sphere."},
-    {.key = "stiffness_scale",
-     .number = 1,
-     .range = Range::above(0),
-     .meaning = "Multiplies the stretching and bending stiffness of the fibers inside."},
-    {.key = "fracture_scale",
-     .number = 1,
-     .range = Range::above(0),
-     .meaning = "Multiplies the fracture thresholds inside (gamma_l - 1 and gamma_theta): "
-                "below 1, a weak point where tears start."},
-};
-
-constexpr FieldSpec kAnisotropyFields[] = {
-    {.key = "axis",
-     .kind = FieldKind::kVec3,
-     .vec = {1, 0, 0},
-     .rule = "non-zero",
-     .meaning = "Direction, in world space, whose fibers get `ratio` times the stiffness of "
-                "fibers across it."},
-    {.key = "ratio",
-     .number = 1,
-     .range = Range::above(0),
-     .meaning = "Stiffness along the axis over stiffness across it; a fiber at angle phi to the "
-                "axis gets 1 + (ratio - 1) cos^2 phi of the across value."},
-};
-
 constexpr FieldSpec kRampFields[] = {
     {.key = "time",
      .unit = "s",
@@ -523,20 +357,12 @@ constexpr FieldSpec kBodyFields[] = {
     {.key = "model",
      .kind = FieldKind::kChoice,
      .text = "mass_spring",
-     .choices = kModelNames,
-     .meaning = "The model that animates the body."},
+     .meaning = "The model that animates the body."},  // choices: modelNames()
     {.key = "material",
      .kind = FieldKind::kObject,
      .object = "material",
      .meaning = "Physical parameters."},
-    {.key = "fiber",
-     .kind = FieldKind::kObject,
-     .object = "fiber",
-     .meaning = "Discretization of a body whose model is `fiber`."},
-    {.key = "discrete_shell",
-     .kind = FieldKind::kObject,
-     .object = "discrete_shell",
-     .meaning = "Options of a body whose model is `discrete_shell`."},
+    // here: one options object per registered model (bodySpec())
     {.key = "pins",
      .kind = FieldKind::kObjectList,
      .object = "pin",
@@ -555,30 +381,6 @@ constexpr FieldSpec kBodyFields[] = {
      .unit = "m/s",
      .vec = {0, 0, 0},
      .meaning = "Velocity of every node at the start."},
-};
-
-constexpr FieldSpec kDiscreteShellFields[] = {
-    {.key = "stretch_stiffness",
-     .unit = "N",
-     .range = Range::above(0),
-     .optional = true,
-     .meaning = "Raw k_L of the edge energy k_L (1 - l/L)^2 L; overrides the material map."},
-    {.key = "area_stiffness",
-     .unit = "N/m",
-     .range = Range::atLeast(0),
-     .optional = true,
-     .meaning = "Raw k_A of the triangle-area energy; overrides the material map."},
-    {.key = "bend_stiffness",
-     .unit = "N m",
-     .range = Range::atLeast(0),
-     .optional = true,
-     .meaning = "Raw k_B of the hinge energy; overrides D / 6 from the material."},
-    {.key = "hessian",
-     .kind = FieldKind::kChoice,
-     .text = "exact",
-     .choices = kHessianKinds,
-     .meaning = "`projected` clamps each stencil's Hessian to positive semi-definite for the "
-                "implicit integrators' Newton steps; `exact` keeps it."},
 };
 
 constexpr FieldSpec kTimeFields[] = {
@@ -730,8 +532,6 @@ constexpr ObjectSpec kObstacleSpec{"obstacle",
                                    "A rigid collision shape, at rest or moving along a path.",
                                    kObstacleFields, "type"};
 constexpr ObjectSpec kKeyframeSpec{"keyframe", "One point of a scripted path.", kKeyframeFields};
-constexpr ObjectSpec kBodySpec{"body", "One simulated shell: its geometry, model and material.",
-                               kBodyFields};
 constexpr ObjectSpec kPrimitiveSpec{"primitive", "A generated surface mesh.", kPrimitiveFields,
                                     "type"};
 constexpr ObjectSpec kTransformSpec{"transform", "Scale, then rotate, then translate.",
@@ -740,27 +540,8 @@ constexpr ObjectSpec kMaterialSpec{"material",
                                    "Physical parameters in SI units; each model "
                                    "documents how it maps them to its own stiffnesses.",
                                    kMaterialFields};
-constexpr ObjectSpec kFiberSpec{"fiber",
-                                "Simulation nodes and fibers of the point-sampled shell model "
-                                "(wicke2005 sections 3 and 5).",
-                                kFiberFields};
-constexpr ObjectSpec kDiscreteShellSpec{
-    "discrete_shell", "Options of the discrete shells model (grinspun2003) on a triangle mesh.",
-    kDiscreteShellFields};
 constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripted path.",
                               kPinFields, "shape"};
-constexpr ObjectSpec kPlasticitySpec{
-    "plasticity", "Plastic flow of the fiber rest state (wicke2005 section 7.1, 7.4).",
-    kPlasticityFields};
-constexpr ObjectSpec kFractureSpec{
-    "fracture", "Fiber breaking and crack planes (wicke2005 section 7.2).", kFractureFields};
-constexpr ObjectSpec kRegionSpec{"region",
-                                 "A part of a fiber body with its own stiffness or fracture "
-                                 "thresholds (wicke2005 sections 7.2, 7.3).",
-                                 kRegionFields, "shape"};
-constexpr ObjectSpec kAnisotropySpec{"anisotropy",
-                                     "Direction-dependent fiber stiffness (wicke2005 section 7.3).",
-                                     kAnisotropyFields};
 constexpr ObjectSpec kLoadSpec{"load", "A force on a region of a body.", kLoadFields, "shape"};
 constexpr ObjectSpec kPressureSpec{"pressure", "Gas pressure inside a closed shell.",
                                    kPressureFields};
@@ -772,12 +553,47 @@ constexpr ObjectSpec kCameraSpec{"camera", "A pinhole camera for rendered previe
                                  kCameraFields};
 #pragma GCC diagnostic pop
 
-// Document order: top-down, as a reader meets them in a file.
-constexpr const ObjectSpec* kAllSpecs[] = {
-    &kSceneSpec,         &kBodySpec,       &kPrimitiveSpec, &kTransformSpec, &kMaterialSpec,
-    &kFiberSpec,         &kPlasticitySpec, &kFractureSpec,  &kRegionSpec,    &kAnisotropySpec,
-    &kDiscreteShellSpec, &kPinSpec,        &kLoadSpec,      &kPressureSpec,  &kRampSpec,
-    &kObstacleSpec,      &kKeyframeSpec,   &kTimeSpec,      &kOutputSpec,    &kCameraSpec};
+// The body's table: kBodyFields with the model's choices from the registry and, after
+// "material", one options object per registered model that has options.
+const ObjectSpec& bodySpec() {
+  static std::vector<FieldSpec> fields;
+  static ObjectSpec spec{"body", "One simulated shell: its geometry, model and material.", {}, {}};
+  static uint64_t builtFor = 0;
+  if (builtFor == modelRegistryVersion()) return spec;
+  fields.clear();
+  for (const FieldSpec& field : kBodyFields) {
+    fields.push_back(field);
+    if (field.key == "model") fields.back().choices = modelNames();
+    if (field.key != "material") continue;
+    for (const ModelRegistration& model : modelRegistry()) {
+      if (model.options == nullptr) continue;
+      FieldSpec options;
+      options.key = model.name;
+      options.kind = FieldKind::kObject;
+      options.object = model.options->name;
+      options.meaning = model.meaning;
+      fields.push_back(options);
+    }
+  }
+  spec.fields = fields;
+  builtFor = modelRegistryVersion();
+  return spec;
+}
+
+// Document order: top-down, as a reader meets them in a file; each model's options after
+// the material.
+std::vector<const ObjectSpec*> allSpecs() {
+  std::vector<const ObjectSpec*> specs = {&kSceneSpec, &bodySpec(), &kPrimitiveSpec,
+                                          &kTransformSpec, &kMaterialSpec};
+  for (const ModelRegistration& model : modelRegistry()) {
+    if (model.options == nullptr) continue;
+    specs.push_back(model.options);
+    specs.insert(specs.end(), model.nestedOptions.begin(), model.nestedOptions.end());
+  }
+  specs.insert(specs.end(), {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRampSpec, &kObstacleSpec,
+                             &kKeyframeSpec, &kTimeSpec, &kOutputSpec, &kCameraSpec});
+  return specs;
+}
 
 // The scene of `shellsim run` without a scene file; scenes/default.json holds the same.
 constexpr std::string_view kDefaultSceneJson = R"({
@@ -941,14 +757,6 @@ Json parseJson(const std::string& text, const std::string& source, Problems& pro
 // ---------------------------------------------------------------------------------------
 // Reading the objects
 
-template <class Enum, std::size_t N>
-Enum toEnum(const std::string& s, const std::string_view (&names)[N], Enum fallback) {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == s) return static_cast<Enum>(i);
-  }
-  return fallback;
-}
-
 bool isPositiveFiniteNorm(const Vec3d& v, double& norm) {
   norm = std::hypot(v[0], v[1], v[2]);
   return norm > 0 && std::isfinite(norm);
@@ -1060,72 +868,6 @@ std::vector<RampKey> readRamp(ObjectReader& parent, Problems& problems) {
       [](ObjectReader& r, RampKey& key) { key.value = r.tryNumber("value").value_or(1.0); });
 }
 
-FiberRegionDef readRegion(const ObjectReader::Element& element, Problems& problems) {
-  ObjectReader r(element.value, element.path, kRegionSpec, problems);
-  FiberRegionDef region;
-  const std::string shape = r.choice("shape");
-  region.shape = toEnum(shape, kPinShapes, PinShape::kBox);
-  region.center = r.vec3("center");
-  region.halfExtents = r.vec3("half_extents");
-  region.radius = r.number("radius");
-  region.stiffnessScale = r.number("stiffness_scale");
-  region.fractureScale = r.number("fracture_scale");
-  r.finish(shape);
-  return region;
-}
-
-FiberDef readFiber(ObjectReader& r, Problems& problems) {
-  FiberDef f;
-  f.nodeCount = r.integer("node_count");
-  f.nodeSpacing = r.number("node_spacing");
-  if (f.nodeCount > 0 && f.nodeSpacing > 0) {
-    problems.add(r.path(), "give at most one of 'node_count' and 'node_spacing'");
-  }
-  f.neighbours = r.integer("neighbours");
-  f.arcLengthSamples = r.integer("arc_length_samples");
-  f.stretchStiffness = r.tryNumber("stretch_stiffness");
-  f.bendStiffness = r.tryNumber("bend_stiffness");
-  if (r.has("plasticity")) {
-    ObjectReader pr = r.object("plasticity", kPlasticitySpec);
-    FiberPlasticityDef p;
-    p.yieldStrain = pr.number("yield_strain");
-    p.yieldAngle = pr.number("yield_angle");
-    p.stretchCreep = pr.number("stretch_creep");
-    p.bendCreep = pr.number("bend_creep");
-    p.weakening = pr.number("weakening");
-    pr.finish();
-    f.plasticity = p;
-  }
-  if (r.has("fracture")) {
-    ObjectReader fr = r.object("fracture", kFractureSpec);
-    FiberFractureDef d;
-    d.stretchLimit = fr.number("stretch_limit");
-    d.bendLimit = fr.number("bend_limit");
-    d.brokenRatio = fr.number("broken_ratio");
-    d.cooldownSteps = fr.integer("cooldown_steps");
-    d.delay = fr.number("delay");
-    fr.finish();
-    f.fracture = d;
-  }
-  for (const auto& region : r.objectList("regions")) {
-    f.regions.push_back(readRegion(region, problems));
-  }
-  if (r.has("anisotropy")) {
-    ObjectReader ar = r.object("anisotropy", kAnisotropySpec);
-    FiberAnisotropyDef a;
-    a.axis = ar.vec3("axis");
-    a.ratio = ar.number("ratio");
-    if (a.axis[0] == 0 && a.axis[1] == 0 && a.axis[2] == 0 && ar.has("axis")) {
-      problems.add(ar.pathOf("axis"), *ar.find("axis"), "must not be zero");
-    }
-    ar.finish();
-    f.anisotropy = a;
-  }
-  f.highResolutionSurface = r.choice("high_resolution_surface") == "on";
-  r.finish();
-  return f;
-}
-
 PinDef readPin(const ObjectReader::Element& element, Problems& problems) {
   ObjectReader r(element.value, element.path, kPinSpec, problems);
   PinDef pin;
@@ -1192,7 +934,7 @@ void readFile(ObjectReader& r, const fs::path& sceneFolder, BodyDef& body, Probl
 
 BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
                  const fs::path& sceneFolder, Problems& problems) {
-  ObjectReader r(element.value, element.path, kBodySpec, problems);
+  ObjectReader r(element.value, element.path, bodySpec(), problems);
   BodyDef body;
   body.name = "body" + std::to_string(index);
   if (const auto name = r.tryString("name")) {
@@ -1226,17 +968,10 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     ObjectReader mr = r.object("material", kMaterialSpec);
     body.material = readMaterial(mr);
   }
-  {
-    ObjectReader fr = r.object("fiber", kFiberSpec);
-    body.fiber = readFiber(fr, problems);
-  }
-  {
-    ObjectReader dr = r.object("discrete_shell", kDiscreteShellSpec);
-    body.discreteShell.stretchStiffness = dr.tryNumber("stretch_stiffness");
-    body.discreteShell.areaStiffness = dr.tryNumber("area_stiffness");
-    body.discreteShell.bendStiffness = dr.tryNumber("bend_stiffness");
-    body.discreteShell.projectHessian = dr.choice("hessian") == "projected";
-    dr.finish();
+  for (const ModelRegistration& model : modelRegistry()) {
+    if (model.options == nullptr || !r.has(model.name)) continue;  // absent: defaults
+    ObjectReader mr = r.object(model.name, *model.options);
+    model.readOptions(mr, problems, body);
   }
   for (const auto& pin : r.objectList("pins")) body.pins.push_back(readPin(pin, problems));
   for (const auto& loadElement : r.objectList("loads")) {
@@ -1384,7 +1119,8 @@ SceneDef readScene(const Json& root, const fs::path& sceneFolder, Problems& prob
 }  // namespace
 
 const std::vector<std::string>& knownModelNames() {
-  static const std::vector<std::string> names(std::begin(kModelNames), std::end(kModelNames));
+  static std::vector<std::string> names;
+  names.assign(modelNames().begin(), modelNames().end());
   return names;
 }
 
@@ -1469,7 +1205,8 @@ std::string sceneReferenceMarkdown() {
   std::string out =
       "# Scene file reference\n"
       "\n"
-      "<!-- Generated from the field tables in src/io/scene.cpp by `shellsim scene-reference >\n"
+      "<!-- Generated from the field tables in src/io/scene.cpp and the models' registrations\n"
+      "     (src/models/*/*_registration.cpp) by `shellsim scene-reference >\n"
       "     docs/scene-reference.md`; do not edit by hand. A test fails when it drifts. -->\n"
       "\n"
       "A scene file is a JSON object. Keys are snake_case; every value is in SI units (angles\n"
@@ -1486,9 +1223,9 @@ std::string sceneReferenceMarkdown() {
       "wrong types and non-finite numbers are errors. Models: " +
       [] {
         std::string models;
-        for (std::size_t i = 0; i < std::size(kModelNames); ++i) {
-          if (i > 0) models += ", ";
-          models += "`" + std::string(kModelNames[i]) + "`";
+        for (const std::string_view name : modelNames()) {
+          if (!models.empty()) models += ", ";
+          models += "`" + std::string(name) + "`";
         }
         return models;
       }() +
@@ -1501,7 +1238,7 @@ std::string sceneReferenceMarkdown() {
       "\n"
       "```json\n" +
       std::string(kDefaultSceneJson) + "```\n";
-  for (const ObjectSpec* spec : kAllSpecs) out += "\n" + json_fields::markdownSection(*spec);
+  for (const ObjectSpec* spec : allSpecs()) out += "\n" + json_fields::markdownSection(*spec);
   return out;
 }
 

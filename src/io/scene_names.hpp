@@ -2,6 +2,8 @@
 // shared by the scene reader (scene.cpp) and the writer (scene_writer.cpp).
 #pragma once
 
+#include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace shellsim::scene_names {
@@ -17,5 +19,15 @@ inline constexpr std::string_view kNewtonHessians[] = {"frozen", "exact"};
 inline constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
 inline constexpr std::string_view kRegionShapes[] = {"box", "sphere"};
 inline constexpr std::string_view kOnOff[] = {"on", "off"};
+
+// The enum value whose word is `s`, or `fallback` (the reader has already reported a word
+// that is not one of `names`).
+template <class Enum, std::size_t N>
+Enum toEnum(const std::string& s, const std::string_view (&names)[N], Enum fallback) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == s) return static_cast<Enum>(i);
+  }
+  return fallback;
+}
 
 }  // namespace shellsim::scene_names

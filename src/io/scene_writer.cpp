@@ -3,15 +3,9 @@
 #include <string_view>
 
 #include "io/scene_names.hpp"
+#include "models/registry.hpp"
 
 namespace shellsim::scene_writer {
-namespace {
-
-// The word of an enum value: the names arrays list them in the order of the values.
-template <class Enum, std::size_t N>
-std::string word(Enum value, const std::string_view (&names)[N]) {
-  return std::string(names[static_cast<std::size_t>(value)]);
-}
 
 Json vec(const Vec3d& v) {
   return Json::array({v[0], v[1], v[2]});
@@ -20,6 +14,8 @@ Json vec(const Vec3d& v) {
 std::string onOff(bool on) {
   return on ? "on" : "off";
 }
+
+namespace {
 
 Json path(const std::vector<ObstacleDef::Keyframe>& keys) {
   Json list = Json::array();
@@ -74,59 +70,6 @@ Json material(const MaterialDef& m) {
   return out;
 }
 
-Json fiber(const FiberDef& f) {
-  Json out = {{"node_count", f.nodeCount},
-              {"node_spacing", f.nodeSpacing},
-              {"neighbours", f.neighbours},
-              {"arc_length_samples", f.arcLengthSamples},
-              {"high_resolution_surface", onOff(f.highResolutionSurface)}};
-  if (f.stretchStiffness) out["stretch_stiffness"] = *f.stretchStiffness;
-  if (f.bendStiffness) out["bend_stiffness"] = *f.bendStiffness;
-  if (f.plasticity) {
-    const FiberPlasticityDef& p = *f.plasticity;
-    out["plasticity"] = {{"yield_strain", p.yieldStrain},
-                         {"yield_angle", p.yieldAngle},
-                         {"stretch_creep", p.stretchCreep},
-                         {"bend_creep", p.bendCreep},
-                         {"weakening", p.weakening}};
-  }
-  if (f.fracture) {
-    const FiberFractureDef& d = *f.fracture;
-    out["fracture"] = {{"stretch_limit", d.stretchLimit},
-                       {"bend_limit", d.bendLimit},
-                       {"broken_ratio", d.brokenRatio},
-                       {"cooldown_steps", d.cooldownSteps},
-                       {"delay", d.delay}};
-  }
-  if (!f.regions.empty()) {
-    Json regions = Json::array();
-    for (const FiberRegionDef& r : f.regions) {
-      Json region = {{"shape", word(r.shape, scene_names::kPinShapes)},
-                     {"center", vec(r.center)},
-                     {"stiffness_scale", r.stiffnessScale},
-                     {"fracture_scale", r.fractureScale}};
-      if (r.shape == PinShape::kSphere) {
-        region["radius"] = r.radius;
-      } else {
-        region["half_extents"] = vec(r.halfExtents);
-      }
-      regions.push_back(std::move(region));
-    }
-    out["regions"] = std::move(regions);
-  }
-  if (f.anisotropy)
-    out["anisotropy"] = {{"axis", vec(f.anisotropy->axis)}, {"ratio", f.anisotropy->ratio}};
-  return out;
-}
-
-Json discreteShell(const DiscreteShellDef& d) {
-  Json out = {{"hessian", d.projectHessian ? "projected" : "exact"}};
-  if (d.stretchStiffness) out["stretch_stiffness"] = *d.stretchStiffness;
-  if (d.areaStiffness) out["area_stiffness"] = *d.areaStiffness;
-  if (d.bendStiffness) out["bend_stiffness"] = *d.bendStiffness;
-  return out;
-}
-
 }  // namespace
 
 Json toJson(const BodyDef& body) {
@@ -137,9 +80,13 @@ Json toJson(const BodyDef& body) {
                 {"rotation_degrees", vec(body.transform.rotationDegrees)},
                 {"translation", vec(body.transform.translation)}}},
               {"material", material(body.material)},
-              {"fiber", fiber(body.fiber)},
-              {"discrete_shell", discreteShell(body.discreteShell)},
               {"initial_velocity", vec(body.initialVelocity)}};
+  // The options each model was given (absent ones read back as their defaults).
+  for (const ModelRegistration& model : modelRegistry()) {
+    if (model.writeOptions != nullptr && body.modelOptions.has(model.name)) {
+      out[std::string(model.name)] = model.writeOptions(body);
+    }
+  }
   if (body.file) out["file"] = body.file->string();
   if (body.primitive) out["primitive"] = primitive(*body.primitive);
   Json pins = Json::array();

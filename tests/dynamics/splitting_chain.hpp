@@ -26,7 +26,9 @@
 
 #include "core/byte_stream.hpp"
 #include "dynamics/world.hpp"
+#include "io/json_fields.hpp"
 #include "models/model.hpp"
+#include "models/registry.hpp"
 #include "shellsim/errors.hpp"
 
 namespace shellsim::testing {
@@ -239,6 +241,82 @@ class SplittingChain : public Model {
   Topology topology_;
   std::vector<double> masses_;  // (nNodes), kg
 };
+
+// The model's options: a scene body's "splitting_chain": {...}, or
+// body.options<SplittingChainDef>().
+struct SplittingChainDef {
+  static constexpr std::string_view kModel = "splitting_chain";
+  double stiffness = 50;      // k, N/m
+  double springMass = 0.01;   // mu, kg
+  double splitStrain = 0.05;  // a spring stretched past it splits its first node
+  bool operator==(const SplittingChainDef&) const = default;
+};
+
+// Registers the chain as model "splitting_chain" (models/registry.hpp), once: what a new
+// model adds besides its own code. Its nodes are the geometry's vertices or points, in
+// order, joined one to the next.
+inline void registerSplittingChain() {
+  if (findModel(SplittingChainDef::kModel) != nullptr) return;
+  using json_fields::FieldSpec;
+  using json_fields::ObjectSpec;
+  using json_fields::Range;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+  static constexpr FieldSpec kFields[] = {
+      {.key = "stiffness",
+       .unit = "N/m",
+       .number = 50,
+       .range = Range::above(0),
+       .meaning = "k of every spring."},
+      {.key = "spring_mass",
+       .unit = "kg",
+       .number = 0.01,
+       .range = Range::above(0),
+       .meaning = "Mass of every spring, half at each end."},
+      {.key = "split_strain",
+       .number = 0.05,
+       .range = Range::above(0),
+       .meaning = "A spring stretched past this strain splits its first node."},
+  };
+#pragma GCC diagnostic pop
+  static constexpr ObjectSpec kSpec{
+      "splitting_chain", "The test model that splits nodes.", kFields, {}};
+  registerModel(
+      {.name = SplittingChainDef::kModel,
+       .meaning = "Options of a body whose model is `splitting_chain`.",
+       .options = &kSpec,
+       .nestedOptions = {},
+       .readOptions =
+           [](json_fields::ObjectReader& r, json_fields::Problems& problems, BodyDef& body) {
+             (void)problems;
+             auto& options = body.options<SplittingChainDef>();
+             options.stiffness = r.number("stiffness");
+             options.springMass = r.number("spring_mass");
+             options.splitStrain = r.number("split_strain");
+             r.finish();
+           },
+       .writeOptions =
+           [](const BodyDef& body) {
+             const auto& options = body.options<SplittingChainDef>();
+             return json_fields::Json{{"stiffness", options.stiffness},
+                                      {"spring_mass", options.springMass},
+                                      {"split_strain", options.splitStrain}};
+           },
+       .discretize =
+           [](const BodyDef& body, Geometry geometry, std::vector<std::string>& warnings,
+              const std::string& label) {
+             (void)warnings;
+             (void)label;
+             if (geometry.vertexCount() < 2) throw InputError("a chain needs 2 points or more");
+             const auto& options = body.options<SplittingChainDef>();
+             Discretization d;
+             d.model = std::make_unique<SplittingChain>(geometry.positions, options.stiffness,
+                                                        options.springMass, options.splitStrain);
+             d.nodeOfVertex = identityMap(geometry.vertexCount());
+             d.nodePositions = std::move(geometry.positions);
+             return d;
+           }});
+}
 
 constexpr int32_t kChainNodes = 6;
 constexpr double kChainSpacing = 0.1;       // m

@@ -14,6 +14,7 @@
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/parallel.hpp"
 #include "shellsim/world.hpp"
 
@@ -483,7 +484,7 @@ TEST(Implicit, FrozenHessianReachesTheSameSolutionAsFullNewton) {
 double fiberCantileverTipRatio(int resolution, int neighbours) {
   BodyDef body = aluminiumSheet(resolution);
   body.model = "fiber";
-  body.fiber.neighbours = neighbours;
+  body.options<FiberDef>().neighbours = neighbours;
   body.material.poisson = 1.0 / 3.0;
   PinDef clamp;
   clamp.shape = PinShape::kBox;

@@ -18,6 +18,7 @@
 #include "dynamics/world.hpp"
 #include "geometry/primitives.hpp"
 #include "shellsim/io.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/parallel.hpp"
 #include "temp_folder.hpp"
 
@@ -156,11 +157,11 @@ double centreAfterPushAndRelease(bool plastic) {
   body.material.damping = 8;
   body.material.youngModulus = 1e6;
   if (plastic) {
-    body.fiber.plasticity = FiberPlasticityDef{.yieldStrain = 0.001,
-                                               .yieldAngle = 0.02,
-                                               .stretchCreep = 30,
-                                               .bendCreep = 30,
-                                               .weakening = 0};
+    body.options<FiberDef>().plasticity = FiberPlasticityDef{.yieldStrain = 0.001,
+                                                             .yieldAngle = 0.02,
+                                                             .stretchCreep = 30,
+                                                             .bendCreep = 30,
+                                                             .weakening = 0};
   }
   pinBoundary(body);
   LoadDef push;
@@ -203,15 +204,15 @@ World tearingSheet(int dense, const std::filesystem::path& file = {}) {
   }
   body.model = "fiber";
   body.material.damping = 5;
-  if (dense > 0) body.fiber.nodeCount = 169;
-  body.fiber.fracture = FiberFractureDef{
+  if (dense > 0) body.options<FiberDef>().nodeCount = 169;
+  body.options<FiberDef>().fracture = FiberFractureDef{
       .stretchLimit = 1.15, .bendLimit = 3.0, .brokenRatio = 0.25, .cooldownSteps = 2};
   FiberRegionDef weak;
   weak.shape = PinShape::kSphere;
   weak.center = {0, 0.25, 0};
   weak.radius = 0.06;
   weak.fractureScale = 0.3;
-  body.fiber.regions.push_back(weak);
+  body.options<FiberDef>().regions.push_back(weak);
   for (const double side : {-1.0, 1.0}) {
     PinDef pin;
     pin.shape = PinShape::kBox;

@@ -15,6 +15,7 @@
 #include "core/byte_stream.hpp"
 #include "dynamics/dynamics_test_util.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/parallel.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
@@ -106,10 +107,10 @@ SceneDef swingingSheet(const std::string& model, Integrator integrator) {
 SceneDef tearingFiberSheet() {
   BodyDef body = sheetBody(10);
   body.model = "fiber";
-  body.fiber.plasticity = FiberPlasticityDef{};
-  body.fiber.fracture = FiberFractureDef{};
-  body.fiber.fracture->stretchLimit = 1.05;
-  body.fiber.fracture->cooldownSteps = 2;
+  body.options<FiberDef>().plasticity = FiberPlasticityDef{};
+  body.options<FiberDef>().fracture = FiberFractureDef{};
+  body.options<FiberDef>().fracture->stretchLimit = 1.05;
+  body.options<FiberDef>().fracture->cooldownSteps = 2;
   PinDef left;
   left.center = {-0.25, 0, 0};
   left.halfExtents = {0.01, 0.3, 0.01};

@@ -13,6 +13,7 @@
 #include "shellsim/errors.hpp"
 #include "shellsim/geometry.hpp"
 #include "shellsim/io.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
 #include "shellsim/world.hpp"
@@ -123,9 +124,9 @@ TEST(Simulation, ARestoredStateContinuesExactlyAsBefore) {
   // broken state must come back with the positions.
   Simulation sim;
   BodyDef def = clothDef("fiber");
-  def.fiber.plasticity = FiberPlasticityDef{};
-  def.fiber.fracture = FiberFractureDef{};
-  def.fiber.fracture->stretchLimit = 1.05;
+  def.options<FiberDef>().plasticity = FiberPlasticityDef{};
+  def.options<FiberDef>().fracture = FiberFractureDef{};
+  def.options<FiberDef>().fracture->stretchLimit = 1.05;
   PinDef left;
   left.shape = PinShape::kBox;
   left.center = {-0.2, 0, 0.2};

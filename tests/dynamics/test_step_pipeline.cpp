@@ -14,6 +14,7 @@
 #include "dynamics/step_pipeline.hpp"
 #include "dynamics/world.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/models/fiber.hpp"
 
 namespace shellsim {
 namespace {
@@ -173,9 +174,9 @@ TEST(StepPipeline, PlasticityAndFractureSeeOnlyAcceptedSteps) {
   const auto run = [&](double planned, double longest) {
     BodyDef body = sheetBody(6);
     body.model = "fiber";
-    body.fiber.plasticity = FiberPlasticityDef{};
-    body.fiber.plasticity->yieldStrain = 1e-6;
-    body.fiber.plasticity->yieldAngle = 1e-6;
+    body.options<FiberDef>().plasticity = FiberPlasticityDef{};
+    body.options<FiberDef>().plasticity->yieldStrain = 1e-6;
+    body.options<FiberDef>().plasticity->yieldAngle = 1e-6;
     body.initialVelocity = {0, 0, 1};
     PinDef corner;
     corner.shape = PinShape::kVertices;

@@ -175,19 +175,29 @@ TEST(TopologyEdit, ExplicitAndImplicitRunsCarryOnThroughSplits) {
   }
 }
 
-// A Simulation whose one body is the chain (a mass-spring sheet made through the API, then
-// its model and per-node arrays replaced: the registry of models is not there yet).
-Simulation chainSimulation(const TimeDef& time = {}) {
+// The chain's points, at rest along x.
+Geometry chainPoints() {
+  Geometry points;
+  for (int32_t i = 0; i < kNodes; ++i) {
+    points.positions.insert(points.positions.end(), {testing::kChainSpacing * i, 0.0, 0.0});
+  }
+  return points;
+}
+
+// A Simulation whose one body is the chain, made through the public API with the chain
+// registered as a model (splitting_chain.hpp), moving as chainBody().
+Simulation chainSimulation() {
+  testing::registerSplittingChain();
   SimulationSettings settings;
   settings.gravity = {0, 0, 0};
-  settings.time = time;
   settings.time.frameRate = 30;
   Simulation simulation(settings);
-  (void)simulation.addBody(testing::sheetBody(2));
-  Simulation::Impl& impl = implOf(simulation);
-  impl.world.bodies[0] = chainBody();
-  impl.stableStep.reset();
-  impl.refresh();
+  BodyDef chain;
+  chain.name = "chain";
+  chain.model = "splitting_chain";
+  chain.options<testing::SplittingChainDef>().splitStrain = testing::kChainSplitStrain;
+  (void)simulation.addBody(chainPoints(), chain);
+  simulation.setVelocities(0, chainBody().velocities);
   return simulation;
 }
 

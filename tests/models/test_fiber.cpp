@@ -22,6 +22,7 @@
 #include "models/model_contract.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/parallel.hpp"
 
 namespace shellsim {

@@ -12,6 +12,7 @@
 #include "models/fiber_test_nodes.hpp"
 #include "models/model_contract.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/models/fiber.hpp"
 
 namespace shellsim {
 namespace {

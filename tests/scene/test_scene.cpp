@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "shellsim/errors.hpp"
+#include "shellsim/models/discrete_shell.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/scene.hpp"
 #include "temp_folder.hpp"
 
@@ -155,7 +157,7 @@ TEST(SceneDefaults, TableDefaultsMatchHeaderDefaults) {
   EXPECT_EQ(b.name, "body0");
   EXPECT_EQ(b.model, BodyDef{}.model);
   EXPECT_TRUE(b.material == MaterialDef{});
-  EXPECT_TRUE(b.fiber == FiberDef{});
+  EXPECT_TRUE(b.options<FiberDef>() == FiberDef{});
   EXPECT_TRUE(b.transform == TransformDef{});
   EXPECT_EQ(b.initialVelocity, BodyDef{}.initialVelocity);
   EXPECT_TRUE(b.primitive == PrimitiveDef{});
@@ -648,11 +650,11 @@ TEST(SceneFiber, ValuesAreReadAndCountAndSpacingExcludeEachOther) {
   scene["bodies"][0]["fiber"] = {
       {"node_count", 500}, {"neighbours", 10}, {"arc_length_samples", 6}, {"bend_stiffness", 0.25}};
   const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
-  EXPECT_EQ(s.bodies[0].fiber.nodeCount, 500);
-  EXPECT_EQ(s.bodies[0].fiber.neighbours, 10);
-  EXPECT_EQ(s.bodies[0].fiber.arcLengthSamples, 6);
-  EXPECT_EQ(s.bodies[0].fiber.bendStiffness, 0.25);
-  EXPECT_FALSE(s.bodies[0].fiber.stretchStiffness.has_value());
+  EXPECT_EQ(s.bodies[0].options<FiberDef>().nodeCount, 500);
+  EXPECT_EQ(s.bodies[0].options<FiberDef>().neighbours, 10);
+  EXPECT_EQ(s.bodies[0].options<FiberDef>().arcLengthSamples, 6);
+  EXPECT_EQ(s.bodies[0].options<FiberDef>().bendStiffness, 0.25);
+  EXPECT_FALSE(s.bodies[0].options<FiberDef>().stretchStiffness.has_value());
 
   scene["bodies"][0]["fiber"] = {{"node_count", 500}, {"node_spacing", 0.1}, {"neighbours", 2}};
   const std::string message = errorOfJson(scene);
@@ -677,7 +679,7 @@ TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChe
                     {"ramp", {{{"time", 0}, {"value", 0}}, {{"time", 1}, {"value", 1}}}}}};
   body["pressure"] = {{"pressure", 500}};
   const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
-  const FiberDef& f = s.bodies[0].fiber;
+  const FiberDef& f = s.bodies[0].options<FiberDef>();
   ASSERT_TRUE(f.plasticity && f.fracture && f.anisotropy);
   EXPECT_EQ(f.plasticity->yieldAngle, 0.1);
   EXPECT_EQ(f.plasticity->yieldStrain, FiberPlasticityDef{}.yieldStrain);
@@ -718,9 +720,9 @@ TEST(SceneDiscreteShell, OptionsAreReadAndCheckedAndIntegratorsToo) {
   scene["time"]["integrator"] = "newmark";
   scene["time"]["newmark_gamma"] = 0.6;
   const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
-  EXPECT_EQ(s.bodies[0].discreteShell.bendStiffness, 0.5);
-  EXPECT_TRUE(s.bodies[0].discreteShell.projectHessian);
-  EXPECT_FALSE(s.bodies[0].discreteShell.stretchStiffness.has_value());
+  EXPECT_EQ(s.bodies[0].options<DiscreteShellDef>().bendStiffness, 0.5);
+  EXPECT_TRUE(s.bodies[0].options<DiscreteShellDef>().projectHessian);
+  EXPECT_FALSE(s.bodies[0].options<DiscreteShellDef>().stretchStiffness.has_value());
   EXPECT_EQ(s.time.integrator, Integrator::kNewmark);
   EXPECT_EQ(s.time.newmarkGamma, 0.6);
   EXPECT_EQ(s.time.newmarkBeta, 0.25);
@@ -806,11 +808,11 @@ TEST(SceneWriter, NonDefaultValuesOfEveryKindSurviveTheRoundTrip) {
   ASSERT_FALSE(scene.bodies.empty());
   BodyDef& body = scene.bodies[0];
   body.material.stiffness = 123.5;
-  body.fiber.anisotropy = FiberAnisotropyDef{{0, 1, 0}, 2.5};
-  body.discreteShell.projectHessian = true;
-  body.discreteShell.bendStiffness = 0.25;
-  ASSERT_TRUE(body.fiber.fracture.has_value());
-  body.fiber.fracture->delay = 0.015;
+  body.options<FiberDef>().anisotropy = FiberAnisotropyDef{{0, 1, 0}, 2.5};
+  body.options<DiscreteShellDef>().projectHessian = true;
+  body.options<DiscreteShellDef>().bendStiffness = 0.25;
+  ASSERT_TRUE(body.options<FiberDef>().fracture.has_value());
+  body.options<FiberDef>().fracture->delay = 0.015;
   ASSERT_FALSE(body.pins.empty());
   body.pins[0].path = {{0, {0, 0, 0}}, {0.5, {0, 0.1, 0}}};
   body.initialVelocity = {0.1, -0.2, 1.0 / 3.0};  // not a short decimal
@@ -834,7 +836,7 @@ TEST(DefinitionChecks, ABodyMadeInCodeIsCheckedAsTheSceneReaderChecksAFile) {
         << e.what();
   }
   body.material.poisson = 0.7;
-  body.fiber.neighbours = 2;
+  body.options<FiberDef>().neighbours = 2;
   body.model = "fibre";
   try {
     validateBody(body, "bodies[3]", true);
@@ -872,4 +874,32 @@ TEST(DefinitionChecks, ObstaclesAndTimeSettingsMadeInCodeAreChecked) {
   EXPECT_THROW(validateTime(time, "time"), InputError);
 }
 
+}  // namespace shellsim
+
+namespace shellsim {
+namespace {
+
+TEST(ModelOptions, CopiesAreDeepAndAbsentOptionsEqualTheirDefaults) {
+  BodyDef a, b;
+  EXPECT_EQ(a, b);
+  (void)a.options<FiberDef>();  // made with its defaults: still equal to none
+  EXPECT_TRUE(a.modelOptions.has("fiber"));
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(b, a);
+  a.options<FiberDef>().nodeCount = 7;
+  EXPECT_NE(a, b);
+  EXPECT_NE(b, a);
+  BodyDef copy = a;
+  copy.options<FiberDef>().nodeCount = 8;
+  EXPECT_EQ(a.options<FiberDef>().nodeCount, 7);
+  EXPECT_NE(copy, a);
+  const BodyDef& untouched = b;
+  EXPECT_EQ(untouched.options<FiberDef>(), FiberDef{});
+  EXPECT_FALSE(untouched.modelOptions.has("fiber"));
+  a.options<DiscreteShellDef>().projectHessian = true;
+  EXPECT_TRUE(a.options<DiscreteShellDef>().projectHessian);
+  EXPECT_EQ(a.options<FiberDef>().nodeCount, 7);
+}
+
+}  // namespace
 }  // namespace shellsim

@@ -163,6 +163,7 @@
 #include "core/crack.hpp"
 #include "models/fiber/fiber_network.hpp"
 #include "models/model.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/scene.hpp"
 
 namespace shellsim {
