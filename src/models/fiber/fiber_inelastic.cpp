@@ -1,0 +1,284 @@
+// The fiber model's plasticity and fracture (wicke2005 section 7): rest lengths and
+// angles that creep, fibers that break, crack planes that cut the network.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "models/fiber/fiber_kernel.hpp"
+#include "models/fiber/fiber_model.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+constexpr size_t kNodeGrain = 256;
+
+}  // namespace
+
+void FiberModel::refreshRestMeans(size_t node) {
+  int count = 0;
+  double sumArea = 0, sumAngle = 0;
+  for (int32_t f = network_.centreOffsets[node]; f < network_.centreOffsets[node + 1]; ++f) {
+    const auto fi = static_cast<size_t>(f);
+    if ((network_.flags[fi] & kFiberActive) == 0) continue;
+    ++count;
+    sumArea += kPi / 4 * network_.restLength[fi] * network_.restLength[fi];
+    sumAngle += network_.restAngle[fi];
+  }
+  restArea_[node] = count > 0 ? sumArea / count : 0.0;
+  restMeanAngle_[node] = count > 0 ? sumAngle / count : 0.0;
+  const double share = originalFibers_[node] > 0
+                           ? std::min(1.0, static_cast<double>(count) / originalFibers_[node])
+                           : 1.0;
+  stretchK_[node] = mappedStretchK_[node] * share;
+  bendK_[node] = mappedBendK_[node] * share;
+}
+
+InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt) {
+  InelasticReport report;
+  if (!params_.plasticity && !params_.fracture) return report;
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  std::vector<int64_t> yielding(n, 0), broken(n, 0);
+  ++inelasticStep_;
+  if (lastBreakStep_.size() != n) {
+    lastBreakStep_.assign(n, std::numeric_limits<int64_t>::min() / 2);
+  }
+  const FiberPlasticityDef* plastic = params_.plasticity ? &*params_.plasticity : nullptr;
+  const FiberFractureDef* fracture = params_.fracture ? &*params_.fracture : nullptr;
+  const bool cached = evaluatedX_.size() == x.size() &&
+                      lengthNow_.size() == network_.restLength.size() &&
+                      std::equal(x.begin(), x.end(), evaluatedX_.begin());
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t j = r.begin(); j != r.end(); ++j) {
+          const auto begin = static_cast<size_t>(network_.centreOffsets[j]);
+          const auto end = static_cast<size_t>(network_.centreOffsets[j + 1]);
+          if (begin == end) continue;
+          const Vec3 normal = cached ? Vec3::Zero() : patchFrame(x, j).normal;
+          const Vec3 centre = row(x, j);
+          const double fractureScale =
+              params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[j];
+          bool changed = false;
+          for (size_t f = begin; f < end; ++f) {
+            if ((network_.flags[f] & kFiberActive) == 0) continue;
+            double length, angle;
+            if (cached) {
+              length = lengthNow_[f];
+              angle = angleNow_[f];
+            } else {
+              const fiber::Reduced z =
+                  fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * f])), centre,
+                                row(x, static_cast<size_t>(network_.fiberNodes[3 * f + 2])));
+              length = fiber::arcLength(z, samples_);
+              angle = fiber::tangentAngle(z, normal);
+            }
+            double& restLength = network_.restLength[f];
+            double& restAngle = network_.restAngle[f];
+            if (plastic != nullptr) {
+              // eq. (23)-(26), (29)
+              if (std::abs(length - restLength) > plastic->yieldStrain * restLength) {
+                const double flow =
+                    std::min(plastic->stretchCreep * dt, 1.0) * (length - restLength);
+                plasticLength_[f] += flow;
+                restLength += flow;
+                changed = true;
+                ++yielding[j];
+              }
+              if (std::abs(angle - restAngle) > plastic->yieldAngle) {
+                const double flow = std::min(plastic->bendCreep * dt, 1.0) * (angle - restAngle);
+                plasticAngle_[f] += flow;
+                restAngle += flow;
+                bendLimit_[f] -= plastic->weakening * bendLimit_[f] * std::abs(flow);
+                bendLimit_[f] = std::max(bendLimit_[f], 0.0);
+                changed = true;
+                if (!(std::abs(length - restLength) > plastic->yieldStrain * restLength)) {
+                  ++yielding[j];
+                }
+              }
+            }
+            if (fracture != nullptr) {
+              // eq. (27), (28)
+              const double stretchLimit = 1.0 + fractureScale * (fracture->stretchLimit - 1.0);
+              const double urgency = std::max((length / restLength) / stretchLimit,
+                                              std::abs(angle - restAngle) / bendLimit_[f]);
+              // Past a threshold the fiber accumulates overload time, below it sheds it;
+              // it breaks once the net time reaches the delay (at once for delay 0).
+              double& overload = overloadTime_[f];
+              overload = urgency > 1.0 ? overload + dt : std::max(overload - dt, 0.0);
+              if (urgency > 1.0 && overload >= fracture->delay) {
+                network_.flags[f] = kFiberBroken;
+                breakUrgency_[f] = urgency;
+                lastBreakStep_[j] = inelasticStep_;
+                changed = true;
+                ++broken[j];
+              }
+            }
+          }
+          if (changed) refreshRestMeans(j);
+        }
+      });
+  for (size_t j = 0; j < n; ++j) {
+    report.yieldingElements += yielding[j];
+    report.brokenElements += broken[j];
+  }
+  if (fracture != nullptr) {
+    if (cooldown_ > 0) {
+      --cooldown_;
+    } else if (const int64_t fibersBefore = elementCount(); formCrack(x)) {
+      // A crack is a topology edit with one cut and the fibers the rebuild changed; the
+      // nodes stay.
+      report.edit.cuts.push_back(cracks_.back());
+      report.edit.elementsAdded = std::max<int64_t>(elementCount() - fibersBefore, 0);
+      report.edit.elementsRemoved = std::max<int64_t>(fibersBefore - elementCount(), 0);
+      cooldown_ = fracture->cooldownSteps;
+    }
+  }
+  return report;
+}
+
+bool FiberModel::formCrack(std::span<const double> x) {
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  const double ratio = params_.fracture->brokenRatio;
+  const int64_t window = 20 * (params_.fracture->cooldownSteps + 1);
+  int64_t best = -1;
+  double bestUrgency = 0;
+  for (size_t j = 0; j < n; ++j) {
+    // Eq. (28) chooses among the fibers breaking now: only a node where a fiber broke in
+    // this step or during the cooldown just before it is a candidate. A node whose fibers
+    // broke long ago seeds no crack later (when it could, every node left with old
+    // microcracks after a tear grew its own crack and the torn parts crumbled to dust).
+    if (crackAtNode_[j] != 0 || inelasticStep_ - lastBreakStep_[j] > window) continue;
+    int total = 0, brokenCount = 0;
+    int64_t nodeBest = -1;
+    for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+      const uint8_t flags = network_.flags[static_cast<size_t>(f)];
+      if ((flags & (kFiberActive | kFiberBroken)) == 0) continue;  // dropped at a rebuild
+      ++total;
+      if ((flags & kFiberBroken) == 0) continue;
+      ++brokenCount;
+      if (nodeBest < 0 ||
+          breakUrgency_[static_cast<size_t>(f)] > breakUrgency_[static_cast<size_t>(nodeBest)]) {
+        nodeBest = f;
+      }
+    }
+    if (total == 0 || nodeBest < 0 || brokenCount < ratio * total) continue;
+    if (best < 0 || breakUrgency_[static_cast<size_t>(nodeBest)] > bestUrgency) {
+      best = nodeBest;
+      bestUrgency = breakUrgency_[static_cast<size_t>(nodeBest)];
+    }
+  }
+  if (best < 0) return false;
+
+  // The disc (header comment), in the rest configuration.
+  const auto fiber = static_cast<size_t>(best);
+  const auto node = static_cast<size_t>(network_.fiberNodes[3 * fiber + 1]);
+  const Vec3 centre = row(restPositions_, node);
+  const Vec3 end1 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fiber]));
+  const Vec3 end2 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2]));
+  const Vec3 surfaceNormal = patchFrame(restPositions_, node).normal;
+  Vec3 tangent = 0.5 * (end2 - end1);
+  const Vec3 inPlane = tangent - tangent.dot(surfaceNormal) * surfaceNormal;
+  if (inPlane.norm() > 1e-3 * tangent.norm()) tangent = inPlane;
+  double radius = 0;
+  int legs = 0;
+  for (int32_t f = network_.centreOffsets[node]; f < network_.centreOffsets[node + 1]; ++f) {
+    for (const size_t slot : {size_t{0}, size_t{2}}) {
+      radius += (row(restPositions_,
+                     static_cast<size_t>(network_.fiberNodes[3 * static_cast<size_t>(f) + slot])) -
+                 centre)
+                    .norm();
+      ++legs;
+    }
+  }
+  // The disc sits halfway along the more stretched leg (now, at x): the node stays with
+  // its intact side and the plane runs through the gap that opened. (Through the node
+  // itself, the node would join an arbitrary side, and the next crack across the same gap
+  // would isolate it between two planes.)
+  const Vec3 now = row(x, node);
+  const double stretch1 =
+      (row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber])) - now).norm() /
+      (end1 - centre).norm();
+  const double stretch2 =
+      (row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2])) - now).norm() /
+      (end2 - centre).norm();
+  const Vec3 gapEnd = stretch2 > stretch1 ? end2 : end1;
+  CrackDisc disc;
+  disc.centre = centre + 0.5 * (gapEnd - centre).dot(tangent.normalized()) * tangent.normalized();
+  disc.normal = tangent.normalized();
+  disc.radius = 0.6 * radius / legs;
+  cracks_.push_back(disc);
+  crackAtNode_[node] = 1;
+
+  // Rebuild, then carry the state of every fiber that survives (same centre and ends).
+  const FiberNetwork old = network_;
+  const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
+                            oldBendLimit = bendLimit_, oldUrgency = breakUrgency_,
+                            oldOverload = overloadTime_;
+  buildTopology(nullptr);
+  evaluatedX_.clear();  // the cached l, theta belong to the old fibers
+  const auto fiberCount = static_cast<size_t>(network_.fiberCount());
+  for (size_t f = 0; f < fiberCount; ++f) {
+    const int32_t c = network_.fiberNodes[3 * f + 1];
+    const int32_t a = network_.fiberNodes[3 * f];
+    const int32_t b = network_.fiberNodes[3 * f + 2];
+    size_t lo = static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c)]);
+    size_t hi = static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c) + 1]);
+    while (lo < hi) {  // old fibers of c are sorted by (first end, second end)
+      const size_t mid = (lo + hi) / 2;
+      const std::pair<int32_t, int32_t> key{old.fiberNodes[3 * mid], old.fiberNodes[3 * mid + 2]};
+      if (key < std::pair<int32_t, int32_t>{a, b}) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    const bool found = lo < static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c) + 1]) &&
+                       old.fiberNodes[3 * lo] == a && old.fiberNodes[3 * lo + 2] == b;
+    if (found) {
+      plasticLength_[f] = oldPlasticLength[lo];
+      plasticAngle_[f] = oldPlasticAngle[lo];
+      bendLimit_[f] = oldBendLimit[lo];
+      breakUrgency_[f] = oldUrgency[lo];
+      overloadTime_[f] = oldOverload[lo];
+      if ((old.flags[lo] & kFiberBroken) != 0 && (network_.flags[f] & kFiberActive) != 0) {
+        network_.flags[f] = kFiberBroken;
+      }
+      network_.restLength[f] += plasticLength_[f];
+      network_.restAngle[f] += plasticAngle_[f];
+    }
+    // A fiber active now that was not before (new, or dropped at an earlier rebuild) starts
+    // from its rest shape, but its nodes may have drifted apart already (joined only
+    // through broken fibers): one past its thresholds now is dropped instead of kicking its
+    // nodes apart for a step with the force of a many-times over-stretched fiber.
+    if ((network_.flags[f] & kFiberActive) == 0 || (found && (old.flags[lo] & kFiberActive) != 0)) {
+      continue;
+    }
+    const fiber::Reduced z =
+        fiber::reduce(row(x, static_cast<size_t>(a)), row(x, static_cast<size_t>(c)),
+                      row(x, static_cast<size_t>(b)));
+    const double fractureScale =
+        params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[static_cast<size_t>(c)];
+    const double stretchLimit = 1.0 + fractureScale * (params_.fracture->stretchLimit - 1.0);
+    const double urgency =
+        std::max(fiber::arcLength(z, samples_) / network_.restLength[f] / stretchLimit,
+                 std::abs(fiber::tangentAngle(z, patchFrame(x, static_cast<size_t>(c)).normal) -
+                          network_.restAngle[f]) /
+                     bendLimit_[f]);
+    if (urgency > 1.0) {
+      // Dropped, not broken: it never carried load, so it does not count towards its node's
+      // broken share (counted, such fibers made every rebuild seed cracks all around the
+      // last one: a cascade that ground torn sheets into dust).
+      network_.flags[f] = 0;
+    }
+  }
+  for (size_t j = 0; j < n; ++j) refreshRestMeans(j);
+  ++topologyVersion_;
+  return true;
+}
+
+}  // namespace shellsim
