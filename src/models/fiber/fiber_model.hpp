@@ -231,6 +231,13 @@ class FiberModel : public Model {
   [[nodiscard]] std::span<const double> plasticLength() const { return plasticLength_; }
   [[nodiscard]] std::span<const double> plasticAngle() const { return plasticAngle_; }
 
+  // The energy by the scalar reference of eqs. (4)-(8) (fiber_reference.cpp: node by node,
+  // scalar kernels, no SIMD), and per node into `stretching`, `bending` ((nNodes) each) when
+  // they are not empty. For the tests of the batched pass; orders of magnitude slower.
+  [[nodiscard]] EnergyParts referenceEnergy(std::span<const double> x,
+                                            std::span<double> stretching = {},
+                                            std::span<double> bending = {}) const;
+
   // Per-node energies E_s(j), E_b(j) (J) and mean angles H_j (rad), each (nNodes) or empty.
   void nodeValues(std::span<const double> x, std::span<double> stretching,
                   std::span<double> bending, std::span<double> meanAngle) const;
