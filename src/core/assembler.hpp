@@ -18,36 +18,18 @@
 #include <tbb/partitioner.h>
 
 #include <Eigen/Core>
-#include <Eigen/Geometry>  // cross products on Vec3
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "core/vec3.hpp"
 
 #if defined(__AVX512F__) && defined(__AVX512VL__)
 #include <immintrin.h>
 #endif
 
 namespace shellsim {
-
-using Vec3 = Eigen::Vector3d;
-
-// Row i of a flat (n, 3) array as a vector, and the reverse.
-inline Vec3 row(std::span<const double> flat, size_t i) {
-  return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
-}
-inline void setRow(std::span<double> flat, size_t i, const Vec3& v) {
-  flat[3 * i] = v.x();
-  flat[3 * i + 1] = v.y();
-  flat[3 * i + 2] = v.z();
-}
-
-// [a]x, the matrix of b -> a x b.
-inline Eigen::Matrix3d crossMatrix(const Vec3& a) {
-  Eigen::Matrix3d m;
-  m << 0, -a.z(), a.y(), a.z(), 0, -a.x(), -a.y(), a.x(), 0;
-  return m;
-}
 
 // Node -> incident (element, slot) pairs in CSR form, sorted by element then slot.
 struct Incidence {

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <span>
 
-#include "core/assembler.hpp"
+#include "core/vec3.hpp"
 
 namespace shellsim {
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/assembler.hpp"
+
 namespace shellsim {
 
 double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, const Vec3& p,

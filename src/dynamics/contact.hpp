@@ -1,7 +1,7 @@
 // Contact between body nodes and the scene's analytic obstacles.
 #pragma once
 
-#include "core/assembler.hpp"
+#include "core/vec3.hpp"
 #include "dynamics/world.hpp"
 
 namespace shellsim {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/assembler.hpp"
 #include "dynamics/contact.hpp"
 #include "shellsim/errors.hpp"
 

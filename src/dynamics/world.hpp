@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/assembler.hpp"
+#include "core/vec3.hpp"
 #include "models/model.hpp"
 #include "shellsim/scene.hpp"
 #include "surface/surface_binding.hpp"

@@ -82,7 +82,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/assembler.hpp"
+#include "core/vec3.hpp"
 #include "core/atan2.hpp"
 
 namespace shellsim::discrete_shell {

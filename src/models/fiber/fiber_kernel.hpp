@@ -115,7 +115,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/assembler.hpp"
+#include "core/vec3.hpp"
 #include "core/atan2.hpp"
 
 namespace shellsim::fiber {

@@ -159,7 +159,7 @@
 #include <string>
 #include <vector>
 
-#include "core/assembler.hpp"
+#include "core/vec3.hpp"
 #include "core/crack.hpp"
 #include "models/fiber/fiber_network.hpp"
 #include "models/model.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/assembler.hpp"
+#include "core/vec3.hpp"
 #include "geometry/sampling.hpp"
 #include "io/json_fields.hpp"
 #include "io/scene_names.hpp"
