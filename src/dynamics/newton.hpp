@@ -1,0 +1,181 @@
+// Newton's method on one body's potential, the solver of the implicit integrators
+// (implicit.cpp) and of static equilibrium (static_equilibrium.cpp):
+//   Phi(x) = alpha/2 (x - y)^T M (x - y) + E(x) - f.x
+// with the Hessian Hess Phi assembled from Model::hessianBlocks into a cached block layout
+// (LinearSolverCache), a shifted Cholesky factorization or preconditioned CG for the
+// direction, and a backtracking line search. Private to the dynamics.
+#pragma once
+
+#include <Eigen/SparseCore>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/block_cholesky.hpp"
+#include "dynamics/implicit.hpp"
+#include "dynamics/world.hpp"
+
+namespace shellsim {
+
+using SparseMatrix = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+using Vector = Eigen::VectorXd;
+
+// The Newton matrix Hess Phi on the free dofs, assembled from Model::hessianBlocks, and
+// its factorization. The layout is built once per topology version and free-dof map: the
+// matrix's 3x3 blocks are numbered by column node, then row node; block k of column node b
+// holds entries (3a' + i, 3b' + j) (a', b' free node indices) at
+// matrix.valuePtr()[blockSlots[3k + j] + i], and is the sum, in this order, of the model's
+// blocks contributions[contributionOffsets[k] .. contributionOffsets[k + 1]).
+struct LinearSolverCache {
+  SparseMatrix matrix;        // Hess Phi on free dofs, compressed columns (CG products)
+  std::vector<int> diagonal;  // (nFree), index of (i, i) in matrix.valuePtr()
+  bool layoutValid = false;
+  uint64_t layoutTopology = 0;               // Model::topologyVersion() it was built for
+  std::vector<int> freeIndex;                // the free-dof map it was built for
+  std::vector<double> blockValues;           // (nModelBlocks, 3, 3), hessianBlocks output
+  std::vector<int32_t> columnBlockOffsets;   // (nFreeNodes + 1), matrix blocks per column
+  std::vector<int32_t> blockRow;             // (nMatrixBlocks), free row node of each
+  std::vector<int32_t> blockSlots;           // (nMatrixBlocks, 3)
+  std::vector<int32_t> contributionOffsets;  // (nMatrixBlocks + 1)
+  std::vector<int32_t> contributions;        // model block indices
+  // Bumped whenever the layout is rebuilt; the symbolic factorization was made for layout
+  // analyzedLayout (layouts count from 1, so 0 is "none yet").
+  uint64_t layout = 0;
+  uint64_t analyzedLayout = 0;
+  BlockCholesky cholesky;
+  bool factorized = false;  // cholesky holds a factor (of 3 cholesky.nodeCount() dofs)
+
+  void analyze() {
+    cholesky.analyze(static_cast<int32_t>(columnBlockOffsets.size() - 1), columnBlockOffsets,
+                     blockRow);
+    factorized = false;
+  }
+  // Numeric factorization of `matrix`; false if it is not positive definite.
+  bool factorize() {
+    factorized = cholesky.factorize(
+        std::span<const double>(matrix.valuePtr(), static_cast<size_t>(matrix.nonZeros())),
+        blockSlots);
+    return factorized;
+  }
+  // The last factor's solution of F x = b.
+  [[nodiscard]] Vector solve(const Vector& b) const {
+    Vector x = b;
+    cholesky.solve(std::span<double>(x.data(), static_cast<size_t>(x.size())));
+    return x;
+  }
+};
+
+// The potential of one Newton solve, on one body:
+//   Phi(x) = alpha/2 (x - y)^T M (x - y) + E(x) - f.x   (free dofs only in the last two terms)
+struct Potential {
+  double alpha = 0;
+  std::vector<double> target;  // y, (nNodes, 3); used when alpha > 0
+  std::vector<double> force;   // f, (nNodes, 3); empty: none
+};
+
+struct FreeDofs {
+  std::vector<int> index;  // (3 nNodes), free index of each dof, or -1 for pinned nodes
+  int count = 0;
+};
+
+FreeDofs freeDofs(const Body& body);
+
+// The diagonal of the bounding box of positions x, (nNodes, 3), m: a body's length scale.
+double boundsDiagonal(std::span<const double> x);
+
+// "body 'name'", the prefix of the solver's messages.
+std::string labelOf(const Body& body);
+
+class NewtonSolver {
+ public:
+  NewtonSolver(Body& body, const Potential& potential, const NewtonSettings& settings,
+               LinearSolverCache& cache, double time)
+      : body_(body),
+        potential_(potential),
+        settings_(settings),
+        cache_(cache),
+        time_(time),
+        free_(freeDofs(body)),
+        mass_(body.model->nodeMasses()) {}
+
+  // Minimizes Phi starting from body.positions (pinned dofs already at their targets);
+  // forceScale is F of the convergence test. Leaves the result in body.positions. `known`
+  // is the elastic gradient at the positions, where valid (see KnownGradient): on entry at
+  // the start, on return at the result (valid when the last evaluation was there).
+  NewtonReport solve(double forceScale, KnownGradient& known);
+
+ private:
+  // alpha/2 |x - y|_M^2 - f.x over free dofs; *scale gets the sum of magnitudes of its terms.
+  double extraTerms(std::span<const double> x, double* scale) const;
+
+  double extraGradient(std::span<const double> x, size_t k) const;
+
+  // Hess Phi on the free dofs into cache_.matrix; the layout and the symbolic
+  // factorization are redone only when the topology or the free dofs changed.
+  void assemble(std::span<const double> x);
+
+  // The diagonal and mass vectors of the shift, and the symbolic factorization when the
+  // pattern changed.
+  void finishAssembly();
+
+  // Hess Phi from Model::hessianBlocks into the cached layout, in parallel over column
+  // nodes, each matrix block summed in a fixed order (deterministic for any thread count).
+  // Returns false if the model offers no blocks.
+  bool assembleBlocks(std::span<const double> x);
+
+  // The block layout for the model's current topology and the free dofs: the matrix
+  // pattern (every free node's diagonal block included, so that tau M can be added in
+  // place), block slots and contribution lists. Returns false if the model has no blocks.
+  bool buildBlockLayout(uint64_t topology);
+
+  // tau_0 = max(alpha, 1e-4 max_i K_ii / m_i).
+  double initialShift() const;
+
+  void setShift(double tau);
+
+  // Solves (H + tau M) d = -g, raising tau from `tau` until the factorization succeeds;
+  // returns the tau used.
+  double direction(const Vector& g, double tau, double forcing, bool mayReuse, Vector& d,
+                   NewtonReport& report);
+
+  // Inverse of diag(H), or 1/m where it is not positive.
+  Vector jacobi() const;
+
+  // Preconditioned CG on H d = -g to relative residual `forcing`. At non-positive
+  // curvature it truncates (Steihaug): with `truncate`, it returns the iterate so far (or
+  // the preconditioned gradient on the first iteration), both descent directions;
+  // without, it gives up. Returns the iterations taken, negated when it gave up or hit
+  // `maxIterations` without `truncate`.
+  template <class Preconditioner>
+  int64_t conjugateGradient(const Vector& g, double forcing, int64_t maxIterations, bool truncate,
+                            const Preconditioner& precondition, Vector& d) const;
+
+  // Backtracking on Phi along d from x (prepared state held fixed); on success x moves.
+  // Returns the step length taken, or 0 if none decreased Phi. The full step's trial is
+  // evaluated with its gradient (at the cost of an energy: the models' passes are the
+  // same), so that when it is accepted `known` holds the gradient at the new x.
+  double lineSearch(std::vector<double>& x, std::vector<double>& trial, const Vector& d, double phi,
+                    double scale, double slope, KnownGradient& known);
+
+  [[noreturn]] void fail(const std::string& what, int32_t iteration) const;
+
+  Body& body_;
+  const Potential& potential_;
+  const NewtonSettings& settings_;
+  LinearSolverCache& cache_;
+  double time_;
+  FreeDofs free_;
+  std::span<const double> mass_;
+  Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
+  std::vector<double> trialGradient_;   // (nNodes, 3), the line search's full-step gradient
+};
+
+void throwNotConverged(const Body& body, const NewtonReport& report, const NewtonSettings& settings,
+                       double time, const char* hint = "try a smaller time step");
+
+// |grad E(x)| over free dofs, from the accelerations computeAccelerations left:
+// dE/dx = m (g - a).
+double elasticForceNorm(const Body& body, const Vec3& gravity);
+
+}  // namespace shellsim
