@@ -14,6 +14,10 @@ struct Geometry {
   std::vector<double> normals;     // unit vertex normals, (nVertices, 3), or empty
   std::vector<float> colors;       // vertex colours in [0, 1], (nVertices, 3), or empty
   std::vector<int32_t> triangles;  // vertex indices, (nTriangles, 3), counter-clockwise
+  // The connected piece of each vertex (the fragments of a torn body, numbered from 0), or
+  // empty. Frames carry it where the model tracks pieces: a PLY vertex property `piece`, a
+  // VTP point and cell array `Piece`, OBJ groups `g piece_<n>`.
+  std::vector<int32_t> pieces;
 
   [[nodiscard]] int32_t vertexCount() const { return static_cast<int32_t>(positions.size() / 3); }
   [[nodiscard]] int32_t triangleCount() const { return static_cast<int32_t>(triangles.size() / 3); }

@@ -522,8 +522,23 @@ int32_t pieceCount(const Body& body) {
 }
 
 Geometry bodySurface(const Body& body, size_t bodyIndex, std::span<const int32_t> pieces) {
-  if (body.embedded) return body.embedded->deform(body.positions);
+  if (body.embedded) {
+    Geometry surface = body.embedded->deform(body.positions);
+    // A vertex belongs to the piece of its nearest bound node (separatePieces keeps every
+    // vertex's nodes in one piece).
+    if (!pieces.empty()) {
+      surface.pieces.resize(static_cast<size_t>(surface.vertexCount()));
+      for (int32_t v = 0; v < surface.vertexCount(); ++v) {
+        surface.pieces[static_cast<size_t>(v)] =
+            pieces[static_cast<size_t>(body.embedded->boundNodes(v)[0])];
+      }
+    }
+    return surface;
+  }
   Geometry surface = body.model->surface(body.positions);
+  if (surface.vertexCount() == std::ssize(pieces)) {  // the nodes are the vertices
+    surface.pieces.assign(pieces.begin(), pieces.end());
+  }
   // A torn point cloud has no connectivity for the renderer to find its pieces in: each
   // point (a node) carries its piece's colour once there is more than one piece.
   if (pieceCount(pieces) > 1 && surface.isPointCloud() &&

@@ -210,7 +210,9 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events);
 // The surface a frame shows of body `bodyIndex` at its current positions: the embedded
 // high-resolution surface moved by the nodes, or the model's surface; a torn point cloud's
 // points carry their piece's colour (core/palette.hpp, entry bodyIndex + piece), as the
-// renderer colours the pieces of a mesh.
+// renderer colours the pieces of a mesh. Where the model tracks pieces, every vertex
+// carries its piece (Geometry::pieces): its node's, or for an embedded surface its nearest
+// bound node's.
 // `pieces`: the body's Model::nodePieces, which the caller has at hand.
 [[nodiscard]] Geometry bodySurface(const Body& body, size_t bodyIndex,
                                    std::span<const int32_t> pieces);

@@ -30,6 +30,7 @@ void checkShape(const std::filesystem::path& path, const Geometry& g) {
   if (!g.normals.empty() && g.normals.size() != n) fail("normals must be empty or match positions");
   if (!g.colors.empty() && g.colors.size() != n) fail("colors must be empty or match positions");
   if (g.triangles.size() % 3 != 0) fail("triangles must hold 3 indices each");
+  if (!g.pieces.empty() && 3 * g.pieces.size() != n) fail("pieces must be empty or one per vertex");
   const auto nVertices = static_cast<int64_t>(n / 3);
   if (nVertices > std::numeric_limits<int32_t>::max()) fail("too many vertices");
   for (int32_t index : g.triangles) {
@@ -114,6 +115,8 @@ void writePly(const std::filesystem::path& path, const Geometry& geometry) {
     out << "element vertex " << n << "\nproperty float x\nproperty float y\nproperty float z\n";
     if (normals) out << "property float nx\nproperty float ny\nproperty float nz\n";
     if (colors) out << "property uchar red\nproperty uchar green\nproperty uchar blue\n";
+    const bool pieces = !geometry.pieces.empty();
+    if (pieces) out << "property int piece\n";
     if (!geometry.isPointCloud()) {
       out << "element face " << geometry.triangleCount()
           << "\nproperty list uchar int vertex_indices\n";
@@ -127,6 +130,7 @@ void writePly(const std::filesystem::path& path, const Geometry& geometry) {
       if (colors) {
         for (int k = 0; k < 3; ++k) putLE(out, colorByte(geometry.colors[3 * i + k]));
       }
+      if (pieces) putLE(out, geometry.pieces[i]);
     }
     for (size_t t = 0; t < geometry.triangles.size(); t += 3) {
       putLE(out, static_cast<unsigned char>(3));
@@ -160,7 +164,15 @@ void writeObj(const std::filesystem::path& path, const Geometry& geometry) {
             << geometry.normals[3 * i + 2] << '\n';
       }
     }
+    int32_t group = -1;  // the piece of the faces written last
     for (size_t t = 0; t < geometry.triangles.size(); t += 3) {
+      // Faces go into the group of their first corner's piece, so that an importer can
+      // separate the fragments (Blender: split by group).
+      if (!geometry.pieces.empty()) {
+        const int32_t piece = geometry.pieces[static_cast<size_t>(geometry.triangles[t])];
+        if (piece != group) out << "g piece_" << piece << '\n';
+        group = piece;
+      }
       out << 'f';
       for (int k = 0; k < 3; ++k) {
         const int64_t index = static_cast<int64_t>(geometry.triangles[t + k]) + 1;
@@ -191,7 +203,13 @@ void writeVtp(const std::filesystem::path& path, const Geometry& geometry) {
         << "<Piece NumberOfPoints=\"" << n << "\" NumberOfVerts=\"" << (points ? n : 0)
         << "\" NumberOfLines=\"0\" NumberOfStrips=\"0\" NumberOfPolys=\"" << (points ? 0 : m)
         << "\">\n";
-    if (geometry.hasNormals() || !geometry.colors.empty()) {
+    const bool pieces = !geometry.pieces.empty();
+    auto pieceArray = [&](const auto& value, size_t count) {
+      out << "<DataArray type=\"Int32\" Name=\"Piece\" format=\"ascii\">\n";
+      for (size_t i = 0; i < count; ++i) out << value(i) << (i + 1 == count ? "\n" : " ");
+      out << "</DataArray>\n";
+    };
+    if (geometry.hasNormals() || !geometry.colors.empty() || pieces) {
       out << "<PointData" << (geometry.hasNormals() ? " Normals=\"Normals\"" : "") << ">\n";
       if (geometry.hasNormals()) {
         out << "<DataArray type=\"Float64\" Name=\"Normals\" NumberOfComponents=\"3\" "
@@ -205,7 +223,17 @@ void writeVtp(const std::filesystem::path& path, const Geometry& geometry) {
         values(geometry.colors);
         out << "</DataArray>\n";
       }
+      if (pieces) pieceArray([&](size_t i) { return geometry.pieces[i]; }, n);
       out << "</PointData>\n";
+    }
+    if (pieces) {  // a cell's piece: its first point's (a vertex cell's, its point's)
+      out << "<CellData>\n";
+      pieceArray(
+          [&](size_t c) {
+            return geometry.pieces[points ? c : static_cast<size_t>(geometry.triangles[3 * c])];
+          },
+          points ? n : m);
+      out << "</CellData>\n";
     }
     out << "<Points>\n<DataArray type=\"Float64\" NumberOfComponents=\"3\" format=\"ascii\">\n";
     values(geometry.positions);

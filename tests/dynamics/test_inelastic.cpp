@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -264,6 +266,18 @@ TEST(Fracture, TornSheetSurfaceSplitsWithoutStretchedTriangles) {
   }
   EXPECT_GT(right - left, 0.5 + 0.25);
   EXPECT_GT(torn.vertexCount(), rest.vertexCount()) << "split vertices along the cracks";
+  // Each vertex of the embedded surface carries the piece of its nearest bound node, and
+  // every drawn triangle lies within one piece.
+  const Geometry frame = bodySurface(body, 0, pieces);
+  ASSERT_EQ(frame.pieces.size(), static_cast<size_t>(frame.vertexCount()));
+  const std::set<int32_t> seen(frame.pieces.begin(), frame.pieces.end());
+  EXPECT_EQ(static_cast<int32_t>(seen.size()), pieceCount(pieces));
+  for (size_t t = 0; t + 2 < frame.triangles.size(); t += 3) {
+    const auto piece = [&](size_t c) {
+      return frame.pieces[static_cast<size_t>(frame.triangles[t + c])];
+    };
+    EXPECT_TRUE(piece(0) == piece(1) && piece(1) == piece(2)) << "triangle " << t / 3;
+  }
 }
 
 TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloudsColoured) {
@@ -281,7 +295,7 @@ TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloud
     const double dt = 0.5 * stableTimeStep(*world);
     while (world->time < 1.0) step(*world, dt, times);
     Recorder recorder(folder.path() / (world == &meshWorld ? "mesh" : "cloud"),
-                      {OutputFormat::kPly});
+                      {OutputFormat::kPly, OutputFormat::kObj, OutputFormat::kVtp});
     recorder.writeFrame(*world, 0, StepCounts{}, false, 0.0);
   }
   const auto piecesOf = [](const World& world) { return world.bodies[0].model->nodePieces(); };
@@ -296,6 +310,29 @@ TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloud
     };
     EXPECT_TRUE(piece(0) == piece(1) && piece(1) == piece(2)) << "triangle " << t / 3;
   }
+  // Every vertex carries its piece: a PLY property, a VTP point and cell array, OBJ groups.
+  const Geometry surface = bodySurface(meshWorld.bodies[0], 0, meshPieces);
+  EXPECT_EQ(surface.pieces, meshPieces);
+  const auto text = [&](const std::string& name) {
+    std::ifstream in(folder.path() / "mesh" / "frames" / name, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_NE(text("sheet_00000.ply").find("property int piece\n"), std::string::npos);
+  const std::string vtp = text("sheet_00000.vtp");
+  const size_t pointPieces = vtp.find("<DataArray type=\"Int32\" Name=\"Piece\"");
+  EXPECT_LT(vtp.find("<PointData"), pointPieces);
+  EXPECT_LT(pointPieces, vtp.find("</PointData>"));
+  EXPECT_NE(vtp.find("<CellData>\n<DataArray type=\"Int32\" Name=\"Piece\""), std::string::npos);
+  // The OBJ's faces are grouped by piece: at least two groups (a piece of loose nodes
+  // without a triangle has none).
+  const std::string obj = text("sheet_00000.obj");
+  std::set<std::string> groups;
+  for (size_t at = obj.find("\ng piece_"); at != std::string::npos;
+       at = obj.find("\ng piece_", at + 1)) {
+    groups.insert(obj.substr(at + 1, obj.find('\n', at + 1) - at - 1));
+  }
+  EXPECT_GE(groups.size(), 2u);
+  EXPECT_TRUE(groups.contains("g piece_0"));
   // Point cloud: each point carries its piece's colour, the same within a piece, and
   // different pieces (fewer than the palette's entries here) differ.
   const std::vector<int32_t> cloudPieces = piecesOf(cloudWorld);
