@@ -1,0 +1,604 @@
+#include "io/scene_schema.hpp"
+
+#include <string_view>
+#include <vector>
+
+#include "io/scene_names.hpp"
+#include "models/registry.hpp"
+
+namespace shellsim::scene_schema {
+namespace {
+
+using json_fields::FieldKind;
+using json_fields::FieldSpec;
+using json_fields::ObjectSpec;
+using json_fields::Range;
+using scene_names::kFormats;
+using scene_names::kIntegrators;
+using scene_names::kNewtonHessians;
+using scene_names::kObstacleTypes;
+using scene_names::kOnOff;
+using scene_names::kPinShapes;
+using scene_names::kPrimitiveTypes;
+
+// ---------------------------------------------------------------------------------------
+// Field tables. The defaults here are the ones a scene gets; a test checks that they agree
+// with the member initializers in scene.hpp.
+
+// Each entry names only the members it sets, leaving the rest at their defaults on
+// purpose; GCC 12 would warn about every one of those.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+constexpr FieldSpec kKeyframeFields[] = {
+    {.key = "time",
+     .unit = "s",
+     .range = Range::atLeast(0),
+     .required = true,
+     .rule = "greater than the previous keyframe's",
+     .meaning = "When the offset is reached, from the start of the run."},
+    {.key = "offset",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .required = true,
+     .meaning = "Displacement from the rest placement at `time`."},
+};
+
+constexpr FieldSpec kObstacleFields[] = {
+    {.key = "type",
+     .kind = FieldKind::kChoice,
+     .choices = kObstacleTypes,
+     .required = true,
+     .meaning = "Shape of the obstacle."},
+    {.key = "point",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .variants = "plane",
+     .meaning = "A point on the plane."},
+    {.key = "normal",
+     .kind = FieldKind::kVec3,
+     .vec = {0, 0, 1},
+     .variants = "plane",
+     .rule = "non-zero; normalised on reading",
+     .meaning = "Normal of the plane, pointing into the free side."},
+    {.key = "center",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .variants = "sphere box",
+     .meaning = "Centre of the shape."},
+    {.key = "radius",
+     .unit = "m",
+     .number = 0.5,
+     .range = Range::above(0),
+     .variants = "sphere",
+     .meaning = "Radius of the sphere."},
+    {.key = "half_extents",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0.5, 0.5, 0.5},
+     .range = Range::above(0),
+     .variants = "box",
+     .meaning = "Half side lengths of the box."},
+    {.key = "friction",
+     .number = 0.3,
+     .range = Range::atLeast(0),
+     .meaning = "Coulomb friction coefficient of contacts with this obstacle."},
+    {.key = "restitution",
+     .number = 0.0,
+     .range = Range::closed(0, 1),
+     .meaning = "Share of the normal speed kept on impact: 0 inelastic, 1 elastic."},
+    {.key = "path",
+     .kind = FieldKind::kObjectList,
+     .object = "keyframe",
+     .rule = "times strictly increasing",
+     .meaning = "Scripted translation, piecewise linear between keyframes and held outside "
+                "them; empty: the obstacle does not move."},
+};
+
+constexpr FieldSpec kPrimitiveFields[] = {
+    {.key = "type",
+     .kind = FieldKind::kChoice,
+     .choices = kPrimitiveTypes,
+     .required = true,
+     .meaning = "Generated shape: a sheet in the xy plane, a sphere, a hemisphere open at z = 0 "
+                "(dome up), a cylinder along z with open ends, or a box; all centred at the "
+                "origin."},
+    {.key = "size",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {1, 1, 1},
+     .range = Range::atLeast(0),
+     .variants = "sheet box",
+     .rule = "sheet: x, y > 0; box: x, y, z > 0",
+     .meaning = "Side lengths; a sheet uses x and y."},
+    {.key = "radius",
+     .unit = "m",
+     .number = 0.5,
+     .range = Range::above(0),
+     .variants = "sphere hemisphere cylinder",
+     .meaning = "Radius."},
+    {.key = "height",
+     .unit = "m",
+     .number = 1.0,
+     .range = Range::above(0),
+     .variants = "cylinder",
+     .meaning = "Length along z."},
+    {.key = "resolution",
+     .kind = FieldKind::kInteger,
+     .number = 16,
+     .range = Range::closed(1, 2048),
+     .meaning = "Subdivisions along the largest dimension."},
+};
+
+constexpr FieldSpec kTransformFields[] = {
+    {.key = "scale",
+     .kind = FieldKind::kNumberOrVec3,
+     .vec = {1, 1, 1},
+     .range = Range::above(0),
+     .meaning = "Scale factors along x, y, z; one number scales uniformly. Applied first."},
+    {.key = "rotation_degrees",
+     .kind = FieldKind::kVec3,
+     .unit = "deg",
+     .vec = {0, 0, 0},
+     .meaning = "Rotation about x, then y, then z (R = Rz Ry Rx). Applied after scaling."},
+    {.key = "translation",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .meaning = "Translation, applied last."},
+};
+
+constexpr FieldSpec kMaterialFields[] = {
+    {.key = "young_modulus",
+     .unit = "Pa",
+     .number = 1.0e6,
+     .range = Range::above(0),
+     .meaning = "Young's modulus E of the shell material."},
+    {.key = "poisson",
+     .number = 0.3,
+     .range = Range::halfOpen(0, 0.5),
+     .meaning = "Poisson ratio."},
+    {.key = "thickness",
+     .unit = "m",
+     .number = 1.0e-3,
+     .range = Range::above(0),
+     .meaning = "Shell thickness."},
+    {.key = "density",
+     .unit = "kg/m^3",
+     .number = 1000.0,
+     .range = Range::above(0),
+     .meaning = "Volumetric mass density of the material."},
+    {.key = "damping",
+     .unit = "1/s",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .meaning = "Mass-proportional damping coefficient."},
+    {.key = "stiffness",
+     .unit = "N/m",
+     .range = Range::above(0),
+     .optional = true,
+     .meaning = "Raw stiffness that overrides the one derived from the material; "
+                "mass_spring uses it as the spring constant."},
+};
+
+constexpr FieldSpec kRampFields[] = {
+    {.key = "time",
+     .unit = "s",
+     .range = Range::atLeast(0),
+     .required = true,
+     .rule = "greater than the previous key's",
+     .meaning = "When the factor is reached."},
+    {.key = "value",
+     .range = Range::any(),
+     .required = true,
+     .meaning = "Factor on the load at `time`; linear in between, constant outside."},
+};
+
+constexpr FieldSpec kLoadFields[] = {
+    {.key = "shape",
+     .kind = FieldKind::kChoice,
+     .choices = kPinShapes,
+     .required = true,
+     .meaning = "Which nodes carry the load, chosen like a pin's."},
+    {.key = "center",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .variants = "box sphere",
+     .meaning = "Centre of the selecting shape."},
+    {.key = "half_extents",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0.05, 0.05, 0.05},
+     .range = Range::above(0),
+     .variants = "box",
+     .meaning = "Half side lengths of the box."},
+    {.key = "radius",
+     .unit = "m",
+     .number = 0.05,
+     .range = Range::above(0),
+     .variants = "sphere",
+     .meaning = "Radius of the sphere."},
+    {.key = "vertices",
+     .kind = FieldKind::kIntegerList,
+     .range = Range::closed(0, 2147483647.0),
+     .variants = "vertices",
+     .rule = "non-empty when shape is `vertices`",
+     .meaning = "Indices of the loaded nodes."},
+    {.key = "force",
+     .kind = FieldKind::kVec3,
+     .unit = "N",
+     .vec = {0, 0, 0},
+     .meaning = "Total force on the selected nodes, spread in proportion to their masses."},
+    {.key = "ramp",
+     .kind = FieldKind::kObjectList,
+     .object = "ramp",
+     .rule = "times strictly increasing",
+     .meaning = "Factor on the force over time; empty: 1."},
+};
+
+constexpr FieldSpec kPressureFields[] = {
+    {.key = "pressure",
+     .unit = "Pa",
+     .range = Range::any(),
+     .required = true,
+     .meaning = "Over-pressure of the gas inside a closed shell: force p dA along each node's "
+                "outward normal (negative: suction)."},
+    {.key = "ramp",
+     .kind = FieldKind::kObjectList,
+     .object = "ramp",
+     .rule = "times strictly increasing",
+     .meaning = "Factor on the pressure over time; empty: 1."},
+    {.key = "release_on_fracture",
+     .kind = FieldKind::kChoice,
+     .text = "on",
+     .choices = kOnOff,
+     .meaning = "`on`: the gas escapes (the pressure drops to 0) once a crack has formed."},
+};
+
+constexpr FieldSpec kPinFields[] = {
+    {.key = "shape",
+     .kind = FieldKind::kChoice,
+     .choices = kPinShapes,
+     .required = true,
+     .meaning = "How the pinned nodes are chosen: those inside a box or sphere (in world space, "
+                "after the body's transform), or a list of node indices."},
+    {.key = "center",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .variants = "box sphere",
+     .meaning = "Centre of the selecting shape."},
+    {.key = "half_extents",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0.05, 0.05, 0.05},
+     .range = Range::above(0),
+     .variants = "box",
+     .meaning = "Half side lengths of the box."},
+    {.key = "radius",
+     .unit = "m",
+     .number = 0.05,
+     .range = Range::above(0),
+     .variants = "sphere",
+     .meaning = "Radius of the sphere."},
+    {.key = "vertices",
+     .kind = FieldKind::kIntegerList,
+     .range = Range::closed(0, 2147483647.0),
+     .variants = "vertices",
+     .rule = "non-empty when shape is `vertices`",
+     .meaning = "Indices of the pinned nodes."},
+    {.key = "path",
+     .kind = FieldKind::kObjectList,
+     .object = "keyframe",
+     .rule = "times strictly increasing",
+     .meaning = "Scripted offset of the pinned nodes; empty: they stay where they start."},
+};
+
+constexpr FieldSpec kBodyFields[] = {
+    {.key = "name",
+     .kind = FieldKind::kString,
+     .text = "body<i>",
+     .rule = "distinct; letters, digits, `_`, `-`, `.`; at most 64",
+     .meaning = "Name used in messages and output file names; `<i>` is the body's index."},
+    {.key = "file",
+     .kind = FieldKind::kString,
+     .optional = true,
+     .rule = "exactly one of `file`, `primitive`; the file must exist",
+     .meaning = "Geometry file (.obj, .ply, .off, .stl, .xyz); relative paths start at the "
+                "scene file's folder."},
+    {.key = "primitive",
+     .kind = FieldKind::kObject,
+     .object = "primitive",
+     .optional = true,
+     .meaning = "Generated geometry instead of a file."},
+    {.key = "transform",
+     .kind = FieldKind::kObject,
+     .object = "transform",
+     .meaning = "Placement of the geometry in the world."},
+    {.key = "model",
+     .kind = FieldKind::kChoice,
+     .text = "mass_spring",
+     .meaning = "The model that animates the body."},  // choices: modelNames()
+    {.key = "material",
+     .kind = FieldKind::kObject,
+     .object = "material",
+     .meaning = "Physical parameters."},
+    // here: one options object per registered model (bodySpec())
+    {.key = "pins",
+     .kind = FieldKind::kObjectList,
+     .object = "pin",
+     .meaning = "Nodes held fixed or moved along a path."},
+    {.key = "loads",
+     .kind = FieldKind::kObjectList,
+     .object = "load",
+     .meaning = "Forces on regions of the body, possibly ramped over time."},
+    {.key = "pressure",
+     .kind = FieldKind::kObject,
+     .object = "pressure",
+     .optional = true,
+     .meaning = "Gas pressure inside a closed shell (a balloon)."},
+    {.key = "initial_velocity",
+     .kind = FieldKind::kVec3,
+     .unit = "m/s",
+     .vec = {0, 0, 0},
+     .meaning = "Velocity of every node at the start."},
+};
+
+constexpr FieldSpec kTimeFields[] = {
+    {.key = "duration",
+     .unit = "s",
+     .number = 2.0,
+     .range = Range::openClosed(0, 1e6),
+     .meaning = "Simulated time."},
+    {.key = "frame_rate",
+     .unit = "1/s",
+     .number = 30.0,
+     .range = Range::openClosed(0, 10000),
+     .meaning = "Frames written per simulated second."},
+    {.key = "time_step",
+     .unit = "s",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .rule = "<= 1 / frame_rate",
+     .meaning = "Integration step; 0 chooses a step automatically (half the stable explicit "
+                "step for `verlet` and explicit `newmark`, 20 times it for the implicit "
+                "integrators, at most the frame interval)."},
+    {.key = "integrator",
+     .kind = FieldKind::kChoice,
+     .text = "verlet",
+     .choices = kIntegrators,
+     .meaning = "`verlet`: explicit velocity Verlet (wicke2005). `newmark`: Newmark with "
+                "`newmark_beta`, `newmark_gamma` (beta = 0 is explicit; 1/4, 1/2 the implicit "
+                "average-acceleration rule). `backward_euler`: implicit Euler, dissipative. "
+                "The implicit ones solve each step by Newton's method with the models' "
+                "Hessians. `static`: equilibrium under gravity and the loads, raised in "
+                "`load_increments` equal steps (a frame each), no inertia."},
+    {.key = "load_increments",
+     .kind = FieldKind::kInteger,
+     .number = 10,
+     .range = Range::closed(1, 100000),
+     .meaning = "`static`: the load factor goes from 0 to 1 in this many increments, one frame "
+                "each (frame i at time i / n of `duration`, where pins and ramps stand; "
+                "`frame_rate` is not used). An increment whose Newton solve fails is split "
+                "into halves, down to 1/64 of it."},
+    {.key = "newmark_beta",
+     .number = 0.25,
+     .range = Range::closed(0, 0.5),
+     .meaning = "Newmark beta."},
+    {.key = "newmark_gamma",
+     .number = 0.5,
+     .range = Range::closed(0.5, 1),
+     .meaning = "Newmark gamma; above 1/2 adds numerical damping."},
+    {.key = "newton_tolerance",
+     .number = 1e-6,
+     .range = Range::openClosed(0, 1),
+     .meaning = "Newton's method stops when the residual falls below this fraction of the "
+                "step's force scale."},
+    {.key = "newton_max_iterations",
+     .kind = FieldKind::kInteger,
+     .number = 30,
+     .range = Range::closed(1, 1000),
+     .meaning = "Newton iterations per step before the step counts as failed (and is "
+                "retried with half the step)."},
+    {.key = "newton_hessian",
+     .kind = FieldKind::kChoice,
+     .text = "frozen",
+     .choices = kNewtonHessians,
+     .meaning = "`frozen`: iterate with the last factorized Hessian, kept across steps, "
+                "while each iteration at least halves the residual; after one that does not, "
+                "the step continues with exact iterations (modified Newton: several times "
+                "cheaper per step on stiff sheets, a little slower where the Hessian changes "
+                "fast, as in a crushed can). `exact`: the current Hessian at every iteration "
+                "(quadratic convergence)."},
+};
+
+constexpr FieldSpec kOutputFields[] = {
+    {.key = "folder",
+     .kind = FieldKind::kString,
+     .text = "out",
+     .rule = "non-empty",
+     .meaning = "Where frames are written; relative paths start at the working directory."},
+    {.key = "formats",
+     .kind = FieldKind::kChoiceList,
+     .text = "[\"ply\"]",
+     .choices = kFormats,
+     .meaning = "Frame file formats."},
+    {.key = "checkpoint_every",
+     .kind = FieldKind::kInteger,
+     .number = 1,
+     .range = Range::closed(0, 1000000),
+     .meaning = "Write `checkpoint.bin` (the state, atomically) after every this many frames, "
+                "so that `shellsim run --resume` continues a killed run from the last one with "
+                "byte-identical frames; 0: never."},
+    {.key = "camera",
+     .kind = FieldKind::kObject,
+     .object = "camera",
+     .optional = true,
+     .meaning = "Camera of rendered previews (`shellsim render`, `run --preview`); absent: "
+                "fitted to the bounds of the whole run."},
+};
+
+constexpr FieldSpec kCameraFields[] = {
+    {.key = "eye",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .required = true,
+     .meaning = "Where the camera is."},
+    {.key = "target",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .required = true,
+     .rule = "differs from `eye`",
+     .meaning = "The point at the centre of the picture."},
+    {.key = "up",
+     .kind = FieldKind::kVec3,
+     .vec = {0, 0, 1},
+     .rule = "not parallel to `target - eye`",
+     .meaning = "Direction that points up in the picture."},
+    {.key = "fov",
+     .unit = "deg",
+     .number = 40.0,
+     .range = Range::closed(1, 179),
+     .meaning = "Vertical field of view."},
+};
+
+constexpr FieldSpec kSceneFields[] = {
+    {.key = "gravity",
+     .kind = FieldKind::kVec3,
+     .unit = "m/s^2",
+     .vec = {0, 0, -9.81},
+     .meaning = "Uniform gravitational acceleration."},
+    {.key = "obstacles",
+     .kind = FieldKind::kObjectList,
+     .object = "obstacle",
+     .meaning = "Collision shapes the bodies cannot pass."},
+    {.key = "bodies",
+     .kind = FieldKind::kObjectList,
+     .object = "body",
+     .required = true,
+     .rule = "at least one",
+     .meaning = "The simulated shells."},
+    {.key = "time",
+     .kind = FieldKind::kObject,
+     .object = "time",
+     .meaning = "Run length and steps."},
+    {.key = "output",
+     .kind = FieldKind::kObject,
+     .object = "output",
+     .meaning = "What is written and where."},
+};
+
+}  // namespace
+
+constexpr ObjectSpec kSceneSpec{"scene", "The top-level object of a scene file.", kSceneFields};
+constexpr ObjectSpec kObstacleSpec{"obstacle",
+                                   "A rigid collision shape, at rest or moving along a path.",
+                                   kObstacleFields, "type"};
+constexpr ObjectSpec kKeyframeSpec{"keyframe", "One point of a scripted path.", kKeyframeFields};
+constexpr ObjectSpec kPrimitiveSpec{"primitive", "A generated surface mesh.", kPrimitiveFields,
+                                    "type"};
+constexpr ObjectSpec kTransformSpec{"transform", "Scale, then rotate, then translate.",
+                                    kTransformFields};
+constexpr ObjectSpec kMaterialSpec{"material",
+                                   "Physical parameters in SI units; each model "
+                                   "documents how it maps them to its own stiffnesses.",
+                                   kMaterialFields};
+constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripted path.",
+                              kPinFields, "shape"};
+constexpr ObjectSpec kLoadSpec{"load", "A force on a region of a body.", kLoadFields, "shape"};
+constexpr ObjectSpec kPressureSpec{"pressure", "Gas pressure inside a closed shell.",
+                                   kPressureFields};
+constexpr ObjectSpec kRampSpec{"ramp", "One key of a factor ramped over time.", kRampFields};
+constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
+                               kTimeFields};
+constexpr ObjectSpec kOutputSpec{"output", "Frame files.", kOutputFields};
+constexpr ObjectSpec kCameraSpec{"camera", "A pinhole camera for rendered previews.",
+                                 kCameraFields};
+#pragma GCC diagnostic pop
+
+// Every model a body may name: the registry's (models/registry.hpp), in its order. The
+// parser, its "did you mean" and the reference docs read this list.
+std::span<const std::string_view> modelNames() {
+  static std::vector<std::string_view> names;
+  static uint64_t builtFor = 0;
+  if (builtFor != modelRegistryVersion()) {
+    names.clear();
+    for (const ModelRegistration& model : modelRegistry()) names.push_back(model.name);
+    builtFor = modelRegistryVersion();
+  }
+  return names;
+}
+
+// The body's table: kBodyFields with the model's choices from the registry and, after
+// "material", one options object per registered model that has options.
+const ObjectSpec& bodySpec() {
+  static std::vector<FieldSpec> fields;
+  static ObjectSpec spec{"body", "One simulated shell: its geometry, model and material.", {}, {}};
+  static uint64_t builtFor = 0;
+  if (builtFor == modelRegistryVersion()) return spec;
+  fields.clear();
+  for (const FieldSpec& field : kBodyFields) {
+    fields.push_back(field);
+    if (field.key == "model") fields.back().choices = modelNames();
+    if (field.key != "material") continue;
+    for (const ModelRegistration& model : modelRegistry()) {
+      if (model.options == nullptr) continue;
+      FieldSpec options;
+      options.key = model.name;
+      options.kind = FieldKind::kObject;
+      options.object = model.options->name;
+      options.meaning = model.meaning;
+      fields.push_back(options);
+    }
+  }
+  spec.fields = fields;
+  builtFor = modelRegistryVersion();
+  return spec;
+}
+
+// Document order: top-down, as a reader meets them in a file; each model's options after
+// the material.
+std::vector<const ObjectSpec*> allSpecs() {
+  std::vector<const ObjectSpec*> specs = {&kSceneSpec, &bodySpec(), &kPrimitiveSpec,
+                                          &kTransformSpec, &kMaterialSpec};
+  for (const ModelRegistration& model : modelRegistry()) {
+    if (model.options == nullptr) continue;
+    specs.push_back(model.options);
+    specs.insert(specs.end(), model.nestedOptions.begin(), model.nestedOptions.end());
+  }
+  specs.insert(specs.end(), {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRampSpec, &kObstacleSpec,
+                             &kKeyframeSpec, &kTimeSpec, &kOutputSpec, &kCameraSpec});
+  return specs;
+}
+
+// The scene of `shellsim run` without a scene file; scenes/default.json holds the same.
+const std::string_view kDefaultSceneJson = R"({
+  "gravity": [0, 0, -9.81],
+  "obstacles": [
+    {"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1], "friction": 0.5},
+    {"type": "sphere", "center": [0, 0, 0.35], "radius": 0.3, "friction": 0.4}
+  ],
+  "bodies": [
+    {
+      "name": "sheet",
+      "primitive": {"type": "sheet", "size": [1, 1, 0], "resolution": 24},
+      "transform": {"translation": [0, 0, 0.8]},
+      "model": "fiber",
+      "material": {
+        "young_modulus": 1e6,
+        "poisson": 0.3,
+        "thickness": 0.001,
+        "density": 300,
+        "damping": 0.5
+      }
+    }
+  ],
+  "time": {"duration": 3, "frame_rate": 30, "time_step": 0},
+  "output": {"folder": "out/default", "formats": ["ply"]}
+}
+)";
+
+}  // namespace shellsim::scene_schema
