@@ -222,6 +222,21 @@ Camera fitCamera(const Bounds& bounds, const Vec3d& up, double aspect) {
   return camera;
 }
 
+namespace {
+
+// What a hit on each Embree geometry means.
+struct GeometryInfo {
+  enum Kind { kMesh, kSurfels, kSpheres, kBox } kind = kMesh;
+  const Geometry* geometry = nullptr;  // kMesh: smooth normals; kMesh/kSurfels: colours
+  const float* normals = nullptr;      // kMesh: (nVertices, 3) vertex normals
+  const float* colors = nullptr;       // (nVertices, 3) or nullptr
+  const float* radii = nullptr;        // kSurfels: (nVertices) disc radii
+  const uint32_t* order = nullptr;     // kSurfels: (nVertices) the point of each quad
+  std::array<float, 3> color{};
+};
+
+}  // namespace
+
 struct Renderer::Impl {
   RenderSettings settings;
   RTCDevice device = nullptr;
@@ -277,6 +292,45 @@ struct Renderer::Impl {
   } sceneCache;
   static constexpr int32_t kRebuildEvery = 16;
 
+  // A frame's Embree scene, built or refitted (buildScene), and what each geometry is.
+  struct FrameScene {
+    RTCScene scene = nullptr;         // owned by sceneCache
+    std::vector<GeometryInfo> infos;  // by geometry ID
+    RTCBounds bounds{};               // of everything in it, padded for the slab tests
+    double extent = 1;                // the stage's size, m
+  };
+  // The Embree scene for `bodies` on `stage`: last frame's refitted when it holds the same
+  // structure (prepareScene), else built anew; geometries in a fixed order (bodies, pins,
+  // obstacles), so their IDs are the same every frame.
+  FrameScene buildScene(const std::vector<RenderBody>& bodies, const Stage& stage);
+
+ private:
+  // A scene being filled: whether it is a refit, the next geometry ID, the infos so far.
+  struct SceneBuild {
+    bool reuse = false;
+    size_t slot = 0;
+    RTCScene scene = nullptr;
+    std::vector<GeometryInfo> infos;
+    double extent = 1;  // m
+  };
+  // Decides refit or rebuild (a new, empty scene in sceneCache); true for a refit.
+  bool prepareScene(const std::vector<RenderBody>& bodies, const Stage& stage);
+  // The next geometry: last frame's in this slot, or a new one.
+  RTCGeometry acquire(SceneBuild& build, RTCGeometryType type);
+  // A buffer to fill: last frame's (same size) or a new one.
+  void* buffer(const SceneBuild& build, RTCGeometry g, RTCBufferType type, RTCFormat format,
+               size_t stride, size_t count);
+  // Commits the geometry last acquired and records what it is.
+  void attach(SceneBuild& build, RTCGeometry geometry, const GeometryInfo& info);
+  // Body b as smooth-shaded triangles, or as surfels (discs as quads in a circle filter).
+  void addMesh(SceneBuild& build, size_t b, const Geometry& g, GeometryInfo info);
+  void addSurfels(SceneBuild& build, size_t b, const Geometry& g, GeometryInfo info);
+  // Spheres (nSpheres, 4): x, y, z, radius, in one colour; nothing when empty.
+  void addSpheres(SceneBuild& build, const std::vector<float>& spheres, std::array<float, 3> color);
+  // The stage's sphere and box obstacles in neutral grey.
+  void addObstacles(SceneBuild& build, const std::vector<RenderBody>& bodies, const Stage& stage);
+
+ public:
   ~Impl() {
     sceneCache.reset();
     if (device != nullptr) rtcReleaseDevice(device);
@@ -301,17 +355,6 @@ const RenderSettings& Renderer::settings() const {
 }
 
 namespace {
-
-// What a hit on each Embree geometry means.
-struct GeometryInfo {
-  enum Kind { kMesh, kSurfels, kSpheres, kBox } kind = kMesh;
-  const Geometry* geometry = nullptr;  // kMesh: smooth normals; kMesh/kSurfels: colours
-  const float* normals = nullptr;      // kMesh: (nVertices, 3) vertex normals
-  const float* colors = nullptr;       // (nVertices, 3) or nullptr
-  const float* radii = nullptr;        // kSurfels: (nVertices) disc radii
-  const uint32_t* order = nullptr;     // kSurfels: (nVertices) the point of each quad
-  std::array<float, 3> color{};
-};
 
 struct Vec3f {
   float x, y, z;
@@ -472,78 +515,19 @@ float lineCoverage(float d, float halfWidth, float footprint) {
 
 }  // namespace
 
-Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage,
-                       const Camera& camera) {
-  const RenderSettings& s = impl_->settings;
-  RTCDevice device = impl_->device;
-  // What this frame holds, to decide whether last frame's scene can be refitted.
-  std::vector<int64_t> signature;
-  for (const RenderBody& body : bodies) {
-    const Geometry& g = body.geometry;
-    signature.insert(signature.end(),
-                     {g.isPointCloud() ? 1 : 0, g.vertexCount(), g.triangleCount()});
-    int64_t pins = 0;
-    for (const int32_t p : body.pinned) pins += s.showPins && p >= 0 && p < g.vertexCount();
-    signature.push_back(pins);
-  }
-  for (const StageObstacle& o : stage.obstacles) signature.push_back(static_cast<int64_t>(o.type));
-  Impl::SceneCache& sceneCache = impl_->sceneCache;
-  bool reuse = sceneCache.scene != nullptr && signature == sceneCache.signature &&
-               sceneCache.refits < Impl::kRebuildEvery;
-  for (size_t b = 0; reuse && b < bodies.size(); ++b) {
-    reuse = bodies[b].geometry.triangles == sceneCache.triangles[b];
-  }
-  if (reuse) {
-    ++sceneCache.refits;
-  } else {
-    sceneCache.reset();
-    sceneCache.scene = rtcNewScene(device);
-    sceneCache.signature = signature;
-    for (const RenderBody& body : bodies) sceneCache.triangles.push_back(body.geometry.triangles);
-    rtcSetSceneFlags(sceneCache.scene, RTC_SCENE_FLAG_DYNAMIC);
-    // A fast build (Morton codes): the tree is refitted for the next frames and rebuilt
-    // often, so build time counts more than the last bit of tree quality.
-    rtcSetSceneBuildQuality(sceneCache.scene, RTC_BUILD_QUALITY_LOW);
-  }
-  RTCScene scene = sceneCache.scene;
-  size_t slot = 0;  // next geometry, in the same order every frame
-  const auto acquire = [&](RTCGeometryType type) {
-    if (reuse) return sceneCache.geometries[slot++];
-    RTCGeometry g = rtcNewGeometry(device, type);
-    rtcSetGeometryBuildQuality(g, RTC_BUILD_QUALITY_REFIT);
-    sceneCache.geometries.push_back(g);
-    ++slot;
-    return g;
-  };
-  // A buffer to fill: last frame's (same size) or a new one.
-  const auto buffer = [&](RTCGeometry g, RTCBufferType type, RTCFormat format, size_t stride,
-                          size_t count) {
-    if (reuse) return rtcGetGeometryBufferData(g, type, 0);
-    return rtcSetNewGeometryBuffer(g, type, 0, format, stride, count);
-  };
+// ---- The Embree scene of a frame (Renderer::Impl::buildScene) ----
 
-  const double extent = std::max(stage.extent, 1e-6);
-  std::vector<GeometryInfo> infos;
-  if (impl_->clouds.size() < bodies.size()) impl_->clouds.resize(bodies.size());
-  if (impl_->meshes.size() < bodies.size()) impl_->meshes.resize(bodies.size());
-  if (!reuse) {
-    for (Impl::MeshCache& m : impl_->meshes) m.start.clear();
+Renderer::Impl::FrameScene Renderer::Impl::buildScene(const std::vector<RenderBody>& bodies,
+                                                      const Stage& stage) {
+  SceneBuild build;
+  build.reuse = prepareScene(bodies, stage);
+  build.scene = sceneCache.scene;
+  build.extent = std::max(stage.extent, 1e-6);
+  if (clouds.size() < bodies.size()) clouds.resize(bodies.size());
+  if (meshes.size() < bodies.size()) meshes.resize(bodies.size());
+  if (!build.reuse) {
+    for (MeshCache& m : meshes) m.start.clear();
   }
-
-  // Index buffers are rewritten with the same content on a refit and need no update.
-  const auto attach = [&](RTCGeometry geometry, GeometryInfo info) {
-    const auto id = static_cast<unsigned>(slot - 1);
-    if (reuse) {
-      rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_VERTEX, 0);
-      rtcCommitGeometry(geometry);
-    } else {
-      rtcCommitGeometry(geometry);
-      rtcAttachGeometryByID(scene, geometry, id);
-    }
-    if (infos.size() <= id) infos.resize(id + 1);
-    infos[id] = info;
-  };
-
   std::vector<float> pinSpheres;  // (nPins, 4): x, y, z, radius
   for (size_t b = 0; b < bodies.size(); ++b) {
     const Geometry& g = bodies[b].geometry;
@@ -553,187 +537,275 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
     info.geometry = &g;
     info.color = bodies[b].color;
     info.colors = g.colors.size() == 3 * n ? g.colors.data() : nullptr;
-    if (!g.isPointCloud()) {
-      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_TRIANGLE);
-      auto* v = static_cast<float*>(
-          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
-      const size_t nt = static_cast<size_t>(g.triangleCount());
-      if (!reuse) {  // a refit keeps the index buffer, which holds the same triangles
-        auto* t = static_cast<uint32_t*>(
-            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
-        for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
-      }
-      // Smooth shading needs vertex normals; frames from shellsim carry them.
-      Impl::MeshCache& mesh = impl_->meshes[b];
-      mesh.normals.resize(3 * n);
-      const bool haveNormals = g.normals.size() == 3 * n;
-      if (!haveNormals && mesh.start.empty()) vertexTriangles(g, mesh.start, mesh.incident);
-      tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
-        for (size_t i = range.begin(); i < range.end(); ++i) {
-          for (int c = 0; c < 3; ++c) v[3 * i + c] = static_cast<float>(g.positions[3 * i + c]);
-          double normal[3];
-          if (haveNormals) {
-            std::copy(&g.normals[3 * i], &g.normals[3 * i] + 3, normal);
-          } else {
-            vertexNormal(g, mesh.start, mesh.incident, i, normal);
-          }
-          for (int c = 0; c < 3; ++c) mesh.normals[3 * i + c] = static_cast<float>(normal[c]);
-        }
-      });
-      info.normals = mesh.normals.data();
-      info.kind = GeometryInfo::kMesh;
-      attach(geom, info);
+    if (g.isPointCloud()) {
+      addSurfels(build, b, g, info);
     } else {
-      Impl::CloudCache& cache = impl_->clouds[b];
-      if (cache.points != n) {
-        cache.nbrs = nearestNeighbours(g.positions, kSurfelNeighbours);
-        cache.order = mortonOrder(g.positions);
-        cache.quad.resize(n);
-        for (size_t j = 0; j < n; ++j) cache.quad[cache.order[j]] = static_cast<uint32_t>(j);
-        cache.points = n;
-      }
-      std::vector<float>& radii = cache.radii;
-      detail::radiiFromNeighbours(g.positions, cache.nbrs, kSurfelNeighbours, radii);
-      // Each disc is the circle inscribed in a square quad of side 2r in its plane; the
-      // filter drops quad hits outside the circle. Embree refits a quad BVH when only the
-      // vertices move, where its own oriented-disc points rebuild the BVH at every commit
-      // (that build was half of a 240k-surfel frame).
-      RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_QUAD);
-      auto* v = static_cast<float*>(
-          buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 4 * n));
-      if (!reuse) {
-        auto* q = static_cast<uint32_t*>(
-            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), n));
-        for (size_t i = 0; i < 4 * n; ++i) q[i] = static_cast<uint32_t>(i);
-        rtcSetGeometryIntersectFilterFunction(geom, insideDisc);
-        rtcSetGeometryOccludedFilterFunction(geom, insideDisc);
-      }
-      const bool haveNormals = g.normals.size() == 3 * n;
-      tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
-        for (size_t i = range.begin(); i < range.end(); ++i) {
-          const size_t quadIndex = cache.quad[i];
-          V3 normal;
-          if (haveNormals) {
-            normal = v3({g.normals[3 * i], g.normals[3 * i + 1], g.normals[3 * i + 2]});
-          } else {
-            // Plane fit to the point and its neighbours; the sign does not matter because
-            // shading is two-sided.
-            const V3 p = v3({g.positions[3 * i], g.positions[3 * i + 1], g.positions[3 * i + 2]});
-            Eigen::Matrix3d cov = Eigen::Matrix3d::Zero();
-            for (int j = 0; j < kSurfelNeighbours; ++j) {
-              const size_t o = cache.nbrs[i * kSurfelNeighbours + j];
-              const V3 d =
-                  v3({g.positions[3 * o], g.positions[3 * o + 1], g.positions[3 * o + 2]}) - p;
-              cov += d * d.transpose();
-            }
-            Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig;
-            eig.computeDirect(cov);
-            normal = eig.eigenvectors().col(0);
-          }
-          if (!(normal.squaredNorm() > 0)) normal = V3(0, 0, 1);
-          normal.normalize();
-          // Corners c + r (-+t1 -+t2), in the order that makes Embree's quad (u, v) the
-          // coordinates along t1 and t2, from 0 to 1.
-          const V3 t1 = normal.unitOrthogonal(), t2 = normal.cross(t1);
-          const V3 centre =
-              v3({g.positions[3 * i], g.positions[3 * i + 1], g.positions[3 * i + 2]});
-          const double r = radii[i];
-          const V3 corners[4] = {centre - r * t1 - r * t2, centre + r * t1 - r * t2,
-                                 centre + r * t1 + r * t2, centre - r * t1 + r * t2};
-          for (int k = 0; k < 4; ++k) {
-            for (int c = 0; c < 3; ++c) {
-              v[12 * quadIndex + 3 * k + c] = static_cast<float>(corners[k][c]);
-            }
-          }
-        }
-      });
-      info.kind = GeometryInfo::kSurfels;
-      info.radii = radii.data();
-      info.order = cache.order.data();
-      attach(geom, info);
+      addMesh(build, b, g, info);
     }
-    if (s.showPins) {
+    if (settings.showPins) {
       for (const int32_t p : bodies[b].pinned) {
         if (p < 0 || static_cast<size_t>(p) >= n) continue;
         for (int c = 0; c < 3; ++c)
           pinSpheres.push_back(static_cast<float>(g.positions[3 * p + c]));
-        pinSpheres.push_back(static_cast<float>(0.01 * extent));
+        pinSpheres.push_back(static_cast<float>(0.01 * build.extent));
       }
     }
   }
-  const auto addSpheres = [&](const std::vector<float>& spheres, std::array<float, 3> color) {
-    if (spheres.empty()) return;
-    RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_SPHERE_POINT);
-    auto* v = static_cast<float*>(buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT4,
-                                         4 * sizeof(float), spheres.size() / 4));
-    std::copy(spheres.begin(), spheres.end(), v);
-    GeometryInfo info;
-    info.kind = GeometryInfo::kSpheres;
-    info.color = color;
-    attach(geom, info);
-  };
-  addSpheres(pinSpheres, {0.85f, 0.1f, 0.1f});
-  {
-    // Obstacles are drawn in neutral grey, so the bodies stand out.
-    std::vector<float> spheres;
-    // Over mesh bodies, m; only sphere obstacles need it.
-    double longestMeanEdge = 0;
-    const bool anySphere =
-        std::any_of(stage.obstacles.begin(), stage.obstacles.end(),
-                    [](const StageObstacle& o) { return o.type == ObstacleType::kSphere; });
-    for (size_t b = 0; anySphere && b < bodies.size(); ++b) {
-      if (!bodies[b].geometry.isPointCloud()) {
-        longestMeanEdge = std::max(longestMeanEdge, meanEdgeLength(bodies[b].geometry));
-      }
-    }
-    for (const StageObstacle& o : stage.obstacles) {
-      if (o.type == ObstacleType::kSphere) {
-        // A mesh resting on a sphere has its nodes on the surface and its flat triangles a
-        // chord below it, by the sagitta L^2 / (8 R) for edges of length L: drawn exactly,
-        // the sphere pokes through the middle of every triangle in contact. It is drawn
-        // inset by twice the sagitta of the meshes' mean edge (at most 5% of its radius).
-        const double sagitta = longestMeanEdge * longestMeanEdge / (8 * o.radius);
-        const double inset = std::min(2 * sagitta, 0.05 * o.radius);
-        for (int c = 0; c < 3; ++c) spheres.push_back(static_cast<float>(o.center[c]));
-        spheres.push_back(static_cast<float>(o.radius - inset));
-      } else if (o.type == ObstacleType::kBox) {
-        RTCGeometry geom = acquire(RTC_GEOMETRY_TYPE_QUAD);
-        auto* v = static_cast<float*>(
-            buffer(geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 8));
-        for (int i = 0; i < 8; ++i) {
-          for (int c = 0; c < 3; ++c) {
-            const double sign = ((i >> c) & 1) != 0 ? 1.0 : -1.0;
-            v[3 * i + c] = static_cast<float>(o.center[c] + sign * o.halfExtents[c]);
-          }
-        }
-        constexpr uint32_t kFaces[6][4] = {{0, 2, 3, 1}, {4, 5, 7, 6}, {0, 1, 5, 4},
-                                           {2, 6, 7, 3}, {0, 4, 6, 2}, {1, 3, 7, 5}};
-        auto* q = static_cast<uint32_t*>(
-            buffer(geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), 6));
-        for (int f = 0; f < 6; ++f) std::copy(kFaces[f], kFaces[f] + 4, q + 4 * f);
-        GeometryInfo info;
-        info.kind = GeometryInfo::kBox;
-        info.color = {0.55f, 0.55f, 0.58f};
-        attach(geom, info);
-      }
-    }
-    addSpheres(spheres, {0.55f, 0.55f, 0.58f});
-  }
-  rtcCommitScene(scene);
+  addSpheres(build, pinSpheres, {0.85f, 0.1f, 0.1f});
+  addObstacles(build, bodies, stage);
+  rtcCommitScene(build.scene);
   checkDevice(device, "building the scene");
-  const bool sceneEmpty = infos.empty();
-  RTCBounds sceneBounds;
-  rtcGetSceneBounds(scene, &sceneBounds);
-  {
-    // Grown a little: the slab test must never reject a ray that Embree would hit.
-    const float pad = static_cast<float>(1e-3 * extent);
-    sceneBounds.lower_x -= pad;
-    sceneBounds.lower_y -= pad;
-    sceneBounds.lower_z -= pad;
-    sceneBounds.upper_x += pad;
-    sceneBounds.upper_y += pad;
-    sceneBounds.upper_z += pad;
+  FrameScene frame;
+  frame.scene = build.scene;
+  frame.infos = std::move(build.infos);
+  frame.extent = build.extent;
+  rtcGetSceneBounds(build.scene, &frame.bounds);
+  // Grown a little: the slab test must never reject a ray that Embree would hit.
+  const float pad = static_cast<float>(1e-3 * build.extent);
+  frame.bounds.lower_x -= pad;
+  frame.bounds.lower_y -= pad;
+  frame.bounds.lower_z -= pad;
+  frame.bounds.upper_x += pad;
+  frame.bounds.upper_y += pad;
+  frame.bounds.upper_z += pad;
+  return frame;
+}
+
+bool Renderer::Impl::prepareScene(const std::vector<RenderBody>& bodies, const Stage& stage) {
+  // What this frame holds, to decide whether last frame's scene can be refitted.
+  std::vector<int64_t> signature;
+  for (const RenderBody& body : bodies) {
+    const Geometry& g = body.geometry;
+    signature.insert(signature.end(),
+                     {g.isPointCloud() ? 1 : 0, g.vertexCount(), g.triangleCount()});
+    int64_t pins = 0;
+    for (const int32_t p : body.pinned) pins += settings.showPins && p >= 0 && p < g.vertexCount();
+    signature.push_back(pins);
   }
+  for (const StageObstacle& o : stage.obstacles) signature.push_back(static_cast<int64_t>(o.type));
+  bool reuse = sceneCache.scene != nullptr && signature == sceneCache.signature &&
+               sceneCache.refits < kRebuildEvery;
+  for (size_t b = 0; reuse && b < bodies.size(); ++b) {
+    reuse = bodies[b].geometry.triangles == sceneCache.triangles[b];
+  }
+  if (reuse) {
+    ++sceneCache.refits;
+    return true;
+  }
+  sceneCache.reset();
+  sceneCache.scene = rtcNewScene(device);
+  sceneCache.signature = signature;
+  for (const RenderBody& body : bodies) sceneCache.triangles.push_back(body.geometry.triangles);
+  rtcSetSceneFlags(sceneCache.scene, RTC_SCENE_FLAG_DYNAMIC);
+  // A fast build (Morton codes): the tree is refitted for the next frames and rebuilt
+  // often, so build time counts more than the last bit of tree quality.
+  rtcSetSceneBuildQuality(sceneCache.scene, RTC_BUILD_QUALITY_LOW);
+  return false;
+}
+
+RTCGeometry Renderer::Impl::acquire(SceneBuild& build, RTCGeometryType type) {
+  if (build.reuse) return sceneCache.geometries[build.slot++];
+  RTCGeometry g = rtcNewGeometry(device, type);
+  rtcSetGeometryBuildQuality(g, RTC_BUILD_QUALITY_REFIT);
+  sceneCache.geometries.push_back(g);
+  ++build.slot;
+  return g;
+}
+
+void* Renderer::Impl::buffer(const SceneBuild& build, RTCGeometry g, RTCBufferType type,
+                             RTCFormat format, size_t stride, size_t count) {
+  if (build.reuse) return rtcGetGeometryBufferData(g, type, 0);
+  return rtcSetNewGeometryBuffer(g, type, 0, format, stride, count);
+}
+
+void Renderer::Impl::attach(SceneBuild& build, RTCGeometry geometry, const GeometryInfo& info) {
+  const auto id = static_cast<unsigned>(build.slot - 1);
+  // Index buffers are rewritten with the same content on a refit and need no update.
+  if (build.reuse) {
+    rtcUpdateGeometryBuffer(geometry, RTC_BUFFER_TYPE_VERTEX, 0);
+    rtcCommitGeometry(geometry);
+  } else {
+    rtcCommitGeometry(geometry);
+    rtcAttachGeometryByID(build.scene, geometry, id);
+  }
+  if (build.infos.size() <= id) build.infos.resize(id + 1);
+  build.infos[id] = info;
+}
+
+void Renderer::Impl::addMesh(SceneBuild& build, size_t b, const Geometry& g, GeometryInfo info) {
+  const size_t n = static_cast<size_t>(g.vertexCount());
+  RTCGeometry geom = acquire(build, RTC_GEOMETRY_TYPE_TRIANGLE);
+  auto* v = static_cast<float*>(
+      buffer(build, geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), n));
+  const size_t nt = static_cast<size_t>(g.triangleCount());
+  if (!build.reuse) {  // a refit keeps the index buffer, which holds the same triangles
+    auto* t = static_cast<uint32_t*>(
+        buffer(build, geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), nt));
+    for (size_t i = 0; i < 3 * nt; ++i) t[i] = static_cast<uint32_t>(g.triangles[i]);
+  }
+  // Smooth shading needs vertex normals; frames from shellsim carry them.
+  MeshCache& mesh = meshes[b];
+  mesh.normals.resize(3 * n);
+  const bool haveNormals = g.normals.size() == 3 * n;
+  if (!haveNormals && mesh.start.empty()) vertexTriangles(g, mesh.start, mesh.incident);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
+    for (size_t i = range.begin(); i < range.end(); ++i) {
+      for (int c = 0; c < 3; ++c) v[3 * i + c] = static_cast<float>(g.positions[3 * i + c]);
+      double normal[3];
+      if (haveNormals) {
+        std::copy(&g.normals[3 * i], &g.normals[3 * i] + 3, normal);
+      } else {
+        vertexNormal(g, mesh.start, mesh.incident, i, normal);
+      }
+      for (int c = 0; c < 3; ++c) mesh.normals[3 * i + c] = static_cast<float>(normal[c]);
+    }
+  });
+  info.normals = mesh.normals.data();
+  info.kind = GeometryInfo::kMesh;
+  attach(build, geom, info);
+}
+
+void Renderer::Impl::addSurfels(SceneBuild& build, size_t b, const Geometry& g, GeometryInfo info) {
+  const size_t n = static_cast<size_t>(g.vertexCount());
+  CloudCache& cache = clouds[b];
+  if (cache.points != n) {
+    cache.nbrs = nearestNeighbours(g.positions, kSurfelNeighbours);
+    cache.order = mortonOrder(g.positions);
+    cache.quad.resize(n);
+    for (size_t j = 0; j < n; ++j) cache.quad[cache.order[j]] = static_cast<uint32_t>(j);
+    cache.points = n;
+  }
+  std::vector<float>& radii = cache.radii;
+  detail::radiiFromNeighbours(g.positions, cache.nbrs, kSurfelNeighbours, radii);
+  // Each disc is the circle inscribed in a square quad of side 2r in its plane; the
+  // filter drops quad hits outside the circle. Embree refits a quad BVH when only the
+  // vertices move, where its own oriented-disc points rebuild the BVH at every commit
+  // (that build was half of a 240k-surfel frame).
+  RTCGeometry geom = acquire(build, RTC_GEOMETRY_TYPE_QUAD);
+  auto* v = static_cast<float*>(
+      buffer(build, geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 4 * n));
+  if (!build.reuse) {
+    auto* q = static_cast<uint32_t*>(
+        buffer(build, geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), n));
+    for (size_t i = 0; i < 4 * n; ++i) q[i] = static_cast<uint32_t>(i);
+    rtcSetGeometryIntersectFilterFunction(geom, insideDisc);
+    rtcSetGeometryOccludedFilterFunction(geom, insideDisc);
+  }
+  const bool haveNormals = g.normals.size() == 3 * n;
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
+    for (size_t i = range.begin(); i < range.end(); ++i) {
+      const size_t quadIndex = cache.quad[i];
+      V3 normal;
+      if (haveNormals) {
+        normal = v3({g.normals[3 * i], g.normals[3 * i + 1], g.normals[3 * i + 2]});
+      } else {
+        // Plane fit to the point and its neighbours; the sign does not matter because
+        // shading is two-sided.
+        const V3 p = v3({g.positions[3 * i], g.positions[3 * i + 1], g.positions[3 * i + 2]});
+        Eigen::Matrix3d cov = Eigen::Matrix3d::Zero();
+        for (int j = 0; j < kSurfelNeighbours; ++j) {
+          const size_t o = cache.nbrs[i * kSurfelNeighbours + j];
+          const V3 d = v3({g.positions[3 * o], g.positions[3 * o + 1], g.positions[3 * o + 2]}) - p;
+          cov += d * d.transpose();
+        }
+        Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig;
+        eig.computeDirect(cov);
+        normal = eig.eigenvectors().col(0);
+      }
+      if (!(normal.squaredNorm() > 0)) normal = V3(0, 0, 1);
+      normal.normalize();
+      // Corners c + r (-+t1 -+t2), in the order that makes Embree's quad (u, v) the
+      // coordinates along t1 and t2, from 0 to 1.
+      const V3 t1 = normal.unitOrthogonal(), t2 = normal.cross(t1);
+      const V3 centre = v3({g.positions[3 * i], g.positions[3 * i + 1], g.positions[3 * i + 2]});
+      const double r = radii[i];
+      const V3 corners[4] = {centre - r * t1 - r * t2, centre + r * t1 - r * t2,
+                             centre + r * t1 + r * t2, centre - r * t1 + r * t2};
+      for (int k = 0; k < 4; ++k) {
+        for (int c = 0; c < 3; ++c) {
+          v[12 * quadIndex + 3 * k + c] = static_cast<float>(corners[k][c]);
+        }
+      }
+    }
+  });
+  info.kind = GeometryInfo::kSurfels;
+  info.radii = radii.data();
+  info.order = cache.order.data();
+  attach(build, geom, info);
+}
+
+void Renderer::Impl::addSpheres(SceneBuild& build, const std::vector<float>& spheres,
+                                std::array<float, 3> color) {
+  if (spheres.empty()) return;
+  RTCGeometry geom = acquire(build, RTC_GEOMETRY_TYPE_SPHERE_POINT);
+  auto* v = static_cast<float*>(buffer(build, geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT4,
+                                       4 * sizeof(float), spheres.size() / 4));
+  std::copy(spheres.begin(), spheres.end(), v);
+  GeometryInfo info;
+  info.kind = GeometryInfo::kSpheres;
+  info.color = color;
+  attach(build, geom, info);
+}
+
+void Renderer::Impl::addObstacles(SceneBuild& build, const std::vector<RenderBody>& bodies,
+                                  const Stage& stage) {
+  // Obstacles are drawn in neutral grey, so the bodies stand out.
+  std::vector<float> spheres;
+  // Over mesh bodies, m; only sphere obstacles need it.
+  double longestMeanEdge = 0;
+  const bool anySphere =
+      std::any_of(stage.obstacles.begin(), stage.obstacles.end(),
+                  [](const StageObstacle& o) { return o.type == ObstacleType::kSphere; });
+  for (size_t b = 0; anySphere && b < bodies.size(); ++b) {
+    if (!bodies[b].geometry.isPointCloud()) {
+      longestMeanEdge = std::max(longestMeanEdge, meanEdgeLength(bodies[b].geometry));
+    }
+  }
+  for (const StageObstacle& o : stage.obstacles) {
+    if (o.type == ObstacleType::kSphere) {
+      // A mesh resting on a sphere has its nodes on the surface and its flat triangles a
+      // chord below it, by the sagitta L^2 / (8 R) for edges of length L: drawn exactly,
+      // the sphere pokes through the middle of every triangle in contact. It is drawn
+      // inset by twice the sagitta of the meshes' mean edge (at most 5% of its radius).
+      const double sagitta = longestMeanEdge * longestMeanEdge / (8 * o.radius);
+      const double inset = std::min(2 * sagitta, 0.05 * o.radius);
+      for (int c = 0; c < 3; ++c) spheres.push_back(static_cast<float>(o.center[c]));
+      spheres.push_back(static_cast<float>(o.radius - inset));
+    } else if (o.type == ObstacleType::kBox) {
+      RTCGeometry geom = acquire(build, RTC_GEOMETRY_TYPE_QUAD);
+      auto* v = static_cast<float*>(
+          buffer(build, geom, RTC_BUFFER_TYPE_VERTEX, RTC_FORMAT_FLOAT3, 3 * sizeof(float), 8));
+      for (int i = 0; i < 8; ++i) {
+        for (int c = 0; c < 3; ++c) {
+          const double sign = ((i >> c) & 1) != 0 ? 1.0 : -1.0;
+          v[3 * i + c] = static_cast<float>(o.center[c] + sign * o.halfExtents[c]);
+        }
+      }
+      constexpr uint32_t kFaces[6][4] = {{0, 2, 3, 1}, {4, 5, 7, 6}, {0, 1, 5, 4},
+                                         {2, 6, 7, 3}, {0, 4, 6, 2}, {1, 3, 7, 5}};
+      auto* q = static_cast<uint32_t*>(
+          buffer(build, geom, RTC_BUFFER_TYPE_INDEX, RTC_FORMAT_UINT4, 4 * sizeof(uint32_t), 6));
+      for (int f = 0; f < 6; ++f) std::copy(kFaces[f], kFaces[f] + 4, q + 4 * f);
+      GeometryInfo info;
+      info.kind = GeometryInfo::kBox;
+      info.color = {0.55f, 0.55f, 0.58f};
+      attach(build, geom, info);
+    }
+  }
+  addSpheres(build, spheres, {0.55f, 0.55f, 0.58f});
+}
+
+// ---- Shading ----
+
+Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage,
+                       const Camera& camera) {
+  const RenderSettings& s = impl_->settings;
+  const Impl::FrameScene frame = impl_->buildScene(bodies, stage);
+  const double extent = frame.extent;
+  const std::vector<GeometryInfo>& infos = frame.infos;
+  RTCScene scene = frame.scene;
+  const bool sceneEmpty = infos.empty();
+  const RTCBounds& sceneBounds = frame.bounds;
   static const GammaTable encode;
 
   // Camera frame.
@@ -1110,7 +1182,7 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
       }
     }
   });
-  checkDevice(device, "ray casting");
+  checkDevice(impl_->device, "ray casting");
   return image;
 }
 
