@@ -108,6 +108,33 @@ void Simulation::Impl::refresh() {
   energyGuard.reset();
 }
 
+void Simulation::Impl::warnIfLong(double step, double stepsPerFrame) {
+  const double total = std::ceil(settings.time.duration / step - 1e-9);
+  if (total <= kLongRunSteps || longRunWarned) return;
+  longRunWarned = true;
+  // The body whose stable step is the smallest sets the step of an explicit run.
+  size_t limiting = 0;
+  for (size_t b = 1; b < world.bodies.size(); ++b) {
+    if (world.bodies[b].model->stableTimeStep() < world.bodies[limiting].model->stableTimeStep()) {
+      limiting = b;
+    }
+  }
+  const Body& body = world.bodies[limiting];
+  std::ostringstream msg;
+  msg.precision(3);
+  msg << "the run takes about " << total << " steps (" << stepsPerFrame << " per frame) of " << step
+      << " s: body '" << body.name << "' (" << body.model->name()
+      << ") has a stable explicit step of " << body.model->stableTimeStep() << " s";
+  if (isImplicit(settings.time)) {
+    msg << "; give time.time_step a larger value";
+  } else {
+    msg << "; its smallest or stiffest elements set it (`shellsim info` lists degenerate "
+           "triangles): a coarser or cleaner mesh, a softer material or "
+           "time.integrator \"backward_euler\" shortens the run";
+  }
+  warn(msg.str());
+}
+
 StepCounts Simulation::Impl::counts() const {
   if (isStatic()) return staticCounts;
   return integrator ? integrator->counts() : StepCounts{};
@@ -151,6 +178,7 @@ TimeIntegrator& Simulation::Impl::integratorForRun() {
       throw InputError(msg.str());
     }
     for (const std::string& w : planWarnings) warn(w);
+    warnIfLong(frameInterval / stepsPerFrame, stepsPerFrame);
     if (integrator) {
       integrator->setTimeStep(frameInterval / stepsPerFrame);
     } else {

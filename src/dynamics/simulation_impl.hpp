@@ -52,6 +52,12 @@ struct Simulation::Impl {
   uint64_t fingerprint = 0;
 
   void warn(const std::string& message);
+  // A run of more than this many steps gets a warning naming the body that sets the step
+  // (a sliver triangle can make a 2 s drop take an hour without a word otherwise).
+  static constexpr double kLongRunSteps = 1e6;
+  bool longRunWarned = false;
+  // Warns once when `step` (s) makes the whole duration take more than kLongRunSteps.
+  void warnIfLong(double step, double stepsPerFrame);
   // Scripted motion, forces and checks at the current state; drops the energy guard.
   void refresh();
   // The integrator, made or re-planned from the stable step and the frame interval.
