@@ -162,7 +162,8 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
           inertia += mass[k / 3] * dx * dx;
         }
         std::fill(candidateGradient.begin(), candidateGradient.end(), 0.0);
-        const EnergyParts elastic = body.model->addGradient(candidate, candidateGradient);
+        const EnergyParts elastic =
+            body.model->addGradient(candidate, candidateGradient, workspaceOf(body));
         const double phi = 0.5 * potential.alpha * inertia + elastic.total();
         if (phi < best) {
           best = phi;

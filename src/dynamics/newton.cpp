@@ -77,7 +77,7 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
     const bool stale = body_.model->prepare(x);
     if (!known.valid || stale) {
       std::fill(gradient.begin(), gradient.end(), 0.0);
-      known.energy = body_.model->addGradient(x, gradient);
+      known.energy = body_.model->addGradient(x, gradient, workspaceOf(body_));
       known.valid = true;
     }
     const double elastic = known.energy.total();
@@ -448,9 +448,9 @@ double NewtonSolver::lineSearch(std::vector<double>& x, std::vector<double>& tri
     EnergyParts elastic;
     if (halving == 0) {
       trialGradient_.assign(x.size(), 0.0);
-      elastic = body_.model->addGradient(trial, trialGradient_);
+      elastic = body_.model->addGradient(trial, trialGradient_, workspaceOf(body_));
     } else {
-      elastic = body_.model->energy(trial);
+      elastic = body_.model->energy(trial, workspaceOf(body_));
     }
     double trialScale = 0;
     const double trialPhi = elastic.total() + extraTerms(trial, &trialScale);

@@ -17,11 +17,11 @@ namespace {
 // |dE/dx(x) - f| over free dofs at the body's positions, divided by the force scale F.
 // The gradient is taken from `known` where a Newton solve left it valid there, else
 // evaluated (and kept in `known`).
-double staticResidual(const Body& body, const Potential& potential, double forceScale,
+double staticResidual(Body& body, const Potential& potential, double forceScale,
                       KnownGradient& known) {
   if (!known.valid) {
     known.gradient.assign(body.positions.size(), 0.0);
-    known.energy = body.model->addGradient(body.positions, known.gradient);
+    known.energy = body.model->addGradient(body.positions, known.gradient, workspaceOf(body));
     known.valid = true;
   }
   double sum = 0;
@@ -131,7 +131,8 @@ std::vector<NewtonReport> solveStaticEquilibrium(
     // F = |f| + |dE/dx(x0)| over free dofs.
     body.model->prepare(body.positions);
     std::vector<double> gradient(3 * n, 0.0);
-    const EnergyParts startEnergy = body.model->addGradient(body.positions, gradient);
+    const EnergyParts startEnergy =
+        body.model->addGradient(body.positions, gradient, workspaceOf(body));
     double load = 0, elastic = 0;
     for (size_t k = 0; k < 3 * n; ++k) {
       if (body.pinned[k / 3]) continue;

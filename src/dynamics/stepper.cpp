@@ -128,7 +128,7 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known) {
       body.elastic = known[b].energy;
     } else {
       std::fill(body.accelerations.begin(), body.accelerations.end(), 0.0);
-      body.elastic = body.model->addGradient(body.positions, body.accelerations);
+      body.elastic = body.model->addGradient(body.positions, body.accelerations, workspaceOf(body));
     }
     const auto mass = body.model->nodeMasses();
     const bool loaded = !body.externalForces.empty();
@@ -147,7 +147,8 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.inelastic);
     for (Body& body : world.bodies) {
-      const InelasticReport report = body.model->updateInelastic(body.positions, dt);
+      const InelasticReport report =
+          body.model->updateInelastic(body.positions, dt, workspaceOf(body));
       body.brokenElements += report.brokenElements;
       if (!report.edit.empty()) applyTopologyEdit(body, report.edit);
       const bool separated = report.brokenElements > 0 || !report.edit.empty();

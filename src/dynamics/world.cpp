@@ -258,6 +258,14 @@ void restoreKinematics(Body& body, const BodyKinematics& saved) {
   (void)body.model->prepare(body.positions);
 }
 
+ModelWorkspace* workspaceOf(Body& body) {
+  if (body.workspaceModel != body.model.get()) {
+    body.workspace = body.model->makeWorkspace();
+    body.workspaceModel = body.model.get();
+  }
+  return body.workspace.get();
+}
+
 BodyNodeSets saveNodeSets(const Body& body) {
   BodyNodeSets sets;
   sets.pinned = body.pinned;

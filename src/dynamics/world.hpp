@@ -66,6 +66,10 @@ struct PinGroup {
 struct Body {
   std::string name;
   std::unique_ptr<Model> model;
+  // Scratch of the model's passes (Model::makeWorkspace), for the model it was made for:
+  // use workspaceOf(body), which makes it anew when the model was replaced.
+  std::unique_ptr<ModelWorkspace> workspace;
+  const Model* workspaceModel = nullptr;
   std::vector<double> positions;      // (nNodes, 3), m
   std::vector<double> velocities;     // (nNodes, 3), m/s
   std::vector<double> accelerations;  // (nNodes, 3), m/s^2 at the current positions
@@ -176,6 +180,9 @@ void applyTopologyEdit(Body& body, const TopologyEdit& edit);
 // node pieces when their count changed (SurfaceBinding::separatePieces), recording it in
 // Body::bindingEvents; no-op without an embedded surface.
 void separateEmbeddedPieces(Body& body);
+
+// The body's model workspace (Body::workspace), made for its current model at first use.
+[[nodiscard]] ModelWorkspace* workspaceOf(Body& body);
 
 // "bodies[i] 'name'", the prefix of a body's messages.
 [[nodiscard]] std::string bodyLabel(size_t index, const BodyDef& def);

@@ -88,6 +88,17 @@ class ModelState {
   [[nodiscard]] virtual int32_t nodeCount() const { return -1; }
 };
 
+// Scratch of a model's energy passes, owned by whoever evaluates the model (a body:
+// Body::workspace), so that energy and gradient are pure functions of (model, positions):
+// no `mutable` members, and two workspaces let two threads evaluate one model at once. A
+// workspace also carries what the last gradient pass measured for updateInelastic (the
+// fiber model's fiber lengths and angles), as an explicit input instead of a member. A
+// model resizes what it needs on use, so one workspace serves it across topology edits.
+class ModelWorkspace {
+ public:
+  virtual ~ModelWorkspace() = default;
+};
+
 class Model {
  public:
   Model() = default;
@@ -113,12 +124,29 @@ class Model {
     return false;
   }
 
-  // Internal energy at positions x, J.
-  [[nodiscard]] virtual EnergyParts energy(std::span<const double> x) const = 0;
+  // A workspace for this model's passes, or null when it needs none.
+  [[nodiscard]] virtual std::unique_ptr<ModelWorkspace> makeWorkspace() const { return nullptr; }
+
+  // Internal energy at positions x, J. `workspace`: one made by makeWorkspace (null only
+  // for a model that makes none).
+  [[nodiscard]] virtual EnergyParts energy(std::span<const double> x,
+                                           ModelWorkspace* workspace) const = 0;
 
   // gradient += dE/dx (shape (nNodes, 3)); returns the energy. The internal forces are
   // the negative gradient. Deterministic for any thread count.
-  virtual EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const = 0;
+  virtual EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                                  ModelWorkspace* workspace) const = 0;
+
+  // The same with a workspace made for the call (tests and tools; the stepper passes the
+  // body's, which saves the allocation and keeps what updateInelastic reads).
+  [[nodiscard]] EnergyParts energy(std::span<const double> x) const {
+    const std::unique_ptr<ModelWorkspace> workspace = makeWorkspace();
+    return energy(x, workspace.get());
+  }
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const {
+    const std::unique_ptr<ModelWorkspace> workspace = makeWorkspace();
+    return addGradient(x, gradient, workspace.get());
+  }
 
   // The Hessian d2E/dx2 as a sum of 3x3 node blocks whose layout is fixed while
   // topologyVersion() is unchanged (implicit integration assembles it once per topology,
@@ -164,10 +192,17 @@ class Model {
   // (DESIGN.md: "forces -> integrate -> contact -> accept? -> plasticity -> fracture").
   // Elastic models change nothing. A model that changes its nodes (report.edit) has
   // nodeCount(), nodeMasses() and its elements for the new nodes when it returns.
-  virtual InelasticReport updateInelastic(std::span<const double> x, double dt) {
+  // `workspace`: the one the step's last gradient evaluation used, at x (or null: the
+  // model measures what it needs itself).
+  virtual InelasticReport updateInelastic(std::span<const double> x, double dt,
+                                          ModelWorkspace* workspace) {
     (void)x;
     (void)dt;
+    (void)workspace;
     return {};
+  }
+  InelasticReport updateInelastic(std::span<const double> x, double dt) {
+    return updateInelastic(x, dt, nullptr);
   }
   // The step pipeline's "accept?" stage (dynamics/step_pipeline.hpp): a proposed step moved
   // the nodes from `before` to `after` in dt seconds (forces, integration and contact done;

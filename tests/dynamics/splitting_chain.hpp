@@ -64,7 +64,10 @@ class SplittingChain : public Model {
   [[nodiscard]] bool changesNodeCount() const override { return true; }
   [[nodiscard]] uint64_t topologyVersion() const override { return topology_.version; }
 
-  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override {
+  using Model::addGradient;
+  using Model::energy;
+  using Model::updateInelastic;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x, ModelWorkspace*) const override {
     EnergyParts e;
     for (size_t s = 0; s < topology_.rest.size(); ++s) {
       const double stretch = length(x, a(s), b(s)) - topology_.rest[s];
@@ -72,7 +75,8 @@ class SplittingChain : public Model {
     }
     return e;
   }
-  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override {
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace*) const override {
     for (size_t s = 0; s < topology_.rest.size(); ++s) {
       const double l = length(x, a(s), b(s));
       for (int c = 0; c < 3; ++c) {
@@ -137,7 +141,7 @@ class SplittingChain : public Model {
     return pieces;
   }
 
-  InelasticReport updateInelastic(std::span<const double> x, double dt) override {
+  InelasticReport updateInelastic(std::span<const double> x, double dt, ModelWorkspace*) override {
     (void)dt;
     InelasticReport report;
     int64_t worst = -1;

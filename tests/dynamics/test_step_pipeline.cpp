@@ -38,11 +38,19 @@ class PickyModel : public Model {
   [[nodiscard]] int64_t elementCount() const override { return inner_->elementCount(); }
   [[nodiscard]] std::span<const double> nodeMasses() const override { return inner_->nodeMasses(); }
   bool prepare(std::span<const double> x) override { return inner_->prepare(x); }
-  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override {
-    return inner_->energy(x);
+  using Model::addGradient;
+  using Model::energy;
+  using Model::updateInelastic;
+  [[nodiscard]] std::unique_ptr<ModelWorkspace> makeWorkspace() const override {
+    return inner_->makeWorkspace();
   }
-  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override {
-    const EnergyParts e = inner_->addGradient(x, gradient);
+  [[nodiscard]] EnergyParts energy(std::span<const double> x,
+                                   ModelWorkspace* workspace) const override {
+    return inner_->energy(x, workspace);
+  }
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace* workspace) const override {
+    const EnergyParts e = inner_->addGradient(x, gradient, workspace);
     if (failingEvaluations > 0) {
       --const_cast<PickyModel*>(this)->failingEvaluations;
       gradient.back() = std::numeric_limits<double>::quiet_NaN();
@@ -59,8 +67,9 @@ class PickyModel : public Model {
   bool hessianBlocks(std::span<const double> x, std::span<double> values) const override {
     return inner_->hessianBlocks(x, values);
   }
-  InelasticReport updateInelastic(std::span<const double> x, double dt) override {
-    return inner_->updateInelastic(x, dt);
+  InelasticReport updateInelastic(std::span<const double> x, double dt,
+                                  ModelWorkspace* workspace) override {
+    return inner_->updateInelastic(x, dt, workspace);
   }
   [[nodiscard]] uint64_t topologyVersion() const override { return inner_->topologyVersion(); }
   [[nodiscard]] std::unique_ptr<ModelState> saveState() const override {

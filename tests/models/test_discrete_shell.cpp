@@ -582,7 +582,11 @@ TEST(DiscreteShell, DetectsAWrongGradient) {
   struct Mismatched final : DiscreteShellModel {
     Mismatched(const Geometry& mesh, const DiscreteShellParams& p, const DiscreteShellModel& e)
         : DiscreteShellModel(mesh, plastic(), p), energyModel_(e) {}
-    EnergyParts energy(std::span<const double> x) const override { return energyModel_.energy(x); }
+    using Model::energy;
+    EnergyParts energy(std::span<const double> x, ModelWorkspace* workspace) const override {
+      (void)workspace;
+      return energyModel_.energy(x);
+    }
     const DiscreteShellModel& energyModel_;
   };
   params.bendStiffness = 1.0;

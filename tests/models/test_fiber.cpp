@@ -542,7 +542,11 @@ TEST(FiberModel, DetectsAWrongGradient) {
   struct Mismatched final : FiberModel {
     Mismatched(const FiberNodes& nodes, const FiberModel& energyModel)
         : FiberModel(nodes, rubber()), energyModel_(energyModel) {}
-    EnergyParts energy(std::span<const double> x) const override { return energyModel_.energy(x); }
+    using Model::energy;
+    EnergyParts energy(std::span<const double> x, ModelWorkspace* workspace) const override {
+      (void)workspace;
+      return energyModel_.energy(x);
+    }
     const FiberModel& energyModel_;
   } broken(n, other);
   EXPECT_FALSE(

@@ -107,7 +107,11 @@ TEST(MassSpring, DetectsAWrongGradient) {
   struct Mismatched final : MassSpringModel {
     Mismatched(const Geometry& mesh, const MaterialDef& m, const MassSpringModel& energyModel)
         : MassSpringModel(mesh, m), energyModel_(energyModel) {}
-    EnergyParts energy(std::span<const double> x) const override { return energyModel_.energy(x); }
+    using Model::energy;
+    EnergyParts energy(std::span<const double> x, ModelWorkspace* workspace) const override {
+      (void)workspace;
+      return energyModel_.energy(x);
+    }
     const MassSpringModel& energyModel_;
   } broken(g, rubber(), other);
   EXPECT_FALSE(

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "models/model_contract.hpp"
@@ -54,6 +56,37 @@ TEST_P(ModelContract, InvariantUnderRigidMotion) {
                                    c.rigidTolerance));
 }
 
+// Energy and gradient are pure functions of (model, positions): the scratch is in the
+// caller's workspace (Model::makeWorkspace), so two threads with a workspace each evaluate
+// one model at once and get what one thread gets alone, bit for bit.
+TEST_P(ModelContract, TwoWorkspacesEvaluateOneModelFromTwoThreadsAtOnce) {
+  const ContractCase& c = GetParam();
+  const ContractSetup s = c.setup();
+  const std::vector<double> x[2] = {perturbed(s.rest, c.perturbation * s.scale, 11),
+                                    perturbed(s.rest, c.perturbation * s.scale, 12)};
+  std::vector<double> expected[2];
+  double expectedEnergy[2];
+  for (int k = 0; k < 2; ++k) {
+    expected[k].assign(x[k].size(), 0.0);
+    expectedEnergy[k] = s.model->addGradient(x[k], expected[k]).total();
+  }
+  bool same[2] = {true, true};
+  const auto evaluate = [&](int k) {
+    const std::unique_ptr<ModelWorkspace> workspace = s.model->makeWorkspace();
+    std::vector<double> g(x[k].size());
+    for (int repeat = 0; repeat < 20; ++repeat) {
+      std::fill(g.begin(), g.end(), 0.0);
+      const double energy = s.model->addGradient(x[k], g, workspace.get()).total();
+      same[k] = same[k] && energy == expectedEnergy[k] && g == expected[k];
+    }
+  };
+  std::thread first(evaluate, 0), second(evaluate, 1);
+  first.join();
+  second.join();
+  EXPECT_TRUE(same[0]);
+  EXPECT_TRUE(same[1]);
+}
+
 TEST_P(ModelContract, ZeroNetForceAndTorque) {
   const ContractCase& c = GetParam();
   const ContractSetup s = c.setup();
@@ -70,11 +103,14 @@ class SpringWithoutHessian : public Model {
   [[nodiscard]] int32_t nodeCount() const override { return 2; }
   [[nodiscard]] int64_t elementCount() const override { return 1; }
   [[nodiscard]] std::span<const double> nodeMasses() const override { return masses_; }
-  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override {
+  using Model::addGradient;
+  using Model::energy;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x, ModelWorkspace*) const override {
     const double stretch = length(x) - 1.0;
     return {0.5 * stretch * stretch, 0.0};
   }
-  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override {
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace*) const override {
     const double l = length(x);
     for (int c = 0; c < 3; ++c) {
       const double g = (l - 1.0) * (x[3 + c] - x[c]) / l;

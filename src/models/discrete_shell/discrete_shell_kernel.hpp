@@ -82,8 +82,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/vec3.hpp"
 #include "core/atan2.hpp"
+#include "core/vec3.hpp"
 
 namespace shellsim::discrete_shell {
 

@@ -305,8 +305,23 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
   stableStep_ = lambda > 0 ? 2.0 / std::sqrt(lambda) : std::numeric_limits<double>::infinity();
 }
 
-EnergyParts DiscreteShellModel::energy(std::span<const double> x) const {
-  return addGradient(x, {});
+namespace {
+
+// Scratch of one force evaluation (addGradient).
+struct DiscreteShellWorkspace : ModelWorkspace {
+  std::vector<double> slotGradient;  // (slotCount_): every stencil's gradient, in lanes
+  std::vector<double> chunkEnergy;   // (nChunks, 2): stretching, bending, J
+};
+
+}  // namespace
+
+std::unique_ptr<ModelWorkspace> DiscreteShellModel::makeWorkspace() const {
+  return std::make_unique<DiscreteShellWorkspace>();
+}
+
+EnergyParts DiscreteShellModel::energy(std::span<const double> x, ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::energy(x);
+  return addGradient(x, {}, workspace);
 }
 
 // Lanes and slots of the force evaluation (the members' comments in the header).
@@ -426,11 +441,16 @@ void DiscreteShellModel::buildForceLayout(std::span<const double> restPositions,
   }
   slotIncidence_ = buildIncidence(slotNodes, nodeCount_);
   for (int32_t& entry : slotIncidence_.entries) entry = slotOffsets[static_cast<size_t>(entry)];
-  slotGradient_.assign(base, 0.0);
+  slotCount_ = base;
 }
 
-EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
-                                            std::span<double> gradient) const {
+EnergyParts DiscreteShellModel::addGradient(std::span<const double> x, std::span<double> gradient,
+                                            ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::addGradient(x, gradient);
+  auto& scratch = dynamic_cast<DiscreteShellWorkspace&>(*workspace);
+  // Padding lanes are never written: they keep the zeros the slots start with.
+  if (scratch.slotGradient.size() != slotCount_) scratch.slotGradient.assign(slotCount_, 0.0);
+  std::vector<double>& chunkEnergy = scratch.chunkEnergy;
   using discrete_shell::kLanes;
   // Fixed chunks of kChunk batches are the parallel tasks; each sums its energies in
   // element order (lane by lane, then the lanes in order) and the chunks are added in
@@ -441,8 +461,8 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
   const int64_t hingeChunks = chunksOf(hingeBatches_);
   const int64_t edgeChunks = chunksOf(boundaryEdgeBatches_);
   const int64_t chunks = hingeChunks + edgeChunks + chunksOf(triangleBatches_);
-  chunkEnergy_.resize(2 * static_cast<size_t>(chunks));
-  double* const slots = slotGradient_.data();
+  chunkEnergy.resize(2 * static_cast<size_t>(chunks));
+  double* const slots = scratch.slotGradient.data();
   double* const edgeSlots = slots + 12 * kLanes * hingeBatches_;
   double* const triangleSlots = edgeSlots + 6 * kLanes * boundaryEdgeBatches_;
   const double* const xs = x.data();
@@ -488,17 +508,18 @@ EnergyParts DiscreteShellModel::addGradient(std::span<const double> x,
             bending += sumBending[l];
             stretching += sumStretching[l];
           }
-          chunkEnergy_[2 * static_cast<size_t>(chunk)] = stretching;
-          chunkEnergy_[2 * static_cast<size_t>(chunk) + 1] = bending;
+          chunkEnergy[2 * static_cast<size_t>(chunk)] = stretching;
+          chunkEnergy[2 * static_cast<size_t>(chunk) + 1] = bending;
         }
       });
 
   EnergyParts parts;
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    parts.stretching += chunkEnergy_[2 * static_cast<size_t>(chunk)];
-    parts.bending += chunkEnergy_[2 * static_cast<size_t>(chunk) + 1];
+    parts.stretching += chunkEnergy[2 * static_cast<size_t>(chunk)];
+    parts.bending += chunkEnergy[2 * static_cast<size_t>(chunk) + 1];
   }
-  if (!gradient.empty()) gatherIncidentGradients<1, 1>(slotIncidence_, slotGradient_, gradient);
+  if (!gradient.empty())
+    gatherIncidentGradients<1, 1>(slotIncidence_, scratch.slotGradient, gradient);
   return parts;
 }
 

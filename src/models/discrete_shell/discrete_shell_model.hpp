@@ -165,8 +165,13 @@ class DiscreteShellModel : public Model {
                                 hingeRestAngle_.size());
   }
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
-  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
-  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
+  using Model::addGradient;
+  using Model::energy;
+  [[nodiscard]] std::unique_ptr<ModelWorkspace> makeWorkspace() const override;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x,
+                                   ModelWorkspace* workspace) const override;
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace* workspace) const override;
   // Blocks of the edges, then the triangles, then the hinges (core/assembler.hpp layout).
   [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
   bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
@@ -234,10 +239,10 @@ class DiscreteShellModel : public Model {
   Incidence slotIncidence_;  // node -> offsets into slotGradient_ of its stencil slots
   int64_t hingeBatches_ = 0, boundaryEdgeBatches_ = 0, triangleBatches_ = 0;  // with slots
   double stableStep_ = 0;                                                     // s
-  // Per-stencil gradients, layout in lanes: (hingeBatches_, 4, kLanes, 3) for hinge + edge,
-  // then (boundaryEdgeBatches_, 2, kLanes, 3), then (triangleBatches_, 3, kLanes, 3).
-  mutable std::vector<double> slotGradient_;
-  mutable std::vector<double> chunkEnergy_;  // (nChunks, 2): stretching, bending, J
+  // Per-stencil gradients (the workspace's slotGradient), layout in lanes:
+  // (hingeBatches_, 4, kLanes, 3) for hinge + edge, then (boundaryEdgeBatches_, 2, kLanes,
+  // 3), then (triangleBatches_, 3, kLanes, 3): this many values.
+  size_t slotCount_ = 0;
 };
 
 }  // namespace shellsim

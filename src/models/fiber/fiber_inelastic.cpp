@@ -39,7 +39,8 @@ void FiberModel::refreshRestMeans(size_t node) {
   bendK_[node] = mappedBendK_[node] * share;
 }
 
-InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt) {
+InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt,
+                                            ModelWorkspace* modelWorkspace) {
   InelasticReport report;
   if (!params_.plasticity && !params_.fracture) return report;
   const auto n = static_cast<size_t>(network_.nodeCount);
@@ -50,9 +51,13 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
   }
   const FiberPlasticityDef* plastic = params_.plasticity ? &*params_.plasticity : nullptr;
   const FiberFractureDef* fracture = params_.fracture ? &*params_.fracture : nullptr;
-  const bool cached = evaluatedX_.size() == x.size() &&
-                      lengthNow_.size() == network_.restLength.size() &&
-                      std::equal(x.begin(), x.end(), evaluatedX_.begin());
+  // l and theta as the last gradient evaluation measured them, when it was at x with the
+  // current fibers; else measured here.
+  const auto* workspace = dynamic_cast<const Workspace*>(modelWorkspace);
+  const bool cached = workspace != nullptr && workspace->evaluatedTopology == topologyVersion_ &&
+                      workspace->lengthNow.size() == network_.restLength.size() &&
+                      workspace->evaluatedX.size() == x.size() &&
+                      std::equal(x.begin(), x.end(), workspace->evaluatedX.begin());
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t j = r.begin(); j != r.end(); ++j) {
@@ -68,8 +73,8 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
             if ((network_.flags[f] & kFiberActive) == 0) continue;
             double length, angle;
             if (cached) {
-              length = lengthNow_[f];
-              angle = angleNow_[f];
+              length = workspace->lengthNow[f];
+              angle = workspace->angleNow[f];
             } else {
               const fiber::Reduced z =
                   fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * f])), centre,
@@ -219,8 +224,7 @@ bool FiberModel::formCrack(std::span<const double> x) {
   const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
                             oldBendLimit = bendLimit_, oldUrgency = breakUrgency_,
                             oldOverload = overloadTime_;
-  buildTopology(nullptr);
-  evaluatedX_.clear();  // the cached l, theta belong to the old fibers
+  buildTopology(nullptr);  // a workspace's l and theta are stale from here: version bumped below
   const auto fiberCount = static_cast<size_t>(network_.fiberCount());
   for (size_t f = 0; f < fiberCount; ++f) {
     const int32_t c = network_.fiberNodes[3 * f + 1];

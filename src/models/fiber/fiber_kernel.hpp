@@ -115,8 +115,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/vec3.hpp"
 #include "core/atan2.hpp"
+#include "core/vec3.hpp"
 
 namespace shellsim::fiber {
 

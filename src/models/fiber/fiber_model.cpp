@@ -400,12 +400,15 @@ std::span<const int32_t> FiberModel::normalPatch(int32_t node) const {
                static_cast<size_t>(patchOffsets_[j + 1] - patchOffsets_[j]));
 }
 
-EnergyParts FiberModel::energy(std::span<const double> x) const {
-  return evaluate(x, {});
+EnergyParts FiberModel::energy(std::span<const double> x, ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::energy(x);
+  return evaluate(x, {}, NodeOutputs(), dynamic_cast<Workspace&>(*workspace));
 }
 
-EnergyParts FiberModel::addGradient(std::span<const double> x, std::span<double> gradient) const {
-  return evaluate(x, gradient);
+EnergyParts FiberModel::addGradient(std::span<const double> x, std::span<double> gradient,
+                                    ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::addGradient(x, gradient);
+  return evaluate(x, gradient, NodeOutputs(), dynamic_cast<Workspace&>(*workspace));
 }
 
 void FiberModel::nodeValues(std::span<const double> x, std::span<double> stretching,
@@ -414,7 +417,8 @@ void FiberModel::nodeValues(std::span<const double> x, std::span<double> stretch
   if (!stretching.empty()) outputs.stretching = stretching.data();
   if (!bending.empty()) outputs.bending = bending.data();
   if (!meanAngle.empty()) outputs.meanAngle = meanAngle.data();
-  evaluate(x, {}, outputs);
+  Workspace workspace;
+  evaluate(x, {}, outputs, workspace);
 }
 
 double FiberModel::stableTimeStep() const {
@@ -440,6 +444,7 @@ double FiberModel::stableTimeStep() const {
   }
   for (double& value : v) value /= std::sqrt(norm);
   const int steps = static_cast<int>(std::min<size_t>(40, dofs));
+  Workspace workspace;
   std::vector<double> alpha, beta;
   double betaPrevious = 0;
   for (int step = 0; step < steps; ++step) {
@@ -454,8 +459,8 @@ double FiberModel::stableTimeStep() const {
     }
     std::fill(gp.begin(), gp.end(), 0.0);
     std::fill(gm.begin(), gm.end(), 0.0);
-    evaluate(plus, gp);
-    evaluate(minus, gm);
+    evaluate(plus, gp, NodeOutputs(), workspace);
+    evaluate(minus, gm, NodeOutputs(), workspace);
     double a = 0;
     for (size_t i = 0; i < dofs; ++i) {
       w[i] = (gp[i] - gm[i]) / (2 * t) * invSqrtMass[i / 3] - betaPrevious * previous[i];
@@ -571,11 +576,10 @@ size_t FiberModel::memoryBytes() const {
          bytes(restNormals_) + bytes(patchOffsets_) + bytes(patchNodes_) + bytes(patchWeights_) +
          bytes(chunkNodeOffsets_) + bytes(chunkNodes_) + bytes(slotShare_) + bytes(groupFibers_) +
          bytes(groupPatchRows_) + bytes(groupPatchLocal_) + bytes(groupPatchWeights_) +
-         bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(shareRows_) + bytes(fiberBendWeight_) +
-         bytes(chunkEnergy_) + bytes(fiberStretchWeight_) + bytes(plasticLength_) +
-         bytes(plasticAngle_) + bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) +
-         bytes(areas_) + bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_) +
-         bytes(lengthNow_) + bytes(angleNow_) + bytes(evaluatedX_);
+         bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(fiberBendWeight_) +
+         bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
+         bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) + bytes(areas_) +
+         bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_);
 }
 
 }  // namespace shellsim

@@ -159,8 +159,8 @@
 #include <string>
 #include <vector>
 
-#include "core/vec3.hpp"
 #include "core/crack.hpp"
+#include "core/vec3.hpp"
 #include "models/fiber/fiber_network.hpp"
 #include "models/model.hpp"
 #include "shellsim/models/fiber.hpp"
@@ -205,8 +205,14 @@ class FiberModel : public Model {
   [[nodiscard]] int32_t nodeCount() const override { return network_.nodeCount; }
   [[nodiscard]] int64_t elementCount() const override { return network_.fiberCount(); }
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
-  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
-  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
+  using Model::addGradient;
+  using Model::energy;
+  using Model::updateInelastic;
+  [[nodiscard]] std::unique_ptr<ModelWorkspace> makeWorkspace() const override;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x,
+                                   ModelWorkspace* workspace) const override;
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace* workspace) const override;
   // The exact Hessian, one dense block per centre node over its normal patch (every pair of
   // patch nodes, centre by centre; zero for a centre without active fibers), computed in
   // parallel over centres.
@@ -218,7 +224,10 @@ class FiberModel : public Model {
   // area terms under stretch (computed once, then cached).
   [[nodiscard]] double stableTimeStep() const override;
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
-  InelasticReport updateInelastic(std::span<const double> x, double dt) override;
+  // With the workspace of a gradient evaluation at x (the step's last), the fibers' l and
+  // theta are taken from it instead of measured again.
+  InelasticReport updateInelastic(std::span<const double> x, double dt,
+                                  ModelWorkspace* workspace) override;
   [[nodiscard]] std::unique_ptr<ModelState> readState(ByteReader& in) const override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
   [[nodiscard]] std::unique_ptr<ModelState> saveState() const override;
@@ -249,7 +258,8 @@ class FiberModel : public Model {
   [[nodiscard]] std::span<const int32_t> normalPatch(int32_t node) const;
   [[nodiscard]] std::span<const double> stretchStiffness() const { return stretchK_; }
   [[nodiscard]] std::span<const double> bendStiffness() const { return bendK_; }
-  // Bytes held by the model's arrays (capacity), scratch included.
+  // Bytes held by the model's arrays (capacity); a workspace holds about 3 doubles per
+  // fiber and per node more.
   [[nodiscard]] size_t memoryBytes() const;
 
  private:
@@ -293,23 +303,34 @@ class FiberModel : public Model {
   // accumulator, (nSlots, 4)) non-null also the gradient, added into it. With restLengthOut
   // non-null only l~ and theta, written per fiber to restLengthOut and restAngleOut (the
   // rest-shape measurement).
+  // With lengthNow non-null (the workspace's, on a gradient pass of an inelastic model),
+  // also each fiber's l and theta into lengthNow and angleNow.
   void evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch, GroupTerms& t,
                      double* sum, const NodeOutputs& outputs, double energy[2],
-                     double* restLengthOut, double* restAngleOut) const;
+                     double* restLengthOut, double* restAngleOut, double* lengthNow,
+                     double* angleNow) const;
   // restLength and restAngle of every fiber at the rest positions, by the batch code.
   void measureRestShape();
-  // Pass 1 of evaluate() over every chunk (the energies into chunkEnergy_, the gradient into
-  // `gradient` and shareRows_ if non-empty); with restLengthOut non-null only the rest shape
-  // (evaluateGroup).
+  // Pass 1 of evaluate() over every chunk (the energies into the workspace's chunkEnergy, the
+  // gradient into `gradient` and its shareRows if non-empty); with restLengthOut non-null only the
+  // rest shape (evaluateGroup). Scratch of one evaluation, sized on use (the plan may have changed
+  // since the last).
+  struct Workspace : ModelWorkspace {
+    std::vector<double> shareRows;    // (nShareRows, 3): a chunk's part of dE/dx_i
+    std::vector<double> chunkEnergy;  // (nChunks, 2): E_s, E_b of each chunk, J
+    // l_k and theta_k of the last gradient evaluation and its x, for updateInelastic (only
+    // with plasticity or fracture; stale once the topology version moved on).
+    std::vector<double> lengthNow;   // (nFibers), m
+    std::vector<double> angleNow;    // (nFibers), rad
+    std::vector<double> evaluatedX;  // (nNodes, 3), m
+    uint64_t evaluatedTopology = 0;  // topologyVersion_ of lengthNow, angleNow
+  };
   void evaluateChunks(std::span<const double> x, std::span<double> gradient,
-                      const NodeOutputs& outputs, double* restLengthOut,
-                      double* restAngleOut) const;
+                      const NodeOutputs& outputs, double* restLengthOut, double* restAngleOut,
+                      Workspace& workspace) const;
   // Pass 1 and 3 (and pass 2 if `gradient` is non-empty); fills the non-null outputs.
   EnergyParts evaluate(std::span<const double> x, std::span<double> gradient,
-                       const NodeOutputs& outputs) const;
-  EnergyParts evaluate(std::span<const double> x, std::span<double> gradient) const {
-    return evaluate(x, gradient, NodeOutputs());
-  }
+                       const NodeOutputs& outputs, Workspace& workspace) const;
 
   int samples_ = 4;
   double meanAngleWeight_ = 1;  // alpha of E_b, from the Poisson ratio (see the header)
@@ -362,8 +383,8 @@ class FiberModel : public Model {
   // the chunk's groups from it and adds every force term into a local accumulator in a fixed
   // order; then a node touched by this chunk alone (slotShare_ = -1) gets its sum added to
   // the gradient right there, and a node touched by several chunks parks this chunk's part in
-  // shareRows_[slotShare_]. Pass 2 adds each shared node's parts in ascending chunk order.
-  // Group g (nodes 8 g + L, lane L) has F_g = groupFibers_[g] fiber rows (the most fibers of
+  // the workspace's shareRows[slotShare_]. Pass 2 adds each shared node's parts in ascending chunk
+  // order. Group g (nodes 8 g + L, lane L) has F_g = groupFibers_[g] fiber rows (the most fibers of
   // its nodes) and P_g rows of nodes: row 0 is the lane's own node, rows 1 + s and 1 + F_g + s
   // the ends p1, p2 of its fiber s, then the patch members that are none of these. Each patch
   // member's weights (c_i1, c_i2) sit on its first row, every other row has weight 0; rows past
@@ -379,23 +400,17 @@ class FiberModel : public Model {
   size_t chunkNodeCount_ = kMinChunkNodes;  // nodes per chunk (a multiple of 8)
   std::vector<int32_t> chunkNodeOffsets_;   // (nChunks + 1)
   std::vector<int32_t> chunkNodes_;         // (nLocalSlots): the node of each local slot
-  std::vector<int32_t> slotShare_;          // (nLocalSlots): row of shareRows_, or -1
+  std::vector<int32_t> slotShare_;          // (nLocalSlots): row of the shareRows, or -1
   std::vector<int32_t> groupFibers_;        // (nGroups): F_g
   std::vector<int32_t> groupPatchRows_;     // (nGroups + 1): first row of g (P_g rows)
   size_t maxGroupRows_ = 0;                 // the largest P_g
   std::vector<int32_t> groupPatchLocal_;    // (nRows, 8): local index of each lane's row node
   std::vector<double> groupPatchWeights_;   // (nRows, 2, 8): c_i1, c_i2, 1/m
-  // Shared nodes: sharedNodes_[s] has the parts shareRows_[shareOffsets_[s] .. [s + 1]).
+  // Shared nodes: sharedNodes_[s] has the parts shareRows[shareOffsets_[s] .. [s + 1]).
   std::vector<int32_t> sharedNodes_;   // (nShared), ascending
   std::vector<int32_t> shareOffsets_;  // (nShared + 1)
-  // Scratch of one evaluation.
-  mutable std::vector<double> shareRows_;    // (nShareRows, 3): a chunk's part of dE/dx_i
-  mutable std::vector<double> chunkEnergy_;  // (nChunks, 2): E_s, E_b of each chunk, J
-  // l_k and theta_k of the last gradient evaluation and its x, for updateInelastic (only
-  // with plasticity or fracture).
-  mutable std::vector<double> lengthNow_;   // (nFibers), m
-  mutable std::vector<double> angleNow_;    // (nFibers), rad
-  mutable std::vector<double> evaluatedX_;  // (nNodes, 3), m
+  // The stable step, computed at the first call (40 gradient evaluations): a memo of a
+  // function of the fixed model, not scratch of an evaluation.
   mutable std::optional<double> stableStep_;
 };
 

@@ -292,8 +292,10 @@ void FiberModel::buildEvaluationPlan() {
     const auto node = static_cast<size_t>(chunkNodes_[slot]);
     slotShare_[slot] = chunksTouching[node] < 2 ? -1 : nextRow[node]++;
   }
-  shareRows_.resize(3 * static_cast<size_t>(shareOffsets_.back()));
-  chunkEnergy_.assign(2 * chunks, 0.0);
+}
+
+std::unique_ptr<ModelWorkspace> FiberModel::makeWorkspace() const {
+  return std::make_unique<Workspace>();
 }
 
 void FiberModel::gatherChunk(std::span<const double> x, size_t chunk, double* local) const {
@@ -330,8 +332,8 @@ struct FiberModel::GroupTerms {
 
 void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBatch& batch,
                                GroupTerms& t, double* sum, const NodeOutputs& outputs,
-                               double energy[2], double* restLengthOut,
-                               double* restAngleOut) const {
+                               double energy[2], double* restLengthOut, double* restAngleOut,
+                               double* lengthNow, double* angleNow) const {
   const auto n = static_cast<size_t>(network_.nodeCount);
   const std::vector<int32_t>& offsets = network_.centreOffsets;
   const size_t first = group * kGroup;
@@ -418,8 +420,7 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
   // Per-node sums of eq. (4)-(8), as differences to the rest values (exactly 0 at rest:
   // A_k - A_k0 = pi/4 (l - l0)(l + l0)); inactive and padding lanes add zeros.
   const bool anisotropic = !fiberStretchWeight_.empty();
-  const bool inelastic =
-      wantGradient && (params_.plasticity.has_value() || params_.fracture.has_value());
+  const bool inelastic = lengthNow != nullptr;
   Lanes count{}, sumAreaChange{}, sumAreaChange2{}, sumAngle{}, sumAngleChange{}, sumAngleChange2{};
   const uint8_t* flags = network_.flags.data();
   for (int block = 0; block < fibers; block += 4) {
@@ -457,8 +458,8 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
       if (inelastic) {
         for (size_t lane = 0; lane < kGroup; ++lane) {
           if (s >= fibersAt[lane]) continue;
-          lengthNow_[static_cast<size_t>(fiberBegin[lane] + s)] = length[lane];
-          angleNow_[static_cast<size_t>(fiberBegin[lane] + s)] = angle[lane];
+          lengthNow[static_cast<size_t>(fiberBegin[lane] + s)] = length[lane];
+          angleNow[static_cast<size_t>(fiberBegin[lane] + s)] = angle[lane];
         }
       }
     }
@@ -563,19 +564,23 @@ void FiberModel::evaluateGroup(size_t group, const double* local, fiber::FiberBa
 }
 
 void FiberModel::measureRestShape() {
+  Workspace workspace;
   evaluateChunks(restPositions_, {}, NodeOutputs(), network_.restLength.data(),
-                 network_.restAngle.data());
+                 network_.restAngle.data(), workspace);
 }
 
 void FiberModel::evaluateChunks(std::span<const double> x, std::span<double> gradient,
                                 const NodeOutputs& outputs, double* restLengthOut,
-                                double* restAngleOut) const {
+                                double* restAngleOut, Workspace& workspace) const {
   // Pass 1: per chunk, its positions copied to `local`, then group by group (evaluateGroup)
   // into the accumulator `sum`; then the chunk's sums go straight into the gradient for the
   // nodes it alone touches, else into the node's share row.
   const bool wantGradient = !gradient.empty();
   const size_t chunks = chunkNodeOffsets_.size() - 1;
   const size_t groups = groupFibers_.size();
+  workspace.chunkEnergy.resize(2 * chunks);
+  if (wantGradient) workspace.shareRows.resize(3 * static_cast<size_t>(shareOffsets_.back()));
+  const bool recordShape = wantGradient && !workspace.lengthNow.empty();
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& r) {
         fiber::FiberBatch batch;
@@ -592,10 +597,12 @@ void FiberModel::evaluateChunks(std::span<const double> x, std::span<double> gra
           double energy[2] = {0, 0};  // this chunk's, summed group by group, lane by lane
           for (size_t g = groupBegin; g < groupEnd; ++g) {
             evaluateGroup(g, local.data(), batch, terms, wantGradient ? sum.data() : nullptr,
-                          outputs, energy, restLengthOut, restAngleOut);
+                          outputs, energy, restLengthOut, restAngleOut,
+                          recordShape ? workspace.lengthNow.data() : nullptr,
+                          recordShape ? workspace.angleNow.data() : nullptr);
           }
-          chunkEnergy_[2 * chunk] = energy[0];
-          chunkEnergy_[2 * chunk + 1] = energy[1];
+          workspace.chunkEnergy[2 * chunk] = energy[0];
+          workspace.chunkEnergy[2 * chunk + 1] = energy[1];
           if (!wantGradient) continue;
           for (size_t slot = 0; slot < slotCount; ++slot) {
             const int32_t share = slotShare_[slotBegin + slot];
@@ -604,7 +611,7 @@ void FiberModel::evaluateChunks(std::span<const double> x, std::span<double> gra
               double* out = &gradient[3 * static_cast<size_t>(chunkNodes_[slotBegin + slot])];
               for (int c = 0; c < 3; ++c) out[c] += part[c];
             } else {
-              double* out = &shareRows_[3 * static_cast<size_t>(share)];
+              double* out = &workspace.shareRows[3 * static_cast<size_t>(share)];
               for (int c = 0; c < 3; ++c) out[c] = part[c];
             }
           }
@@ -613,18 +620,20 @@ void FiberModel::evaluateChunks(std::span<const double> x, std::span<double> gra
 }
 
 EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gradient,
-                                 const NodeOutputs& outputs) const {
+                                 const NodeOutputs& outputs, Workspace& workspace) const {
   const bool wantGradient = !gradient.empty();
   // Plasticity and fracture read l and theta at the step's final positions, which the
-  // stepper's last gradient evaluation had: keep them (and x) instead of a second pass.
+  // stepper's last gradient evaluation had: the workspace keeps them (and x) for
+  // updateInelastic instead of a second pass.
   const bool inelastic = params_.plasticity.has_value() || params_.fracture.has_value();
   if (inelastic && wantGradient) {
-    lengthNow_.resize(network_.restLength.size());
-    angleNow_.resize(network_.restLength.size());
-    evaluatedX_.assign(x.begin(), x.end());
+    workspace.lengthNow.resize(network_.restLength.size());
+    workspace.angleNow.resize(network_.restLength.size());
+    workspace.evaluatedX.assign(x.begin(), x.end());
+    workspace.evaluatedTopology = topologyVersion_;
   }
 
-  evaluateChunks(x, gradient, outputs, nullptr, nullptr);
+  evaluateChunks(x, gradient, outputs, nullptr, nullptr, workspace);
 
   // Pass 2: each node touched by several chunks gets their parts, in ascending chunk order.
   if (wantGradient) {
@@ -634,7 +643,9 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
                           double total[3] = {0, 0, 0};
                           for (auto row = static_cast<size_t>(shareOffsets_[s]);
                                row < static_cast<size_t>(shareOffsets_[s + 1]); ++row) {
-                            for (int c = 0; c < 3; ++c) total[c] += shareRows_[3 * row + c];
+                            for (int c = 0; c < 3; ++c) {
+                              total[c] += workspace.shareRows[3 * row + c];
+                            }
                           }
                           double* out = &gradient[3 * static_cast<size_t>(sharedNodes_[s])];
                           for (int c = 0; c < 3; ++c) out[c] += total[c];
@@ -645,8 +656,8 @@ EnergyParts FiberModel::evaluate(std::span<const double> x, std::span<double> gr
   // Pass 3: the chunks' energies in chunk order.
   EnergyParts parts;
   for (size_t chunk = 0; chunk + 1 < chunkNodeOffsets_.size(); ++chunk) {
-    parts.stretching += chunkEnergy_[2 * chunk];
-    parts.bending += chunkEnergy_[2 * chunk + 1];
+    parts.stretching += workspace.chunkEnergy[2 * chunk];
+    parts.bending += workspace.chunkEnergy[2 * chunk + 1];
   }
   return parts;
 }

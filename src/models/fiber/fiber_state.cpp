@@ -123,7 +123,6 @@ void FiberModel::restoreState(const ModelState* state) {
     throw InputError("fiber model: the state has per-node values for another node count than " +
                      std::to_string(nodes));
   }
-  evaluatedX_.clear();
   const auto sameDisc = [](const CrackDisc& a, const CrackDisc& b) {
     return a.centre == b.centre && a.normal == b.normal && a.radius == b.radius;
   };

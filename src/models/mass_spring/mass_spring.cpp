@@ -129,15 +129,31 @@ MassSpringModel::MassSpringModel(const Geometry& mesh, const MaterialDef& materi
   }
 }
 
-EnergyParts MassSpringModel::energy(std::span<const double> x) const {
-  return addGradient(x, {});
+namespace {
+
+// The assembler's per-element buffers.
+struct MassSpringWorkspace : ModelWorkspace {
+  AssemblyScratch assembly;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelWorkspace> MassSpringModel::makeWorkspace() const {
+  return std::make_unique<MassSpringWorkspace>();
 }
 
-EnergyParts MassSpringModel::addGradient(std::span<const double> x,
-                                         std::span<double> gradient) const {
+EnergyParts MassSpringModel::energy(std::span<const double> x, ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::energy(x);
+  return addGradient(x, {}, workspace);
+}
+
+EnergyParts MassSpringModel::addGradient(std::span<const double> x, std::span<double> gradient,
+                                         ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::addGradient(x, gradient);
   EnergyParts parts;
   parts.stretching =
-      assembleEnergyGradient<2>(springNodes_, incidence_, x, gradient, scratch_,
+      assembleEnergyGradient<2>(springNodes_, incidence_, x, gradient,
+                                dynamic_cast<MassSpringWorkspace&>(*workspace).assembly,
                                 [this](size_t s, const Vec3(&xs)[2], Vec3(&g)[2]) {
                                   return springEnergyGradient(stiffness_[s], restLength_[s], xs, g);
                                 });

@@ -50,8 +50,13 @@ class MassSpringModel : public Model {
     return static_cast<int64_t>(restLength_.size());
   }
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
-  [[nodiscard]] EnergyParts energy(std::span<const double> x) const override;
-  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient) const override;
+  using Model::addGradient;
+  using Model::energy;
+  [[nodiscard]] std::unique_ptr<ModelWorkspace> makeWorkspace() const override;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x,
+                                   ModelWorkspace* workspace) const override;
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace* workspace) const override;
   [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
   bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
   [[nodiscard]] double stableTimeStep() const override;
@@ -69,7 +74,6 @@ class MassSpringModel : public Model {
   std::vector<double> stiffness_;     // (nSprings), N/m
   std::vector<double> mass_;          // (nNodes), kg
   Incidence incidence_;               // node -> (spring, end)
-  mutable AssemblyScratch scratch_;
 };
 
 }  // namespace shellsim
