@@ -7,6 +7,14 @@
 
 namespace shellsim {
 
+// A named quantity per vertex that a model reports (a fiber body's `damage`, its
+// `plastic_strain`), written with the frames: a PLY vertex property, a VTP point array.
+struct VertexScalar {
+  std::string name;           // letters, digits and '_'
+  std::vector<float> values;  // (nVertices)
+  bool operator==(const VertexScalar&) const = default;
+};
+
 // A triangle mesh (triangles non-empty) or a point cloud (triangles empty).
 // Flat arrays, row-major; the shape of each is written beside it.
 struct Geometry {
@@ -18,6 +26,7 @@ struct Geometry {
   // empty. Frames carry it where the model tracks pieces: a PLY vertex property `piece`, a
   // VTP point and cell array `Piece`, OBJ groups `g piece_<n>`.
   std::vector<int32_t> pieces;
+  std::vector<VertexScalar> vertexScalars;  // each (nVertices); empty: none
 
   [[nodiscard]] int32_t vertexCount() const { return static_cast<int32_t>(positions.size() / 3); }
   [[nodiscard]] int32_t triangleCount() const { return static_cast<int32_t>(triangles.size() / 3); }

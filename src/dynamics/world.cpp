@@ -530,15 +530,28 @@ int32_t pieceCount(const Body& body) {
 }
 
 Geometry bodySurface(const Body& body, size_t bodyIndex, std::span<const int32_t> pieces) {
+  const std::vector<Model::NodeScalar> scalars = body.model->nodeScalars();
   if (body.embedded) {
     Geometry surface = body.embedded->deform(body.positions);
-    // A vertex belongs to the piece of its nearest bound node (separatePieces keeps every
-    // vertex's nodes in one piece).
+    // A vertex takes the piece and the node quantities of its nearest bound node
+    // (separatePieces keeps every vertex's nodes in one piece).
+    const auto vertices = static_cast<size_t>(surface.vertexCount());
+    std::vector<int32_t> nearest(vertices);
+    for (size_t v = 0; v < vertices; ++v) {
+      nearest[v] = body.embedded->boundNodes(static_cast<int32_t>(v))[0];
+    }
     if (!pieces.empty()) {
-      surface.pieces.resize(static_cast<size_t>(surface.vertexCount()));
-      for (int32_t v = 0; v < surface.vertexCount(); ++v) {
-        surface.pieces[static_cast<size_t>(v)] =
-            pieces[static_cast<size_t>(body.embedded->boundNodes(v)[0])];
+      surface.pieces.resize(vertices);
+      for (size_t v = 0; v < vertices; ++v) {
+        surface.pieces[v] = pieces[static_cast<size_t>(nearest[v])];
+      }
+    }
+    for (const Model::NodeScalar& scalar : scalars) {
+      VertexScalar& out = surface.vertexScalars.emplace_back();
+      out.name = scalar.name;
+      out.values.resize(vertices);
+      for (size_t v = 0; v < vertices; ++v) {
+        out.values[v] = static_cast<float>(scalar.values[static_cast<size_t>(nearest[v])]);
       }
     }
     return surface;
@@ -546,6 +559,11 @@ Geometry bodySurface(const Body& body, size_t bodyIndex, std::span<const int32_t
   Geometry surface = body.model->surface(body.positions);
   if (surface.vertexCount() == std::ssize(pieces)) {  // the nodes are the vertices
     surface.pieces.assign(pieces.begin(), pieces.end());
+  }
+  for (const Model::NodeScalar& scalar : scalars) {
+    if (std::ssize(scalar.values) != surface.vertexCount()) continue;
+    surface.vertexScalars.push_back(
+        {scalar.name, std::vector<float>(scalar.values.begin(), scalar.values.end())});
   }
   // A torn point cloud has no connectivity for the renderer to find its pieces in: each
   // point (a node) carries its piece's colour once there is more than one piece.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -31,6 +32,15 @@ void checkShape(const std::filesystem::path& path, const Geometry& g) {
   if (!g.colors.empty() && g.colors.size() != n) fail("colors must be empty or match positions");
   if (g.triangles.size() % 3 != 0) fail("triangles must hold 3 indices each");
   if (!g.pieces.empty() && 3 * g.pieces.size() != n) fail("pieces must be empty or one per vertex");
+  for (const VertexScalar& scalar : g.vertexScalars) {
+    if (scalar.name.empty() || !std::all_of(scalar.name.begin(), scalar.name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        })) {
+      fail("vertex scalar '" + scalar.name + "': a name is letters, digits and '_'");
+    }
+    if (3 * scalar.values.size() != n)
+      fail("vertex scalar '" + scalar.name + "' must have one value per vertex");
+  }
   const auto nVertices = static_cast<int64_t>(n / 3);
   if (nVertices > std::numeric_limits<int32_t>::max()) fail("too many vertices");
   for (int32_t index : g.triangles) {
@@ -117,6 +127,9 @@ void writePly(const std::filesystem::path& path, const Geometry& geometry) {
     if (colors) out << "property uchar red\nproperty uchar green\nproperty uchar blue\n";
     const bool pieces = !geometry.pieces.empty();
     if (pieces) out << "property int piece\n";
+    for (const VertexScalar& scalar : geometry.vertexScalars) {
+      out << "property float " << scalar.name << '\n';
+    }
     if (!geometry.isPointCloud()) {
       out << "element face " << geometry.triangleCount()
           << "\nproperty list uchar int vertex_indices\n";
@@ -131,6 +144,7 @@ void writePly(const std::filesystem::path& path, const Geometry& geometry) {
         for (int k = 0; k < 3; ++k) putLE(out, colorByte(geometry.colors[3 * i + k]));
       }
       if (pieces) putLE(out, geometry.pieces[i]);
+      for (const VertexScalar& scalar : geometry.vertexScalars) putLE(out, scalar.values[i]);
     }
     for (size_t t = 0; t < geometry.triangles.size(); t += 3) {
       putLE(out, static_cast<unsigned char>(3));
@@ -209,7 +223,8 @@ void writeVtp(const std::filesystem::path& path, const Geometry& geometry) {
       for (size_t i = 0; i < count; ++i) out << value(i) << (i + 1 == count ? "\n" : " ");
       out << "</DataArray>\n";
     };
-    if (geometry.hasNormals() || !geometry.colors.empty() || pieces) {
+    if (geometry.hasNormals() || !geometry.colors.empty() || pieces ||
+        !geometry.vertexScalars.empty()) {
       out << "<PointData" << (geometry.hasNormals() ? " Normals=\"Normals\"" : "") << ">\n";
       if (geometry.hasNormals()) {
         out << "<DataArray type=\"Float64\" Name=\"Normals\" NumberOfComponents=\"3\" "
@@ -224,6 +239,11 @@ void writeVtp(const std::filesystem::path& path, const Geometry& geometry) {
         out << "</DataArray>\n";
       }
       if (pieces) pieceArray([&](size_t i) { return geometry.pieces[i]; }, n);
+      for (const VertexScalar& scalar : geometry.vertexScalars) {
+        out << "<DataArray type=\"Float32\" Name=\"" << scalar.name << "\" format=\"ascii\">\n";
+        for (size_t i = 0; i < n; ++i) out << scalar.values[i] << (i + 1 == n ? "\n" : " ");
+        out << "</DataArray>\n";
+      }
       out << "</PointData>\n";
     }
     if (pieces) {  // a cell's piece: its first point's (a vertex cell's, its point's)

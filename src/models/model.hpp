@@ -244,6 +244,14 @@ class Model {
   // the model does not track pieces (then it is one piece).
   [[nodiscard]] virtual std::vector<int32_t> nodePieces() const { return {}; }
 
+  // Quantities per node for the frames (Geometry::vertexScalars), e.g. a fiber node's
+  // damage; each (nNodes). Empty for a model with none.
+  struct NodeScalar {
+    std::string name;            // letters, digits and '_'
+    std::vector<double> values;  // (nNodes)
+  };
+  [[nodiscard]] virtual std::vector<NodeScalar> nodeScalars() const { return {}; }
+
   // Outward area vectors at x, (nNodes, 3), m^2: the area a node represents times its unit
   // normal, for pressure loads. Returns false if the model has none.
   virtual bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const {

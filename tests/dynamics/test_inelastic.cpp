@@ -184,6 +184,23 @@ double centreAfterPushAndRelease(bool plastic) {
   double lowest = 0;
   for (size_t i = 0; i < b.positions.size() / 3; ++i)
     lowest = std::min(lowest, b.positions[3 * i + 2]);
+  // The frames carry each node's plastic strain where the sheet flowed, and no damage.
+  const Geometry frame = bodySurface(b, 0, b.model->nodePieces());
+  if (plastic) {
+    EXPECT_EQ(frame.vertexScalars.size(), 2u);
+    for (const VertexScalar& scalar : frame.vertexScalars) {
+      EXPECT_EQ(scalar.values.size(), static_cast<size_t>(frame.vertexCount()));
+      const float largest = *std::max_element(scalar.values.begin(), scalar.values.end());
+      if (scalar.name == "plastic_strain") {
+        EXPECT_GT(largest, 1e-3f);
+      } else {
+        EXPECT_EQ(scalar.name, "damage");
+        EXPECT_EQ(largest, 0.0f);
+      }
+    }
+  } else {
+    EXPECT_TRUE(frame.vertexScalars.empty()) << "an elastic body has none";
+  }
   return lowest;
 }
 
@@ -317,12 +334,20 @@ TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloud
     std::ifstream in(folder.path() / "mesh" / "frames" / name, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
-  EXPECT_NE(text("sheet_00000.ply").find("property int piece\n"), std::string::npos);
+  EXPECT_NE(text("sheet_00000.ply").find("property int piece\nproperty float damage\n"),
+            std::string::npos);
+  ASSERT_FALSE(surface.vertexScalars.empty());
+  EXPECT_EQ(surface.vertexScalars[0].name, "damage");
+  const std::vector<float>& damage = surface.vertexScalars[0].values;
+  EXPECT_GT(*std::max_element(damage.begin(), damage.end()), 0.2f) << "the torn nodes";
+  EXPECT_GE(*std::min_element(damage.begin(), damage.end()), 0.0f);
+  EXPECT_LE(*std::max_element(damage.begin(), damage.end()), 1.0f);
   const std::string vtp = text("sheet_00000.vtp");
   const size_t pointPieces = vtp.find("<DataArray type=\"Int32\" Name=\"Piece\"");
   EXPECT_LT(vtp.find("<PointData"), pointPieces);
   EXPECT_LT(pointPieces, vtp.find("</PointData>"));
   EXPECT_NE(vtp.find("<CellData>\n<DataArray type=\"Int32\" Name=\"Piece\""), std::string::npos);
+  EXPECT_NE(vtp.find("<DataArray type=\"Float32\" Name=\"damage\""), std::string::npos);
   // The OBJ's faces are grouped by piece: at least two groups (a piece of loose nodes
   // without a triangle has none).
   const std::string obj = text("sheet_00000.obj");

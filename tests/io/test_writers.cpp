@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
 
 #include "io/io_test_util.hpp"
@@ -160,6 +163,38 @@ TEST(Writers, InconsistentGeometryIsRefused) {
   g.normals = {0, 0, 1};
   expectError<InputError>([&] { writeVtp(dir.file("bad.vtp"), g); }, {"bad.vtp", "normals"});
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad.ply")));
+  g = sample(false);
+  g.vertexScalars.push_back({"damage", {0.5f}});
+  expectError<InputError>([&] { writePly(dir.file("bad.ply"), g); }, {"bad.ply", "damage"});
+  g.vertexScalars.back() = {"two words", std::vector<float>(g.positions.size() / 3, 0.0f)};
+  expectError<InputError>([&] { writeVtp(dir.file("bad.vtp"), g); }, {"bad.vtp", "two words"});
+}
+
+// Per-vertex quantities (a torn body's damage) are PLY vertex properties the reader skips
+// and VTP point arrays, with one value per vertex.
+TEST(Writers, VertexScalarsArePlyPropertiesAndVtpPointArrays) {
+  ScratchDir dir;
+  Geometry g = sample(true);
+  const auto n = static_cast<size_t>(g.vertexCount());
+  std::vector<float> damage(n);
+  for (size_t i = 0; i < n; ++i) damage[i] = 0.25f * static_cast<float>(i);
+  g.vertexScalars.push_back({"damage", damage});
+  writePly(dir.file("s.ply"), g);
+  writeVtp(dir.file("s.vtp"), g);
+  const Geometry back = readGeometry(dir.file("s.ply"));
+  EXPECT_EQ(back.vertexCount(), g.vertexCount());
+  EXPECT_EQ(back.triangles, g.triangles);
+  expectNear(back.positions, g.positions, 1e-6);
+  std::ifstream vtp(dir.file("s.vtp"));
+  const std::string text(std::istreambuf_iterator<char>(vtp), {});
+  const size_t array = text.find("<DataArray type=\"Float32\" Name=\"damage\" format=\"ascii\">\n");
+  ASSERT_NE(array, std::string::npos);
+  std::istringstream values(text.substr(text.find('\n', array) + 1));
+  for (size_t i = 0; i < n; ++i) {
+    float v = -1;
+    values >> v;
+    EXPECT_EQ(v, damage[i]) << i;
+  }
 }
 
 }  // namespace

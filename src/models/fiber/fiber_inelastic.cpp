@@ -39,6 +39,32 @@ void FiberModel::refreshRestMeans(size_t node) {
   bendK_[node] = mappedBendK_[node] * share;
 }
 
+std::vector<Model::NodeScalar> FiberModel::nodeScalars() const {
+  if (!params_.plasticity && !params_.fracture) return {};
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  NodeScalar damage{"damage", std::vector<double>(n, 0.0)};
+  NodeScalar plastic{"plastic_strain", std::vector<double>(n, 0.0)};
+  for (size_t j = 0; j < n; ++j) {
+    int active = 0;
+    double strain = 0;
+    for (auto f = static_cast<size_t>(network_.centreOffsets[j]);
+         f < static_cast<size_t>(network_.centreOffsets[j + 1]); ++f) {
+      if ((network_.flags[f] & kFiberActive) == 0) continue;
+      ++active;
+      if (!plasticLength_.empty()) {
+        const double original = network_.restLength[f] - plasticLength_[f];
+        if (original > 0) strain += std::abs(plasticLength_[f]) / original;
+      }
+    }
+    if (originalFibers_[j] > 0) {
+      damage.values[j] =
+          std::clamp(1.0 - static_cast<double>(active) / originalFibers_[j], 0.0, 1.0);
+    }
+    if (active > 0) plastic.values[j] = strain / active;
+  }
+  return {std::move(damage), std::move(plastic)};
+}
+
 InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt,
                                             ModelWorkspace* modelWorkspace) {
   InelasticReport report;

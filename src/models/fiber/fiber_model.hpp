@@ -233,6 +233,10 @@ class FiberModel : public Model {
   [[nodiscard]] std::unique_ptr<ModelState> saveState() const override;
   void restoreState(const ModelState* state) override;
   [[nodiscard]] std::vector<int32_t> nodePieces() const override;
+  // With plasticity or fracture, per node: `damage`, the share of its intact fibers that
+  // broke or were cut (1 - active / original, in [0, 1]), and `plastic_strain`, the mean
+  // |l_plastic| / l_original of its active fibers.
+  [[nodiscard]] std::vector<NodeScalar> nodeScalars() const override;
   // a_j (f1 x f2): the node's area a_j scaled by its patch's area stretch |f1 x f2|, along N_j.
   bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const override;
   [[nodiscard]] std::span<const CrackDisc> cracks() const { return cracks_; }
