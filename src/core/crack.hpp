@@ -7,8 +7,12 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
+#include "core/byte_stream.hpp"
 #include "core/vec3.hpp"
 
 namespace shellsim {
@@ -38,6 +42,39 @@ inline bool separatedByCracks(const Vec3& a, const Vec3& b, std::span<const Crac
     if (segmentCrossesDisc(a, b, disc)) return true;
   }
   return false;
+}
+
+// Discs in a checkpoint: their count, then centre, normal and radius of each (7 doubles).
+inline void writeCrackDiscs(ByteWriter& out, std::span<const CrackDisc> discs) {
+  out.value<uint64_t>(discs.size());
+  for (const CrackDisc& disc : discs) {
+    for (int c = 0; c < 3; ++c) out.value(disc.centre[c]);
+    for (int c = 0; c < 3; ++c) out.value(disc.normal[c]);
+    out.value(disc.radius);
+  }
+}
+
+// Reads what writeCrackDiscs wrote, at most `limit` discs, each checked (finite centre,
+// unit normal, positive finite radius); fails through `in` naming disc i as "<what> i".
+inline std::vector<CrackDisc> readCrackDiscs(ByteReader& in, const std::string& what,
+                                             uint64_t limit) {
+  const std::string countName = what + " count";
+  const auto count = in.value<uint64_t>(countName.c_str());
+  if (count > limit) {
+    in.fail(countName + " " + std::to_string(count) + " is more than " + std::to_string(limit));
+  }
+  std::vector<CrackDisc> discs;
+  for (uint64_t i = 0; i < count; ++i) {
+    CrackDisc& disc = discs.emplace_back();
+    for (int c = 0; c < 3; ++c) disc.centre[c] = in.value<double>(what.c_str());
+    for (int c = 0; c < 3; ++c) disc.normal[c] = in.value<double>(what.c_str());
+    disc.radius = in.value<double>(what.c_str());
+    if (!disc.centre.allFinite() || !(std::abs(disc.normal.norm() - 1) < 1e-9) ||
+        !(disc.radius > 0) || !std::isfinite(disc.radius)) {
+      in.fail(what + " " + std::to_string(i) + " is not a valid disc");
+    }
+  }
+  return discs;
 }
 
 }  // namespace shellsim

@@ -485,12 +485,7 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     out.value(k.elastic.stretching);
     out.value(k.elastic.bending);
     out.value(body.brokenElements);
-    out.value<uint64_t>(body.cuts.size());
-    for (const CrackDisc& cut : body.cuts) {
-      for (int c = 0; c < 3; ++c) out.value(cut.centre[c]);
-      for (int c = 0; c < 3; ++c) out.value(cut.normal[c]);
-      out.value(cut.radius);
-    }
+    writeCrackDiscs(out, body.cuts);
     out.value(body.nodeEdits);
     out.value<uint8_t>(body.nodeSets ? 1 : 0);
     if (body.nodeSets) writeNodeSets(*body.nodeSets, out);
@@ -552,18 +547,7 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     k.elastic.stretching = in.value<double>("elastic energy");
     k.elastic.bending = in.value<double>("elastic energy");
     state.brokenElements = in.value<int64_t>("broken elements");
-    const auto cuts = in.value<uint64_t>("cut count");
-    if (cuts > 10'000'000) in.fail(std::to_string(cuts) + " cuts");
-    for (uint64_t c = 0; c < cuts; ++c) {
-      CrackDisc& cut = state.cuts.emplace_back();
-      for (int i = 0; i < 3; ++i) cut.centre[i] = in.value<double>("cut");
-      for (int i = 0; i < 3; ++i) cut.normal[i] = in.value<double>("cut");
-      cut.radius = in.value<double>("cut");
-      if (!cut.centre.allFinite() || !(std::abs(cut.normal.norm() - 1) < 1e-9) ||
-          !(cut.radius > 0) || !std::isfinite(cut.radius)) {
-        in.fail("body '" + body.name + "': cut " + std::to_string(c) + " is not a disc");
-      }
-    }
+    state.cuts = readCrackDiscs(in, "body '" + body.name + "': cut", 10'000'000);
     state.nodeEdits = in.value<int64_t>("node edits");
     const bool hasNodeSets = in.value<uint8_t>("node sets flag") != 0;
     if (hasNodeSets != body.model->changesNodeCount()) {

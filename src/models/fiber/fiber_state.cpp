@@ -32,16 +32,7 @@ struct FiberModelState : ModelState {
   }
 
   void write(ByteWriter& out) const override {
-    out.value<uint64_t>(cracks.size());
-    for (const CrackDisc& c : cracks) {
-      out.value(c.centre.x());
-      out.value(c.centre.y());
-      out.value(c.centre.z());
-      out.value(c.normal.x());
-      out.value(c.normal.y());
-      out.value(c.normal.z());
-      out.value(c.radius);
-    }
+    writeCrackDiscs(out, cracks);
     out.array(crackAtNode);
     out.array(flags);
     for (const std::vector<double>* v : fiberValues(*this)) out.array(*v);
@@ -55,21 +46,7 @@ struct FiberModelState : ModelState {
 
 std::unique_ptr<ModelState> FiberModel::readState(ByteReader& in) const {
   auto state = std::make_unique<FiberModelState>();
-  const auto cracks = in.value<uint64_t>("fiber state: crack count");
-  if (cracks > 1'000'000) in.fail("fiber state: " + std::to_string(cracks) + " cracks");
-  for (uint64_t c = 0; c < cracks; ++c) {
-    double v[7];
-    for (double& x : v) x = in.value<double>("fiber state: crack disc");
-    CrackDisc disc;
-    disc.centre = Vec3(v[0], v[1], v[2]);
-    disc.normal = Vec3(v[3], v[4], v[5]);
-    disc.radius = v[6];
-    if (!disc.centre.allFinite() || !(std::abs(disc.normal.norm() - 1) < 1e-9) ||
-        !(disc.radius > 0) || !std::isfinite(disc.radius)) {
-      in.fail("fiber state: crack " + std::to_string(c) + " is not a valid disc");
-    }
-    state->cracks.push_back(disc);
-  }
+  state->cracks = readCrackDiscs(in, "fiber state: crack", 1'000'000);
   state->crackAtNode = in.array<uint8_t>("fiber state: crack nodes");
   state->flags = in.array<uint8_t>("fiber state: fiber flags");
   for (std::vector<double>* v : FiberModelState::fiberValues(*state)) {
