@@ -68,7 +68,7 @@ struct SimulationState::Data {
   double timeStep = 0;      // s, the planned step then (0: not yet planned)
   struct BodyState {
     BodyKinematics kinematics;
-    std::shared_ptr<const ModelState> model;  // null for a model without evolving state
+    ModelState model;  // Model::state: empty for a model without evolving state
     int64_t brokenElements = 0;
     std::vector<CrackDisc> cuts;                    // Body::cuts
     int64_t nodeEdits = 0;                          // Body::nodeEdits
@@ -354,7 +354,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
   for (const Body& body : impl.world.bodies) {
     SimulationState::Data::BodyState& state = data->bodies.emplace_back();
     saveKinematics(body, state.kinematics);
-    state.model = body.model->saveState();
+    state.model = body.model->state();
     state.brokenElements = body.brokenElements;
     state.cuts = body.cuts;
     state.nodeEdits = body.nodeEdits;
@@ -372,7 +372,7 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     Body& body = world.bodies[b];
     const SimulationState::Data::BodyState& state = data.bodies[b];
-    if (state.model) body.model->restoreState(state.model.get());
+    body.model->setState(state.model);
     if (state.nodeSets) restoreNodeSets(body, *state.nodeSets);
     body.brokenElements = state.brokenElements;
     body.cuts = state.cuts;
@@ -399,7 +399,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 2;
+constexpr uint32_t kStateFormatVersion = 3;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -495,8 +495,8 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
       out.value(event.newCracks);
       out.array(event.pieces);
     }
-    out.value<uint8_t>(body.model ? 1 : 0);
-    if (body.model) body.model->write(out);
+    out.value<uint8_t>(body.model.empty() ? 0 : 1);
+    if (!body.model.empty()) body.model.write(out);
   }
 }
 
@@ -574,14 +574,16 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
       if (!body.embedded) in.fail("body '" + body.name + "' has no embedded surface to rebind");
     }
     if (in.value<uint8_t>("model state flag") != 0) {
-      state.model = body.model->readState(in);
-      if (body.model->changesNodeCount() &&
-          3 * static_cast<size_t>(std::max(state.model->nodeCount(), 0)) != size) {
+      state.model = ModelState::read(in);
+      if (3 * static_cast<size_t>(state.model.nodeCount()) != size) {
         in.fail("body '" + body.name + "': the model's state has " +
-                std::to_string(state.model->nodeCount()) + " nodes, the positions " +
+                std::to_string(state.model.nodeCount()) + " nodes, the positions " +
                 std::to_string(size / 3));
       }
-    } else if (body.model->saveState() != nullptr) {
+      if (!body.model->hasState()) {
+        in.fail("body '" + body.name + "': a model state for a model without evolving state");
+      }
+    } else if (body.model->hasState()) {
       in.fail("body '" + body.name + "': the model's evolving state is missing");
     }
   }

@@ -13,6 +13,7 @@
 
 #include "core/byte_stream.hpp"
 #include "core/crack.hpp"
+#include "models/model_state.hpp"
 #include "shellsim/geometry.hpp"
 
 namespace shellsim {
@@ -73,19 +74,6 @@ struct InelasticReport {
 struct StepVerdict {
   bool accepted = true;
   std::string reason;  // why it was rejected; empty when accepted
-};
-
-// A model's evolving state (plastic rest values, broken elements, cracks), saved at the
-// start of a frame so that a frame recomputed with a smaller step starts from it again.
-class ModelState {
- public:
-  virtual ~ModelState() = default;
-  // Appends the state to a checkpoint; Model::readState reads it back.
-  virtual void write(ByteWriter& out) const = 0;
-  // The node count of the model in this state, for a model that changes its nodes
-  // (Model::changesNodeCount; a checkpoint's positions are checked against it before the
-  // state is restored); -1 for one that does not.
-  [[nodiscard]] virtual int32_t nodeCount() const { return -1; }
 };
 
 // Scratch of a model's energy passes, owned by whoever evaluates the model (a body:
@@ -222,17 +210,19 @@ class Model {
   // Bumped whenever the elements change (fracture): caches keyed on the sparsity pattern or
   // the element count must be rebuilt.
   [[nodiscard]] virtual uint64_t topologyVersion() const { return 0; }
-  [[nodiscard]] virtual std::unique_ptr<ModelState> saveState() const { return nullptr; }
-  // Puts back a state saved from this model (or read from a checkpoint of it); throws
-  // InputError when a read state does not fit the model.
-  virtual void restoreState(const ModelState* state) { (void)state; }
-  // Reads a state written by ModelState::write of this model's state (a checkpoint).
-  // Throws InputError (through in.fail) when the bytes are not such a state; restoreState
-  // then checks that it fits the model. A model whose saveState returns null has nothing
-  // to read and is never asked.
-  [[nodiscard]] virtual std::unique_ptr<ModelState> readState(ByteReader& in) const {
-    in.fail("model " + name() + " has no evolving state to read");
-  }
+
+  // The evolving state (plastic rest values, broken elements, cracks; model_state.hpp) as a
+  // copyable value: a body saves a frame's state by copying it and puts it back with
+  // setState (a frame recomputed with smaller steps, a restored SimulationState, a
+  // checkpoint read by --resume). Empty for a model without evolving state. The same code
+  // serves every model: a model only lists its evolving members (listStateFields) and
+  // rebuilds what follows from them (stateAssigned).
+  [[nodiscard]] ModelState state() const;
+  // Puts back a state of this model (from state(), or ModelState::read of a checkpoint).
+  // Throws InputError, leaving the model as it was, when the state does not fit: another
+  // model, other fields, arrays of other lengths than its node or element count.
+  void setState(const ModelState& state);
+  [[nodiscard]] bool hasState() const;
 
   // Whether updateInelastic may change the node count (TopologyEdit::changesNodes). Such a
   // body cannot carry an embedded high-resolution surface (its binding holds node indices;
@@ -259,6 +249,24 @@ class Model {
     (void)out;
     return false;
   }
+
+  // Lists the members that make up the evolving state (StateFields::add), in a fixed
+  // order; nothing for an elastic model. The fields may depend on the model's options (the
+  // fiber model lists its plastic values only with plasticity or fracture) but not on its
+  // state. (Public so that a model wrapping another can list the inner one's.)
+  virtual void listStateFields(StateFields& fields) { (void)fields; }
+  // Called by setState once the listed members hold the state's values: rebuilds what is
+  // derived from them (the fiber network from its cracks, masses from a topology) and
+  // throws InputError when the values are inconsistent (setState then restores the model).
+  virtual void stateAssigned() {}
+
+ protected:
+  // Assigns the fields of a state that setState has checked to the listed members (for a
+  // model whose stateAssigned rebuilds derived data over them and must put them back).
+  void assignStateFields(const ModelState& state);
+
+ private:
+  [[nodiscard]] StateFields stateFields() const;
 };
 
 }  // namespace shellsim

@@ -183,41 +183,22 @@ class SplittingChain : public Model {
   }
 
   // The evolving state: the whole topology (it changes with every split).
-  class State : public ModelState {
-   public:
-    explicit State(Topology t) : topology(std::move(t)) {}
-    void write(ByteWriter& out) const override {
-      out.array(topology.springs);
-      out.array(topology.rest);
-      out.value(topology.nodes);
-      out.value(topology.version);
-    }
-    [[nodiscard]] int32_t nodeCount() const override { return topology.nodes; }
-    Topology topology;
-  };
-  [[nodiscard]] std::unique_ptr<ModelState> saveState() const override {
-    return std::make_unique<State>(topology_);
+  void listStateFields(StateFields& fields) override {
+    fields.add("springs", &topology_.springs);
+    fields.add("rest_lengths", &topology_.rest, StateShape::kPerElement);
+    fields.add("nodes", &topology_.nodes);
+    fields.add("version", &topology_.version);
   }
-  void restoreState(const ModelState* state) override {
-    const auto* saved = dynamic_cast<const State*>(state);
-    if (saved == nullptr) throw InputError("splitting_chain: not a chain state");
-    topology_ = saved->topology;
-    updateMasses();
-  }
-  [[nodiscard]] std::unique_ptr<ModelState> readState(ByteReader& in) const override {
-    Topology t;
-    t.springs = in.array<int32_t>("springs");
-    t.rest = in.array<double>("rest lengths");
-    t.nodes = in.value<int32_t>("node count");
-    t.version = in.value<uint64_t>("topology version");
+  void stateAssigned() override {
     // Every node has a spring (a split leaves one at each copy): at most 2 per spring.
+    const Topology& t = topology_;
     if (t.springs.size() != 2 * t.rest.size() || t.nodes < 1 ||
         static_cast<size_t>(t.nodes) > t.springs.size() ||
         std::any_of(t.springs.begin(), t.springs.end(),
                     [&](int32_t i) { return i < 0 || i >= t.nodes; })) {
-      in.fail("splitting_chain: springs out of range");
+      throw InputError("splitting_chain: springs out of range");
     }
-    return std::make_unique<State>(std::move(t));
+    updateMasses();
   }
 
   [[nodiscard]] const Topology& topology() const { return topology_; }

@@ -210,8 +210,10 @@ TEST(Resume, ACheckpointThatDoesNotFitIsRefusedByName) {
   const uint64_t checksum = fnv1a(std::span(reinterpret_cast<const uint8_t*>(bad.data()), body));
   std::memcpy(&bad[body], &checksum, sizeof checksum);
   write(bad);
-  EXPECT_NE(errorOf(scene).find("format version 3; this shellsim 0.1.0 reads version 2"),
-            std::string::npos)
+  EXPECT_NE(
+      errorOf(scene).find("format version " + std::to_string(version) +
+                          "; this shellsim 0.1.0 reads version " + std::to_string(version - 1)),
+      std::string::npos)
       << errorOf(scene);
 
   // The good one still resumes, and the run then completes.

@@ -72,10 +72,8 @@ class PickyModel : public Model {
     return inner_->updateInelastic(x, dt, workspace);
   }
   [[nodiscard]] uint64_t topologyVersion() const override { return inner_->topologyVersion(); }
-  [[nodiscard]] std::unique_ptr<ModelState> saveState() const override {
-    return inner_->saveState();
-  }
-  void restoreState(const ModelState* state) override { inner_->restoreState(state); }
+  void listStateFields(StateFields& fields) override { inner_->listStateFields(fields); }
+  void stateAssigned() override { inner_->stateAssigned(); }
   [[nodiscard]] std::vector<int32_t> nodePieces() const override { return inner_->nodePieces(); }
   bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const override {
     return inner_->nodeAreaVectors(x, out);

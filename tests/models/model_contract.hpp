@@ -195,6 +195,9 @@ struct ContractSetup {
   std::unique_ptr<Model> model;
   std::vector<double> rest;  // rest positions, (nNodes, 3), m
   double scale = 1;          // length scale (typical element size), m
+  // False for a model whose rest shape flowed plastically: the rest positions then store
+  // energy (and the contract checks that they do).
+  bool restIsRelaxed = true;
 };
 
 // One model on one configuration. Lengths are relative to ContractSetup::scale.

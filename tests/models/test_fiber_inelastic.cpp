@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <numbers>
+#include <stdexcept>
+#include <string>
 
 #include "core/byte_stream.hpp"
 #include "core/crack.hpp"
@@ -153,7 +156,7 @@ TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrip
   params.fracture = FiberFractureDef{
       .stretchLimit = 1.05, .bendLimit = 10.0, .brokenRatio = 0.2, .cooldownSteps = 0};
   FiberModel model(nodes, rubber(), params);
-  const std::unique_ptr<ModelState> intact = model.saveState();
+  const ModelState intact = model.state();
   const int64_t fibersBefore = model.elementCount();
   // Stretch the right half of the sheet away: the column of fibers across x = 5 h - h / 2
   // is pulled by 30 %, everything else rigidly moved.
@@ -189,10 +192,10 @@ TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrip
   // same energy and gradient, bit for bit.
   {
     ByteWriter out;
-    model.saveState()->write(out);
+    model.state().write(out);
     FiberModel fresh(nodes, rubber(), params);
     ByteReader in(out.bytes(), "test");
-    fresh.restoreState(fresh.readState(in).get());
+    fresh.setState(ModelState::read(in));
     EXPECT_TRUE(in.atEnd());
     EXPECT_EQ(fresh.elementCount(), model.elementCount());
     const std::vector<double> probe = perturbed(x, 0.002, 4);
@@ -203,10 +206,17 @@ TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrip
     // A state of another node count does not fit, and says so.
     FiberModel smaller(gridSheet(9, 9, h), rubber(), params);
     ByteReader again(out.bytes(), "test");
-    EXPECT_THROW(smaller.restoreState(smaller.readState(again).get()), InputError);
+    const ModelState foreign = ModelState::read(again);
+    const uint64_t smallerVersion = smaller.topologyVersion();
+    EXPECT_THROW(smaller.setState(foreign), InputError);
+    // ... and leaves the model as it was: intact, force free at rest.
+    EXPECT_TRUE(smaller.cracks().empty());
+    EXPECT_EQ(smaller.state().fields().size(), intact.fields().size());
+    EXPECT_GE(smaller.topologyVersion(), smallerVersion);
+    EXPECT_NEAR(smaller.energy(gridSheet(9, 9, h).positions).total(), 0.0, 1e-18);
   }
   // Restoring the intact state rebuilds the intact network.
-  model.restoreState(intact.get());
+  model.setState(intact);
   EXPECT_EQ(model.elementCount(), fibersBefore);
   EXPECT_TRUE(model.cracks().empty());
   pieces = model.nodePieces();
@@ -274,6 +284,84 @@ TEST(FiberFracture, WeakRegionBreaksFirst) {
     EXPECT_GT(disc.centre.y(), 8.5 * h) << "cracks start in the weak region only";
   }
 }
+
+// The energy contract (model_contract.hpp) on evolved states, the way a run leaves them:
+// a sheet whose rest shape flowed under a held bend, a torn sheet (broken fibers, a crack
+// through the network, stiffness scaled by the surviving share), and that torn state
+// written to bytes and put back into a freshly built model (Model::state, ModelState::read,
+// Model::setState).
+std::unique_ptr<FiberModel> flowedSheet(const FiberNodes& nodes) {
+  FiberParams plastic;
+  plastic.plasticity = FiberPlasticityDef{
+      .yieldStrain = 0.05, .yieldAngle = 0.01, .stretchCreep = 50, .bendCreep = 50, .weakening = 0};
+  auto model = std::make_unique<FiberModel>(nodes, rubber(), plastic);
+  const std::vector<double> bent = rolled(nodes, 4.0, 0);
+  for (int i = 0; i < 20; ++i) (void)model->updateInelastic(bent, 0.005);
+  return model;
+}
+
+FiberParams tearing() {
+  FiberParams params;
+  params.fracture = FiberFractureDef{
+      .stretchLimit = 1.05, .bendLimit = 10.0, .brokenRatio = 0.2, .cooldownSteps = 0};
+  return params;
+}
+
+void tear(FiberModel& model, const FiberNodes& nodes, double h) {
+  std::vector<double> x = nodes.positions;
+  for (size_t i = 0; i < x.size() / 3; ++i) {
+    if (x[3 * i] > 5.5 * h) x[3 * i] += 0.3 * h;
+  }
+  for (int step = 0; step < 30; ++step) (void)model.updateInelastic(x, 1e-3);
+}
+
+testing::ContractCase evolvedCase(const std::string& which) {
+  testing::ContractCase c;
+  c.name = which;
+  c.setup = [which] {
+    const double h = 0.04;
+    const FiberNodes nodes = gridSheet(11, 11, h);
+    std::unique_ptr<FiberModel> model;
+    if (which == "flowed") {
+      model = flowedSheet(nodes);
+    } else {
+      model = std::make_unique<FiberModel>(nodes, rubber(), tearing());
+      tear(*model, nodes, h);
+      if (model->cracks().empty()) throw std::logic_error("the sheet did not tear");
+      if (which == "torn_round_trip") {
+        ByteWriter out;
+        model->state().write(out);
+        auto fresh = std::make_unique<FiberModel>(nodes, rubber(), tearing());
+        ByteReader in(out.bytes(), "contract");
+        fresh->setState(ModelState::read(in));
+        model = std::move(fresh);
+      }
+    }
+    testing::ContractSetup s;
+    s.scale = h;
+    s.restIsRelaxed = which != "flowed";
+    s.model = std::move(model);
+    s.rest = nodes.positions;
+    return s;
+  };
+  c.perturbation = 0.05;
+  c.gradientStep = 2e-7;
+  c.gradientTolerance = 1e-6;
+  c.hessianStep = 1e-6;
+  c.hessianTolerance = 1e-6;
+  c.forceTolerance = 1e-12;
+  c.torqueTolerance = 1e-11;
+  c.rigidTolerance = 1e-9;
+  c.expectStretching = true;
+  c.expectBending = true;
+  return c;
+}
+
+using testing::ModelContract;
+INSTANTIATE_TEST_SUITE_P(FiberEvolved, ModelContract,
+                         ::testing::Values(evolvedCase("flowed"), evolvedCase("torn"),
+                                           evolvedCase("torn_round_trip")),
+                         testing::contractCaseName);
 
 }  // namespace
 }  // namespace shellsim

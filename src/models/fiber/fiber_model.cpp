@@ -94,6 +94,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   netParams.neighbourCount = params_.neighbourCount;
   netParams.samples = params_.samples;
   network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings, cracks_);
+  networkCracks_ = cracks_;
   buildNormalPatches(!cracks_.empty());
   // Rest lengths and angles, measured by the code evaluate() runs (the batch kernel, with the
   // normals N_j(x0) the energy uses), so that the rest state is force free to the last bit.

@@ -228,10 +228,11 @@ class FiberModel : public Model {
   // theta are taken from it instead of measured again.
   InelasticReport updateInelastic(std::span<const double> x, double dt,
                                   ModelWorkspace* workspace) override;
-  [[nodiscard]] std::unique_ptr<ModelState> readState(ByteReader& in) const override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
-  [[nodiscard]] std::unique_ptr<ModelState> saveState() const override;
-  void restoreState(const ModelState* state) override;
+  // With plasticity or fracture: the cracks, the fibers' flags, rest and plastic values,
+  // and the per-node rest means and stiffnesses (fiber_state.cpp).
+  void listStateFields(StateFields& fields) override;
+  void stateAssigned() override;
   [[nodiscard]] std::vector<int32_t> nodePieces() const override;
   // With plasticity or fracture, per node: `damage`, the share of its intact fibers that
   // broke or were cut (1 - active / original, in [0, 1]), and `plastic_strain`, the mean
@@ -359,16 +360,17 @@ class FiberModel : public Model {
   std::vector<double> fiberBendWeight_;     // s_k w_k^2 of E_b, (nFibers), 1
   std::vector<double> fiberStretchWeight_;  // s_k of E_s, (nFibers), 1; empty when isotropic
   // Inelastic state (see the header), (nFibers) each.
-  std::vector<double> plasticLength_;   // l_plastic, m
-  std::vector<double> plasticAngle_;    // theta_plastic, rad
-  std::vector<double> bendLimit_;       // gamma_theta, rad (eq. (29) lowers it)
-  std::vector<double> breakUrgency_;    // u of eq. (28) when the fiber broke, 0 if intact
-  std::vector<double> overloadTime_;    // s past a threshold, net (FiberFractureDef::delay)
-  std::vector<CrackDisc> cracks_;       // every crack so far, in order of formation
-  std::vector<uint8_t> crackAtNode_;    // (nNodes), 1 where a crack was placed
-  int32_t cooldown_ = 0;                // steps left before the next crack may form
-  int64_t inelasticStep_ = 0;           // updateInelastic calls so far
-  std::vector<int64_t> lastBreakStep_;  // (nNodes): the call in which a fiber of j last broke
+  std::vector<double> plasticLength_;     // l_plastic, m
+  std::vector<double> plasticAngle_;      // theta_plastic, rad
+  std::vector<double> bendLimit_;         // gamma_theta, rad (eq. (29) lowers it)
+  std::vector<double> breakUrgency_;      // u of eq. (28) when the fiber broke, 0 if intact
+  std::vector<double> overloadTime_;      // s past a threshold, net (FiberFractureDef::delay)
+  std::vector<CrackDisc> cracks_;         // every crack so far, in order of formation
+  std::vector<CrackDisc> networkCracks_;  // the cracks network_ was built with
+  std::vector<uint8_t> crackAtNode_;      // (nNodes), 1 where a crack was placed
+  int32_t cooldown_ = 0;                  // steps left before the next crack may form
+  int64_t inelasticStep_ = 0;             // updateInelastic calls so far
+  std::vector<int64_t> lastBreakStep_;    // (nNodes): the call in which a fiber of j last broke
   uint64_t topologyVersion_ = 0;
   std::vector<double> restPositions_;  // (nNodes, 3), m
   std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals

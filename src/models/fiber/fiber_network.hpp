@@ -62,7 +62,9 @@ struct FiberNetwork {
   std::vector<uint8_t> flags;          // kFiber* bits, (nFibers)
   Incidence incidence;                 // node -> (fiber * 3 + slot), ascending
 
-  [[nodiscard]] int64_t fiberCount() const { return static_cast<int64_t>(restLength.size()); }
+  // From the structure, not from the per-fiber values: a state put back (Model::setState)
+  // is checked against it.
+  [[nodiscard]] int64_t fiberCount() const { return static_cast<int64_t>(fiberNodes.size() / 3); }
   [[nodiscard]] int32_t fibersAt(int32_t node) const {
     return centreOffsets[static_cast<size_t>(node) + 1] - centreOffsets[static_cast<size_t>(node)];
   }
