@@ -12,6 +12,7 @@ namespace shellsim {
 ModelRegistration massSpringRegistration();
 ModelRegistration fiberRegistration();
 ModelRegistration discreteShellRegistration();
+ModelRegistration inelasticShellRegistration();
 
 namespace {
 
@@ -25,6 +26,7 @@ Registry& registry() {
                                massSpringRegistration(),
                                fiberRegistration(),
                                discreteShellRegistration(),
+                               inelasticShellRegistration(),
                            },
                            1};
   return instance;

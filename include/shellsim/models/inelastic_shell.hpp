@@ -1,0 +1,19 @@
+// Options of the inelastic thin shells model (gingold2004): a body's
+// `"inelastic_shell": {...}` in a scene file, body.options<InelasticShellDef>() in code.
+// src/models/inelastic_shell/inelastic_shell_registration.cpp reads, writes and documents
+// them.
+#pragma once
+
+#include <string_view>
+
+namespace shellsim {
+
+// Options of an inelastic-shell body (gingold2004); the material's Young's modulus, Poisson
+// ratio and thickness give the Koiter energy.
+struct InelasticShellDef {
+  static constexpr std::string_view kModel = "inelastic_shell";
+  bool projectHessian = false;  // clamp each face's Hessian to PSD
+  bool operator==(const InelasticShellDef&) const = default;
+};
+
+}  // namespace shellsim

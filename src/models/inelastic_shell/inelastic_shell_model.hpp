@@ -1,0 +1,97 @@
+// The inelastic thin shells of Gingold, Secord, Han, Grinspun and Zorin 2004 (gingold2004;
+// notes: ../shared/specs/gingold2004.md): a triangle mesh whose faces carry the Green
+// membrane strain and the shape-operator bending strain of their three-neighbour stencil,
+// with the Koiter energy of the material's Young's modulus, Poisson ratio and thickness
+// (inelastic_shell_kernel.hpp has the formulas and their derivatives).
+//
+// Elements: the faces, one six-node stencil each (the face and the flap vertices across
+// its edges), assembled by core/assembler.hpp's two passes (per face, then per node in a
+// fixed order): bit-identical for any thread count.
+// Rest state: the input mesh (curved or flat); the rest dihedral angles are measured on it,
+// so the input shape is force free.
+// Masses: m_i = rho h sum_{T contains i} A_T / 3 (lumped).
+//
+// What the energy represents (tests/models/test_inelastic_shell.cpp): E_m is the exact
+// Green strain of every triangle's affine map, so the membrane is the plane-stress St
+// Venant-Kirchhoff energy on any mesh, Poisson ratio included (the discrete shell's edge
+// springs have Poisson ratio 1/3). E_c approximates the shape-operator difference to first
+// order when every flap vertex is the parallelogram completion of its face (regular
+// three-direction meshes, a right-angled grid with all diagonals one way); there a
+// cylinder stores D kappa^2 / 2 and a sphere D (1 + nu) kappa^2 per area, D = Y h^3 /
+// (12 (1 - nu^2)), the plate with the material's nu (the hinge energy of the discrete shell
+// acts like nu = -1/3). Off such meshes E_c is not consistent (the notes measured 11-35 %
+// error for flaps jittered by 10-30 % of an edge).
+//
+// Plasticity and fracture (sections 3.3, 3.4) are not built yet: the plastic triples p_i,
+// q_i of the kernel are zero.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/assembler.hpp"
+#include "models/inelastic_shell/inelastic_shell_kernel.hpp"
+#include "models/model.hpp"
+#include "shellsim/scene.hpp"
+
+namespace shellsim {
+
+struct InelasticShellParams {
+  // hessianBlocks() projects each face's Hessian to positive semi-definite, for Newton-type
+  // implicit steps (the exact one is indefinite away from rest).
+  bool projectHessian = false;
+};
+
+class InelasticShellModel : public Model {
+ public:
+  // mesh: the rest configuration, a manifold, consistently oriented triangle mesh (open
+  // boundaries allowed). Throws InputError naming the element for what
+  // geometry/triangle_mesh.hpp refuses.
+  InelasticShellModel(const Geometry& mesh, const MaterialDef& material,
+                      const InelasticShellParams& params = {});
+
+  [[nodiscard]] std::string name() const override { return "inelastic_shell"; }
+  [[nodiscard]] int32_t nodeCount() const override { return nodeCount_; }
+  [[nodiscard]] int64_t elementCount() const override {
+    return static_cast<int64_t>(faceParams_.size());
+  }
+  [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
+  using Model::addGradient;
+  using Model::energy;
+  [[nodiscard]] std::unique_ptr<ModelWorkspace> makeWorkspace() const override;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x,
+                                   ModelWorkspace* workspace) const override;
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace* workspace) const override;
+  // One dense 6 x 6 block matrix per face over its stencil (core/assembler.hpp layout).
+  [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
+  bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
+  // 2 / sqrt(lambda), lambda Gershgorin's bound on the largest eigenvalue of
+  // M^-1/2 K M^-1/2 at rest, face by face (computed once at construction).
+  [[nodiscard]] double stableTimeStep() const override { return stableStep_; }
+  // The mesh with positions x and area-weighted vertex normals.
+  [[nodiscard]] Geometry surface(std::span<const double> x) const override;
+
+  // The six nodes of every face's stencil, (nFaces, 6): its corners, then the flap across
+  // each edge (the face's own corner i on a boundary edge i).
+  [[nodiscard]] std::span<const int32_t> faceStencils() const { return faceStencil_; }
+  [[nodiscard]] const inelastic_shell::FaceParams& face(size_t f) const { return faceParams_[f]; }
+  // Elastic membrane strain E_m and bending strain E_c (1/m) of face f at x, 2x2 row-major
+  // in the face's rest frame (first axis along its rest edge x0 -> x1).
+  void faceStrains(std::span<const double> x, size_t f, double (&membrane)[4],
+                   double (&bending)[4]) const;
+
+ private:
+  int32_t nodeCount_ = 0;
+  bool projectHessian_ = false;
+  std::vector<int32_t> triangles_;                       // (nFaces, 3)
+  std::vector<int32_t> faceStencil_;                     // (nFaces, 6)
+  std::vector<inelastic_shell::FaceParams> faceParams_;  // (nFaces)
+  std::vector<double> membraneBasis_;  // M_i of every face, (nFaces, 3, 2, 2), 1/m^2
+  std::vector<double> bendingBasis_;   // T_i of every face, (nFaces, 3, 2, 2), 1/m
+  std::vector<double> mass_;           // (nNodes), kg
+  Incidence incidence_;                // node -> (face, slot) of faceStencil_
+  double stableStep_ = 0;
+};
+
+}  // namespace shellsim

@@ -1,0 +1,77 @@
+// The inelastic thin shells model's registration (models/registry.hpp): its scene options
+// (InelasticShellDef, shellsim/models/inelastic_shell.hpp) and the discretization of a body
+// (gingold2004: the mesh's vertices are the nodes, its faces the six-node stencils).
+#include <string>
+#include <vector>
+
+#include "io/json_fields.hpp"
+#include "io/scene_names.hpp"
+#include "models/inelastic_shell/inelastic_shell_model.hpp"
+#include "models/registry.hpp"
+#include "shellsim/models/inelastic_shell.hpp"
+
+namespace shellsim {
+namespace {
+
+using json_fields::FieldKind;
+using json_fields::FieldSpec;
+using json_fields::Json;
+using json_fields::ObjectReader;
+using json_fields::ObjectSpec;
+using json_fields::Problems;
+using scene_names::kHessianKinds;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+constexpr FieldSpec kInelasticShellFields[] = {
+    {.key = "hessian",
+     .kind = FieldKind::kChoice,
+     .text = "exact",
+     .choices = kHessianKinds,
+     .meaning = "`projected` clamps each face's Hessian to positive semi-definite for the "
+                "implicit integrators' Newton steps; `exact` keeps it."},
+};
+
+constexpr ObjectSpec kInelasticShellSpec{
+    "inelastic_shell",
+    "Options of the inelastic thin shells model (gingold2004) on a triangle mesh: Green "
+    "membrane strain and shape-operator bending per face, the Koiter energy of the material's "
+    "Young's modulus, Poisson ratio and thickness.",
+    kInelasticShellFields};
+#pragma GCC diagnostic pop
+
+void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
+  (void)problems;
+  body.options<InelasticShellDef>().projectHessian = r.choice("hessian") == "projected";
+  r.finish();
+}
+
+Json writeInelasticShell(const BodyDef& body) {
+  return {{"hessian", body.options<InelasticShellDef>().projectHessian ? "projected" : "exact"}};
+}
+
+Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
+                                        std::vector<std::string>& warnings,
+                                        const std::string& label) {
+  Discretization d = meshDiscretization("inelastic_shell", geometry, warnings, label);
+  InelasticShellParams params;
+  params.projectHessian = def.options<InelasticShellDef>().projectHessian;
+  d.model = std::make_unique<InelasticShellModel>(geometry, def.material, params);
+  d.nodePositions = std::move(geometry.positions);
+  return d;
+}
+
+}  // namespace
+
+ModelRegistration inelasticShellRegistration() {
+  return {.name = InelasticShellDef::kModel,
+          .meaning = "Options of a body whose model is `inelastic_shell`.",
+          .options = &kInelasticShellSpec,
+          .nestedOptions = {},
+          .readOptions = readInelasticShell,
+          .writeOptions = writeInelasticShell,
+          .discretize = discretizeInelasticShell};
+}
+
+}  // namespace shellsim

@@ -1,0 +1,314 @@
+// The inelastic thin shells of gingold2004 (models/inelastic_shell): the Green membrane
+// strain, the shape-operator bending strain against closed forms, the energies against the
+// plate's, and the energy contract.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "geometry/primitives.hpp"
+#include "models/inelastic_shell/inelastic_shell_model.hpp"
+#include "models/model_contract.hpp"
+#include "models/shell_test_util.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+namespace {
+
+using inelastic_shell::FaceEnergy;
+
+MaterialDef aluminium(double poisson = 0.3) {
+  MaterialDef m;
+  m.youngModulus = 7e10;
+  m.poisson = poisson;
+  m.thickness = 3e-4;
+  m.density = 2700;
+  return m;
+}
+
+using testing::plateRigidity;
+using testing::primitive;
+
+// A right-angled grid in z = 0 with every quad split along the same diagonal (valence 6
+// everywhere: each flap is the parallelogram completion of its face), counter-clockwise
+// about +z.
+Geometry oneWayGrid(int cells, double spacing) {
+  Geometry g;
+  for (int j = 0; j <= cells; ++j) {
+    for (int i = 0; i <= cells; ++i) {
+      g.positions.insert(g.positions.end(), {spacing * i, spacing * j, 0.0});
+    }
+  }
+  const auto id = [&](int i, int j) { return j * (cells + 1) + i; };
+  for (int j = 0; j < cells; ++j) {
+    for (int i = 0; i < cells; ++i) {
+      g.triangles.insert(g.triangles.end(), {id(i, j), id(i + 1, j), id(i + 1, j + 1)});
+      g.triangles.insert(g.triangles.end(), {id(i, j), id(i + 1, j + 1), id(i, j + 1)});
+    }
+  }
+  return g;
+}
+
+Geometry singleTriangle(const Vec3& a, const Vec3& b, const Vec3& c) {
+  Geometry g;
+  g.positions = {a.x(), a.y(), a.z(), b.x(), b.y(), b.z(), c.x(), c.y(), c.z()};
+  g.triangles = {0, 1, 2};
+  return g;
+}
+
+// The faces none of whose flaps is missing.
+std::vector<size_t> interiorFaces(const InelasticShellModel& model) {
+  std::vector<size_t> faces;
+  for (size_t f = 0; f < static_cast<size_t>(model.elementCount()); ++f) {
+    const auto& hinged = model.face(f).hinged;
+    if (hinged[0] != 0 && hinged[1] != 0 && hinged[2] != 0) faces.push_back(f);
+  }
+  return faces;
+}
+
+FaceEnergy faceEnergyAt(const InelasticShellModel& model, size_t f, std::span<const double> x) {
+  Vec3 xs[6], g[6];
+  for (int k = 0; k < 6; ++k) {
+    xs[k] = row(x, static_cast<size_t>(model.faceStencils()[6 * f + static_cast<size_t>(k)]));
+  }
+  return inelastic_shell::faceEnergy(model.face(f), xs, g);
+}
+
+// The face's rest area, from its corners in the rest mesh.
+double restArea(const InelasticShellModel& model, const Geometry& rest, size_t f) {
+  const auto corner = [&](int c) {
+    return row(rest.positions,
+               static_cast<size_t>(model.faceStencils()[6 * f + static_cast<size_t>(c)]));
+  };
+  return 0.5 * (corner(1) - corner(0)).cross(corner(2) - corner(0)).norm();
+}
+
+TEST(InelasticShellMembrane, IsTheGreenStrainOfTheAffineMapOnRandomTriangles) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 50; ++trial) {
+    const Vec3 rest[3] = {Vec3(normal(rng), normal(rng), normal(rng)),
+                          Vec3(normal(rng), normal(rng), normal(rng)),
+                          Vec3(normal(rng), normal(rng), normal(rng))};
+    const Geometry mesh = singleTriangle(rest[0], rest[1], rest[2]);
+    const InelasticShellModel model(mesh, aluminium());
+    // Rest frame: a along X1 - X0, b = n x a; rest coordinates u_k; a random 3x2 map F.
+    const Vec3 a = (rest[1] - rest[0]).normalized();
+    const Vec3 b = (rest[1] - rest[0]).cross(rest[2] - rest[0]).normalized().cross(a);
+    Eigen::Matrix<double, 3, 2> f;
+    for (int i = 0; i < 6; ++i) f(i / 2, i % 2) = (i / 2 == i % 2 ? 1.0 : 0.0) + 0.3 * normal(rng);
+    std::vector<double> x(9);
+    for (int k = 0; k < 3; ++k) {
+      const Eigen::Vector2d u((rest[k] - rest[0]).dot(a), (rest[k] - rest[0]).dot(b));
+      const Vec3 p = f * u + Vec3(1, 2, 3);
+      for (int c = 0; c < 3; ++c) x[3 * static_cast<size_t>(k) + static_cast<size_t>(c)] = p[c];
+    }
+    double membrane[4], bending[4];
+    model.faceStrains(x, 0, membrane, bending);
+    const Eigen::Matrix2d green = 0.5 * (f.transpose() * f - Eigen::Matrix2d::Identity());
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_NEAR(membrane[k], green(k / 2, k % 2), 1e-12 * (1 + green.norm())) << trial;
+      EXPECT_EQ(bending[k], 0.0);
+    }
+    // The energy is the plane-stress St Venant-Kirchhoff energy of that strain.
+    const MaterialDef m = aluminium();
+    const double area = 0.5 * (rest[1] - rest[0]).cross(rest[2] - rest[0]).norm();
+    const double expected =
+        area * m.thickness * m.youngModulus / (2 * (1 - m.poisson * m.poisson)) *
+        ((1 - m.poisson) * (green * green).trace() + m.poisson * green.trace() * green.trace());
+    EXPECT_NEAR(model.energy(x).stretching, expected, 1e-11 * expected) << trial;
+  }
+}
+
+TEST(InelasticShellMembrane, UniformScalingAndRigidMotion) {
+  const Geometry mesh = singleTriangle(Vec3(0, 0, 0), Vec3(2, 0.1, 0), Vec3(0.4, 1.3, 0.2));
+  const InelasticShellModel model(mesh, aluminium());
+  const double eps = 0.01;
+  std::vector<double> scaled = mesh.positions;
+  for (double& v : scaled) v *= 1 + eps;
+  double membrane[4], bending[4];
+  model.faceStrains(scaled, 0, membrane, bending);
+  EXPECT_NEAR(membrane[0], eps + eps * eps / 2, 1e-14);
+  EXPECT_NEAR(membrane[3], eps + eps * eps / 2, 1e-14);
+  EXPECT_NEAR(membrane[1], 0.0, 1e-14);
+  const Eigen::Matrix3d r =
+      Eigen::AngleAxisd(1.1, Vec3(1, -2, 0.5).normalized()).toRotationMatrix();
+  std::vector<double> moved(9);
+  for (size_t k = 0; k < 3; ++k) {
+    const Vec3 p = r * row(mesh.positions, k) + Vec3(-3, 4, 1);
+    for (size_t c = 0; c < 3; ++c) moved[3 * k + c] = p[c];
+  }
+  model.faceStrains(moved, 0, membrane, bending);
+  for (const double v : membrane) EXPECT_NEAR(v, 0.0, 1e-14);
+}
+
+// A flat mesh mapped onto a cylinder of radius R whose curved direction is
+// d = (cos psi, sin psi) (the axis along (-sin psi, cos psi)), or onto the sphere of radius
+// R as a height field z = R - sqrt(R^2 - r^2) around `centre`.
+std::vector<double> rolledOntoCylinder(const Geometry& flat, double radius, double psi) {
+  std::vector<double> x = flat.positions;
+  const Eigen::Vector2d d(std::cos(psi), std::sin(psi)), axis(-std::sin(psi), std::cos(psi));
+  for (size_t k = 0; k < x.size() / 3; ++k) {
+    const Eigen::Vector2d u(x[3 * k], x[3 * k + 1]);
+    const double s = u.dot(d), w = u.dot(axis);
+    const Eigen::Vector2d inPlane = radius * std::sin(s / radius) * d + w * axis;
+    x[3 * k] = inPlane.x();
+    x[3 * k + 1] = inPlane.y();
+    x[3 * k + 2] = radius * (1 - std::cos(s / radius));
+  }
+  return x;
+}
+
+std::vector<double> liftedOntoSphere(const Geometry& flat, double radius, const Vec3& centre) {
+  std::vector<double> x = flat.positions;
+  for (size_t k = 0; k < x.size() / 3; ++k) {
+    const double r2 = std::pow(x[3 * k] - centre.x(), 2) + std::pow(x[3 * k + 1] - centre.y(), 2);
+    x[3 * k + 2] = radius - std::sqrt(radius * radius - r2);
+  }
+  return x;
+}
+
+// E_c in the face's rest frame (a along its rest edge x0 -> x1) as a world-plane tensor.
+Eigen::Matrix2d bendingInPlane(const InelasticShellModel& model, const Geometry& flat,
+                               std::span<const double> x, size_t f) {
+  double membrane[4], bending[4];
+  model.faceStrains(x, f, membrane, bending);
+  const Vec3 x0 = row(flat.positions, static_cast<size_t>(model.faceStencils()[6 * f]));
+  const Vec3 x1 = row(flat.positions, static_cast<size_t>(model.faceStencils()[6 * f + 1]));
+  const Vec3 a3 = (x1 - x0).normalized();
+  Eigen::Matrix2d frame;  // columns: a, b = z x a in world xy
+  frame << a3.x(), -a3.y(), a3.y(), a3.x();
+  Eigen::Matrix2d local;
+  local << bending[0], bending[1], bending[2], bending[3];
+  return frame * local * frame.transpose();
+}
+
+// Notes section 3: on a mesh whose flaps are parallelogram completions, E_c R = d d^T for
+// a cylinder of any direction and E_c R = I for a sphere, up to O(a / R) (the sign: the
+// surface curves towards the normal, a valley, theta < 0).
+TEST(InelasticShellBending, ShapeOperatorOfCylindersAndSphereOnRegularMeshes) {
+  const double radius = 1.0;
+  for (const Geometry& flat : {makeEquilateralLattice(12, 12, 0.01), oneWayGrid(12, 0.01)}) {
+    const InelasticShellModel model(flat, aluminium());
+    const std::vector<size_t> faces = interiorFaces(model);
+    ASSERT_GT(faces.size(), 100u);
+    for (const double psi : {0.0, 0.4, 1.0, 2.2}) {
+      const std::vector<double> x = rolledOntoCylinder(flat, radius, psi);
+      const Eigen::Vector2d d(std::cos(psi), std::sin(psi));
+      const Eigen::Matrix2d expected = -d * d.transpose() / radius;
+      double worst = 0;
+      for (const size_t f : faces) {
+        worst = std::max(worst, (bendingInPlane(model, flat, x, f) - expected).norm() * radius);
+      }
+      EXPECT_LT(worst, 0.02) << "psi " << psi;
+    }
+    const std::vector<double> x = liftedOntoSphere(flat, radius, Vec3(0.06, 0.05, 0));
+    double worst = 0;
+    for (const size_t f : faces) {
+      worst = std::max(
+          worst, (bendingInPlane(model, flat, x, f) + Eigen::Matrix2d::Identity() / radius).norm() *
+                     radius);
+    }
+    EXPECT_LT(worst, 0.03);
+  }
+}
+
+// The bending energy per rest area of the interior faces: D kappa^2 / 2 for a cylinder of
+// every direction and every nu, D (1 + nu) kappa^2 for a sphere (a plate with the material's
+// Poisson ratio).
+TEST(InelasticShellBending, CylinderAndSphereEnergiesAreThePlatesForEveryPoissonRatio) {
+  const double radius = 0.5;
+  const Geometry flat = makeEquilateralLattice(12, 12, 0.005);
+  for (const double nu : {0.0, 0.3, 0.45}) {
+    const MaterialDef m = aluminium(nu);
+    const InelasticShellModel model(flat, m);
+    const std::vector<size_t> faces = interiorFaces(model);
+    const auto density = [&](std::span<const double> x) {
+      double energy = 0, area = 0;
+      for (const size_t f : faces) {
+        energy += faceEnergyAt(model, f, x).bending;
+        area += restArea(model, flat, f);
+      }
+      return energy / area;
+    };
+    const double d = plateRigidity(m), kappa = 1 / radius;
+    for (const double psi : {0.0, 0.7, 1.6}) {
+      EXPECT_NEAR(density(rolledOntoCylinder(flat, radius, psi)) / (d * kappa * kappa / 2), 1.0,
+                  0.01)
+          << "nu " << nu << " psi " << psi;
+    }
+    EXPECT_NEAR(density(liftedOntoSphere(flat, radius, Vec3(0.03, 0.025, 0))) /
+                    (d * (1 + nu) * kappa * kappa),
+                1.0, 0.02)
+        << "nu " << nu;
+  }
+}
+
+TEST(InelasticShell, RefusesBrokenMeshesNamingTheElement) {
+  Geometry g = oneWayGrid(2, 0.1);
+  g.triangles[4] = 99;
+  try {
+    const InelasticShellModel model(g, aluminium());
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("inelastic_shell: triangle 1: vertex index 99"),
+              std::string::npos)
+        << e.what();
+  }
+  Geometry flipped = oneWayGrid(2, 0.1);
+  std::swap(flipped.triangles[0], flipped.triangles[1]);
+  EXPECT_THROW(InelasticShellModel(flipped, aluminium()), InputError);
+}
+
+// The energy contract (model_contract.hpp): a flat regular sheet, the sphere primitive
+// (curved rest shape: the rest dihedral angles are measured, so it is force free) and the
+// cylinder; deformations of 5 % of an edge.
+testing::ContractCase inelasticShellCase(const std::string& which) {
+  testing::ContractCase c;
+  c.name = which;
+  c.setup = [which] {
+    Geometry g;
+    if (which == "sheet") g = oneWayGrid(6, 0.02);
+    if (which == "lattice") g = makeEquilateralLattice(7, 8, 0.02);
+    if (which == "sphere") g = primitive(PrimitiveType::kSphere, 12);
+    if (which == "cylinder") g = primitive(PrimitiveType::kCylinder, 12);
+    auto model = std::make_unique<InelasticShellModel>(g, aluminium());
+    testing::ContractSetup s;
+    double sum = 0;
+    for (size_t t = 0; t < g.triangles.size(); t += 3) {
+      sum += (row(g.positions, static_cast<size_t>(g.triangles[t + 1])) -
+              row(g.positions, static_cast<size_t>(g.triangles[t])))
+                 .norm();
+    }
+    s.scale = sum / static_cast<double>(g.triangles.size() / 3);
+    s.model = std::move(model);
+    s.rest = g.positions;
+    return s;
+  };
+  c.perturbation = 0.05;
+  c.gradientStep = 1e-6;
+  c.gradientTolerance = 1e-6;
+  c.hessianStep = 1e-6;
+  c.hessianTolerance = 1e-6;
+  c.forceTolerance = 1e-12;
+  c.torqueTolerance = 1e-12;
+  c.rigidTolerance = 1e-9;
+  c.expectStretching = true;
+  c.expectBending = true;
+  return c;
+}
+
+using testing::ModelContract;
+INSTANTIATE_TEST_SUITE_P(InelasticShell, ModelContract,
+                         ::testing::Values(inelasticShellCase("sheet"),
+                                           inelasticShellCase("lattice"),
+                                           inelasticShellCase("sphere"),
+                                           inelasticShellCase("cylinder")),
+                         testing::contractCaseName);
+
+}  // namespace
+}  // namespace shellsim
