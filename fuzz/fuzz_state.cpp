@@ -5,7 +5,8 @@
 // to the parser and the models' restore checks behind it.
 //
 // The simulation is a mass-spring sheet, two fiber sheets with plasticity and fracture, one
-// of them clustered, with an embedded surface, and the test model that splits nodes. With
+// of them clustered, with an embedded surface, a plastic inelastic shell, and the test model
+// that splits nodes. With
 // FUZZ_STATE_SEED=FILE in the environment the target first writes a valid input for it to FILE (the
 // seed corpus, corpus/state/).
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "dynamics/splitting_chain.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/models/fiber.hpp"
+#include "shellsim/models/inelastic_shell.hpp"
 #include "shellsim/world.hpp"
 
 namespace {
@@ -60,6 +62,15 @@ struct Fixture {
     leaf.options<shellsim::FiberDef>().nodeCount = 30;
     placeSheet(leaf, 12, 0.3);
     sim.addBody(leaf);
+    // An inelastic shell (gingold2004) pinned at a corner, plastic from the start.
+    shellsim::BodyDef plate;
+    plate.name = "plate";
+    plate.model = "inelastic_shell";
+    plate.options<shellsim::InelasticShellDef>().yieldStrain = 1e-6;
+    plate.options<shellsim::InelasticShellDef>().hardening = 0.5;
+    plate.pins.push_back(corner);
+    placeSheet(plate, 4, 0.5);
+    sim.addBody(plate);
     // A model that changes its nodes (tests/dynamics/splitting_chain.hpp, registered):
     // node sets and a topology that differs from the set-up's in the state.
     shellsim::testing::registerSplittingChain();

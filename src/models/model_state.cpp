@@ -86,12 +86,13 @@ StateValue readValue(ByteReader& in, size_t type, const std::string& what) {
 
 }  // namespace
 
-void StateFields::add(std::string name, Member member, StateShape shape) {
-  if (!isFieldName(name) || std::any_of(entries_.begin(), entries_.end(),
-                                        [&](const Entry& e) { return e.name == name; })) {
-    throw std::logic_error("state field '" + name + "': a bad or repeated name");
+void StateFields::add(std::string name, Member member, StateShape shape, uint8_t components) {
+  if (!isFieldName(name) || components == 0 ||
+      std::any_of(entries_.begin(), entries_.end(),
+                  [&](const Entry& e) { return e.name == name; })) {
+    throw std::logic_error("state field '" + name + "': a bad or repeated name, or no components");
   }
-  entries_.push_back({std::move(name), member, shape});
+  entries_.push_back({std::move(name), member, shape, components});
 }
 
 ModelState::ModelState(std::string model, int32_t nodeCount, const StateFields& fields)
@@ -99,7 +100,7 @@ ModelState::ModelState(std::string model, int32_t nodeCount, const StateFields& 
   auto values = std::make_shared<std::vector<Field>>();
   values->reserve(fields.entries().size());
   for (const StateFields::Entry& entry : fields.entries()) {
-    values->push_back({entry.name, copyOf(entry.member), entry.shape});
+    values->push_back({entry.name, copyOf(entry.member), entry.shape, entry.components});
   }
   fields_ = std::move(values);
 }
@@ -123,6 +124,7 @@ void ModelState::write(ByteWriter& out) const {
   for (const Field& field : fields()) {
     out.string(field.name);
     out.value(static_cast<uint8_t>(field.shape));
+    out.value(field.components);
     out.value(static_cast<uint8_t>(field.value.index()));
     std::visit(
         [&](const auto& v) {
@@ -160,6 +162,8 @@ ModelState ModelState::read(ByteReader& in) {
       in.fail(what + ": unknown shape " + std::to_string(shape));
     }
     field.shape = static_cast<StateShape>(shape);
+    field.components = in.value<uint8_t>(what.c_str());
+    if (field.components == 0) in.fail(what + ": no components");
     field.value = readValue(in, in.value<uint8_t>(what.c_str()), what);
   }
   state.fields_ = std::move(fields);
@@ -218,11 +222,15 @@ void Model::setState(const ModelState& state) {
   for (const StateFields::Entry& entry : fields.entries()) {
     const ModelState::Field* field = state.find(entry.name);
     if (field == nullptr) throw InputError(who + "the state has no field '" + entry.name + "'");
-    if (field->value.index() != entry.member.index() || field->shape != entry.shape) {
-      throw InputError(who + "the state's field '" + entry.name + "' is " +
-                       typeName(field->value.index()) + ", " + shapeName(field->shape) +
-                       "; the model's is " + typeName(entry.member.index()) + ", " +
-                       shapeName(entry.shape));
+    if (field->value.index() != entry.member.index() || field->shape != entry.shape ||
+        field->components != entry.components) {
+      const auto each = [](uint8_t components) {
+        return components == 1 ? std::string() : ", " + std::to_string(components) + " values each";
+      };
+      throw InputError(
+          who + "the state's field '" + entry.name + "' is " + typeName(field->value.index()) +
+          ", " + shapeName(field->shape) + each(field->components) + "; the model's is " +
+          typeName(entry.member.index()) + ", " + shapeName(entry.shape) + each(entry.components));
     }
   }
   // Put the values back, let the model rebuild what follows from them, then check the
@@ -240,7 +248,8 @@ void Model::setState(const ModelState& state) {
     }
     for (const StateFields::Entry& entry : fields.entries()) {
       const int64_t length = lengthOf(state.find(entry.name)->value);
-      const int64_t nodes = nodeCount(), elements = elementCount();
+      const int64_t nodes = entry.components * static_cast<int64_t>(nodeCount());
+      const int64_t elements = entry.components * elementCount();
       const bool fits = [&] {
         switch (entry.shape) {
           case StateShape::kPerNode: return length == nodes;
@@ -253,8 +262,9 @@ void Model::setState(const ModelState& state) {
       if (!fits) {
         throw InputError(who + "the state's field '" + entry.name + "' has " +
                          std::to_string(length) + " values, the model in that state " +
-                         std::to_string(nodes) + " nodes and " + std::to_string(elements) +
-                         " elements");
+                         std::to_string(nodeCount()) + " nodes and " +
+                         std::to_string(elementCount()) + " elements (" +
+                         std::to_string(entry.components) + " values each)");
       }
     }
   } catch (...) {

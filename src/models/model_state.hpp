@@ -40,10 +40,13 @@ class StateFields {
     std::string name;
     Member member;
     StateShape shape = StateShape::kFree;
+    uint8_t components = 1;  // values per node or element (a (nElements, 3) array: 3)
   };
 
-  // Adds a member; throws std::logic_error for a bad or repeated name (a programming error).
-  void add(std::string name, Member member, StateShape shape = StateShape::kFree);
+  // Adds a member; throws std::logic_error for a bad or repeated name or no components (a
+  // programming error).
+  void add(std::string name, Member member, StateShape shape = StateShape::kFree,
+           uint8_t components = 1);
   [[nodiscard]] std::span<const Entry> entries() const { return entries_; }
 
  private:
@@ -56,6 +59,7 @@ class ModelState {
     std::string name;
     StateValue value;
     StateShape shape = StateShape::kFree;
+    uint8_t components = 1;
   };
 
   // Empty: the state of a model without evolving state.
@@ -73,7 +77,7 @@ class ModelState {
   [[nodiscard]] const Field* find(const std::string& name) const;
 
   // Appends the state to a checkpoint: model name, node count, then per field its name,
-  // shape, type and values.
+  // shape, components, type and values.
   void write(ByteWriter& out) const;
   // Reads what write wrote; fails through `in` (InputError naming the source) on bytes that
   // are not such a state. Whether it fits a model is Model::setState's to check.

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/byte_stream.hpp"
 #include "geometry/primitives.hpp"
 #include "models/inelastic_shell/inelastic_shell_model.hpp"
 #include "models/model_contract.hpp"
@@ -264,6 +266,155 @@ TEST(InelasticShell, RefusesBrokenMeshesNamingTheElement) {
   EXPECT_THROW(InelasticShellModel(flipped, aluminium()), InputError);
 }
 
+// ---------------------------------------------------------------------------------------
+// Plasticity (inelastic_shell_plasticity.hpp).
+
+// Positions of the single rest triangle `flat` (in z = 0, first edge along x, so that its
+// rest frame is the world's xy) under the map F = sqrt(I + 2 E): its Green strain is E.
+std::vector<double> withGreenStrain(const Geometry& flat, const Eigen::Matrix2d& green) {
+  const Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> eigen(Eigen::Matrix2d::Identity() +
+                                                             2 * green);
+  const Eigen::Matrix2d f = eigen.eigenvectors() * eigen.eigenvalues().cwiseSqrt().asDiagonal() *
+                            eigen.eigenvectors().transpose();
+  std::vector<double> x = flat.positions;
+  for (size_t k = 0; k < x.size() / 3; ++k) {
+    const Eigen::Vector2d u = f * Eigen::Vector2d(x[3 * k], x[3 * k + 1]);
+    x[3 * k] = u.x();
+    x[3 * k + 1] = u.y();
+  }
+  return x;
+}
+
+Eigen::Matrix2d plasticMembraneOf(const InelasticShellModel& model) {
+  double pm[4], pc[4];
+  model.plasticStrains(0, pm, pc);
+  Eigen::Matrix2d m;
+  m << pm[0], pm[1], pm[2], pm[3];
+  return m;
+}
+
+InelasticShellParams plasticParams(double yieldStrain, double hardening) {
+  InelasticShellParams params;
+  params.plasticity = InelasticShellPlasticity{yieldStrain, hardening};
+  return params;
+}
+
+// Pure shear E = [[0, s], [s, 0]] (no trace: no plane-stress coupling) driven to +3 eps0
+// and back to -3 eps0: yield at |xi| = sqrt 2 s = eps0; past it the plastic shear grows at
+// 1 / (1 + gamma) of s; on the way back it holds until s has fallen by sqrt 2 eps0 (the
+// deviatoric norm by 2 eps0: the Bauschinger offset), then flows the other way.
+TEST(InelasticShellPlasticity, ShearCycleYieldHardeningAndBauschingerOffset) {
+  const double eps0 = 2e-3;
+  const Geometry flat = singleTriangle(Vec3(0, 0, 0), Vec3(0.1, 0, 0), Vec3(0.03, 0.08, 0));
+  for (const double gamma : {0.0, 0.5, 2.0}) {
+    InelasticShellModel model(flat, aluminium(), plasticParams(eps0, gamma));
+    const double onset = eps0 / std::sqrt(2.0);
+    const double peak = 3 * eps0;
+    double plasticAtPeak = 0;
+    const auto shear = [&](double s) {
+      Eigen::Matrix2d e;
+      e << 0, s, s, 0;
+      const std::vector<double> x = withGreenStrain(flat, e);
+      (void)model.updateInelastic(x, 1e-4);
+      return std::pair{plasticMembraneOf(model), x};
+    };
+    for (int step = 1; step <= 60; ++step) {
+      const double s = peak * step / 60;
+      const auto [p, x] = shear(s);
+      const double expected = s <= onset ? 0.0 : (s - onset) / (1 + gamma);
+      EXPECT_NEAR(p(0, 1), expected, 1e-9 * eps0) << "gamma " << gamma << " loading s " << s;
+      EXPECT_NEAR(p(0, 0), 0.0, 1e-12 * eps0);
+      EXPECT_NEAR(p(1, 1), 0.0, 1e-12 * eps0);
+      if (s > onset) {
+        EXPECT_NEAR(model.yieldNorm(x, 0), eps0, 1e-10 * eps0);
+      }
+      plasticAtPeak = p(0, 1);
+    }
+    for (int step = 1; step <= 120; ++step) {
+      const double s = peak - 2 * peak * step / 120;
+      const auto [p, x] = shear(s);
+      const double reverse = peak - std::sqrt(2.0) * eps0;  // reverse yield
+      const double expected =
+          s >= reverse ? plasticAtPeak : plasticAtPeak - (reverse - s) / (1 + gamma);
+      EXPECT_NEAR(p(0, 1), expected, 1e-9 * eps0) << "gamma " << gamma << " unloading s " << s;
+    }
+  }
+}
+
+// Uniaxial stress (E = diag(eps, -nu eps), the elastic plane-stress state) yields at
+// eps_y = sqrt(3/2) eps0 / (1 + nu); past it the iterated return lands on the yield surface.
+TEST(InelasticShellPlasticity, UniaxialYieldOnsetAndReturnAccuracy) {
+  const double eps0 = 1e-3;
+  const Geometry flat = singleTriangle(Vec3(0, 0, 0), Vec3(0.1, 0, 0), Vec3(0.04, 0.07, 0));
+  for (const double nu : {0.0, 0.3, 0.45}) {
+    const double yieldAt = std::sqrt(1.5) * eps0 / (1 + nu);
+    const auto uniaxial = [&](double eps) {
+      Eigen::Matrix2d e;
+      e << eps, 0, 0, -nu * eps;
+      return withGreenStrain(flat, e);
+    };
+    InelasticShellModel below(flat, aluminium(nu), plasticParams(eps0, 0.3));
+    EXPECT_EQ(below.updateInelastic(uniaxial(0.999 * yieldAt), 1e-4).yieldingElements, 0);
+    EXPECT_EQ(plasticMembraneOf(below).norm(), 0.0);
+    InelasticShellModel above(flat, aluminium(nu), plasticParams(eps0, 0.3));
+    EXPECT_EQ(above.updateInelastic(uniaxial(1.001 * yieldAt), 1e-4).yieldingElements, 1);
+    EXPECT_GT(plasticMembraneOf(above).norm(), 0.0);
+    InelasticShellModel far(flat, aluminium(nu), plasticParams(eps0, 0.3));
+    const std::vector<double> x = uniaxial(4 * yieldAt);
+    (void)far.updateInelastic(x, 1e-4);
+    EXPECT_NEAR(far.yieldNorm(x, 0), eps0, 1e-10 * eps0) << "nu " << nu;
+    // The plastic strain is traceless in 3-D with p_33 = -tr P: it flows along x and
+    // contracts across.
+    const Eigen::Matrix2d p = plasticMembraneOf(far);
+    EXPECT_GT(p(0, 0), 0.0);
+    EXPECT_LT(p(1, 1), 0.0);
+  }
+}
+
+Geometry rolledSheet() {
+  return oneWayGrid(8, 0.01);
+}
+
+// A sheet held rolled onto a cylinder of radius 5 cm flows (ideal plasticity, below the
+// bending strain of the roll): its rest shape moves towards the roll, so the roll stores
+// less energy and the flat sheet some; a yield strain nothing reaches changes nothing,
+// bit for bit.
+TEST(InelasticShellPlasticity, HeldRollFlowsIntoTheRestShapeAndNothingBelowYield) {
+  const Geometry flat = rolledSheet();
+  const std::vector<double> roll = rolledOntoCylinder(flat, 0.05, 0.3);
+  InelasticShellModel plastic(flat, aluminium(), plasticParams(1e-3, 0.0));
+  InelasticShellModel elastic(flat, aluminium());
+  InelasticShellModel unreached(flat, aluminium(), plasticParams(1.0, 0.0));
+  const double before = plastic.energy(roll).total();
+  int64_t yielding = 0;
+  for (int i = 0; i < 3; ++i) {
+    yielding += plastic.updateInelastic(roll, 1e-4).yieldingElements;
+    EXPECT_EQ(unreached.updateInelastic(roll, 1e-4).yieldingElements, 0);
+  }
+  EXPECT_GT(yielding, 0);
+  EXPECT_LT(plastic.energy(roll).total(), 0.5 * before);
+  EXPECT_GT(plastic.energy(flat.positions).total(), 0.0) << "the flat sheet is dented now";
+  const std::vector<double> probe = testing::perturbed(roll, 1e-4, 3);
+  std::vector<double> g1(probe.size(), 0.0), g2(probe.size(), 0.0);
+  EXPECT_EQ(unreached.addGradient(probe, g1).total(), elastic.addGradient(probe, g2).total());
+  EXPECT_EQ(g1, g2);
+  // The flowed state: written, read into a fresh model, the same energy and gradient bit for
+  // bit; node scalars show the plastic strain.
+  ByteWriter out;
+  plastic.state().write(out);
+  InelasticShellModel fresh(flat, aluminium(), plasticParams(1e-3, 0.0));
+  ByteReader in(out.bytes(), "state");
+  fresh.setState(ModelState::read(in));
+  std::fill(g1.begin(), g1.end(), 0.0);
+  std::fill(g2.begin(), g2.end(), 0.0);
+  EXPECT_EQ(fresh.addGradient(probe, g1).total(), plastic.addGradient(probe, g2).total());
+  EXPECT_EQ(g1, g2);
+  const std::vector<Model::NodeScalar> scalars = fresh.nodeScalars();
+  ASSERT_EQ(scalars.size(), 1u);
+  EXPECT_EQ(scalars[0].name, "plastic_strain");
+  EXPECT_GT(*std::max_element(scalars[0].values.begin(), scalars[0].values.end()), 1e-4);
+}
+
 // The energy contract (model_contract.hpp): a flat regular sheet, the sphere primitive
 // (curved rest shape: the rest dihedral angles are measured, so it is force free) and the
 // cylinder; deformations of 5 % of an edge.
@@ -276,7 +427,15 @@ testing::ContractCase inelasticShellCase(const std::string& which) {
     if (which == "lattice") g = makeEquilateralLattice(7, 8, 0.02);
     if (which == "sphere") g = primitive(PrimitiveType::kSphere, 12);
     if (which == "cylinder") g = primitive(PrimitiveType::kCylinder, 12);
-    auto model = std::make_unique<InelasticShellModel>(g, aluminium());
+    if (which == "flowed") g = rolledSheet();
+    auto model = which == "flowed" ? std::make_unique<InelasticShellModel>(g, aluminium(),
+                                                                           plasticParams(1e-3, 0.5))
+                                   : std::make_unique<InelasticShellModel>(g, aluminium());
+    if (which == "flowed") {
+      for (int i = 0; i < 3; ++i) {
+        (void)model->updateInelastic(rolledOntoCylinder(g, 0.05, 0.3), 1e-4);
+      }
+    }
     testing::ContractSetup s;
     double sum = 0;
     for (size_t t = 0; t < g.triangles.size(); t += 3) {
@@ -287,6 +446,7 @@ testing::ContractCase inelasticShellCase(const std::string& which) {
     s.scale = sum / static_cast<double>(g.triangles.size() / 3);
     s.model = std::move(model);
     s.rest = g.positions;
+    s.restIsRelaxed = which != "flowed";
     return s;
   };
   c.perturbation = 0.05;
@@ -307,7 +467,8 @@ INSTANTIATE_TEST_SUITE_P(InelasticShell, ModelContract,
                          ::testing::Values(inelasticShellCase("sheet"),
                                            inelasticShellCase("lattice"),
                                            inelasticShellCase("sphere"),
-                                           inelasticShellCase("cylinder")),
+                                           inelasticShellCase("cylinder"),
+                                           inelasticShellCase("flowed")),
                          testing::contractCaseName);
 
 }  // namespace

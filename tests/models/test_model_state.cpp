@@ -194,8 +194,8 @@ TEST(ModelState, AStateThatDoesNotFitIsRefusedAndTheModelStaysAsItWas) {
   {
     std::vector<uint8_t> badType = bytes;
     // The first field's type tag follows model name, node count, field count, the field's
-    // name and shape.
-    const size_t tag = 8 + std::string("creeping_line").size() + 4 + 8 + 8 + 4 + 1;
+    // name, shape and components.
+    const size_t tag = 8 + std::string("creeping_line").size() + 4 + 8 + 8 + 4 + 1 + 1;
     badType[tag] = 99;
     ByteReader in(badType, "bad.bin");
     EXPECT_NE(inputErrorOf([&] { (void)ModelState::read(in); }).find("bad.bin"), std::string::npos);

@@ -4,6 +4,7 @@
 // them.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 namespace shellsim {
@@ -12,7 +13,9 @@ namespace shellsim {
 // ratio and thickness give the Koiter energy.
 struct InelasticShellDef {
   static constexpr std::string_view kModel = "inelastic_shell";
-  bool projectHessian = false;  // clamp each face's Hessian to PSD
+  std::optional<double> yieldStrain;  // plasticity's eps0, 1; none: elastic
+  double hardening = 0;               // kinematic hardening gamma, 1
+  bool projectHessian = false;        // clamp each face's Hessian to PSD
   bool operator==(const InelasticShellDef&) const = default;
 };
 

@@ -8,6 +8,7 @@
 
 #include "geometry/triangle_mesh.hpp"
 #include "models/discrete_shell/discrete_shell_kernel.hpp"
+#include "shellsim/errors.hpp"
 
 namespace shellsim {
 
@@ -27,7 +28,14 @@ struct InelasticShellWorkspace : ModelWorkspace {
 
 InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef& material,
                                          const InelasticShellParams& params)
-    : projectHessian_(params.projectHessian) {
+    : projectHessian_(params.projectHessian),
+      plasticity_(params.plasticity),
+      poisson_(material.poisson),
+      thickness_(material.thickness) {
+  if (plasticity_ && (!(plasticity_->yieldStrain > 0) || !std::isfinite(plasticity_->yieldStrain) ||
+                      !(plasticity_->hardening >= 0) || !std::isfinite(plasticity_->hardening))) {
+    throw InputError("inelastic_shell: plasticity needs a yield strain > 0 and a hardening >= 0");
+  }
   const TriangleMeshTopology topology = checkedTriangleMesh(mesh, "inelastic_shell");
   nodeCount_ = mesh.vertexCount();
   triangles_ = mesh.triangles;
@@ -78,6 +86,16 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
     }
   }
   incidence_ = buildIncidence(faceStencil_, nodeCount_);
+  elasticRestSquaredLength_.resize(3 * faces);
+  elasticRestPhi_.resize(3 * faces);
+  for (size_t f = 0; f < faces; ++f) {
+    for (size_t i = 0; i < 3; ++i) {
+      elasticRestSquaredLength_[3 * f + i] = faceParams_[f].restSquaredLength[i];
+      elasticRestPhi_[3 * f + i] = faceParams_[f].restPhi[i];
+    }
+  }
+  plasticSquaredLength_.assign(3 * faces, 0.0);
+  plasticPhi_.assign(3 * faces, 0.0);
 
   // Stable step: Gershgorin on S = M^-1/2 K M^-1/2 at rest, face Hessians added by their
   // absolute values (an upper bound of the assembled rows' absolute sums).

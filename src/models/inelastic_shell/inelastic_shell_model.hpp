@@ -22,10 +22,18 @@
 // acts like nu = -1/3). Off such meshes E_c is not consistent (the notes measured 11-35 %
 // error for flaps jittered by 10-30 % of an edge).
 //
-// Plasticity and fracture (sections 3.3, 3.4) are not built yet: the plastic triples p_i,
-// q_i of the kernel are zero.
+// Plasticity (section 3.3, inelastic_shell_plasticity.hpp): per face, the plastic strains
+// are stored as the paper's triples (notes section 5.3), p_i with P_m = sum p_i M_i and q_i
+// with P_c = sum q_i T_i over the face's hinged edges, so that the kernel only sees rest
+// values: e_i = s_i - p_i, c_i = dphi_i - q_i. After every accepted step updateInelastic
+// runs the return mapping on each face and moves its rest values. A face with a boundary
+// edge holds no plastic curvature across it (its q_i is 0; the return projects P_c onto the
+// hinged T_i).
+// Fracture (section 3.4) is not built yet.
 #pragma once
 
+#include <Eigen/Core>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +44,13 @@
 
 namespace shellsim {
 
+struct InelasticShellPlasticity {
+  double yieldStrain = 0;  // eps0 > 0: the RMS deviatoric elastic strain at yield, 1
+  double hardening = 0;    // gamma >= 0: kinematic hardening h_kin / (2 mu), 1
+};
+
 struct InelasticShellParams {
+  std::optional<InelasticShellPlasticity> plasticity;  // none: elastic
   // hessianBlocks() projects each face's Hessian to positive semi-definite, for Newton-type
   // implicit steps (the exact one is indefinite away from rest).
   bool projectHessian = false;
@@ -80,8 +94,32 @@ class InelasticShellModel : public Model {
   // in the face's rest frame (first axis along its rest edge x0 -> x1).
   void faceStrains(std::span<const double> x, size_t f, double (&membrane)[4],
                    double (&bending)[4]) const;
+  // Plastic strains P_m (1) and P_c (1/m) of face f, 2x2 row-major in its rest frame.
+  void plasticStrains(size_t f, double (&membrane)[4], double (&bending)[4]) const;
+  // The yield norm F of face f at x (inelastic_shell_plasticity.hpp): F - eps0 > 0 outside
+  // the yield surface. Needs plasticity.
+  [[nodiscard]] double yieldNorm(std::span<const double> x, size_t f) const;
+
+  // With plasticity: the return mapping on every face (in parallel, each face its own), the
+  // faces' rest values moved by their new plastic strains.
+  using Model::updateInelastic;
+  InelasticReport updateInelastic(std::span<const double> x, double dt,
+                                  ModelWorkspace* workspace) override;
+  // With plasticity: the plastic triples p, q of every face.
+  void listStateFields(StateFields& fields) override;
+  void stateAssigned() override;
+  // With plasticity, per node: `plastic_strain`, the mean over its faces of the RMS plastic
+  // strain sqrt(N(P_m) + h^2 / 12 N(P_c)) (N of the plasticity header).
+  [[nodiscard]] std::vector<NodeScalar> nodeScalars() const override;
 
  private:
+  // Rest values of face f's kernel from the elastic rest and its plastic triples.
+  void refreshRestValues(size_t f);
+  // P_m = sum p_i M_i and P_c = sum q_i T_i of face f, and the inverse maps.
+  [[nodiscard]] Eigen::Matrix2d plasticMembrane(size_t f) const;
+  [[nodiscard]] Eigen::Matrix2d plasticBending(size_t f) const;
+  void setPlastic(size_t f, const Eigen::Matrix2d& membrane, const Eigen::Matrix2d& bending);
+
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;
   std::vector<int32_t> triangles_;                       // (nFaces, 3)
@@ -90,7 +128,13 @@ class InelasticShellModel : public Model {
   std::vector<double> membraneBasis_;  // M_i of every face, (nFaces, 3, 2, 2), 1/m^2
   std::vector<double> bendingBasis_;   // T_i of every face, (nFaces, 3, 2, 2), 1/m
   std::vector<double> mass_;           // (nNodes), kg
-  Incidence incidence_;                // node -> (face, slot) of faceStencil_
+  std::optional<InelasticShellPlasticity> plasticity_;
+  double poisson_ = 0, thickness_ = 0;
+  // The elastic rest values l_i^2 (m^2) and phi(theta0_i) of every face, (nFaces, 3) each,
+  // and the plastic triples p_i (m^2) and q_i (1), (nFaces, 3) each (zero when elastic).
+  std::vector<double> elasticRestSquaredLength_, elasticRestPhi_;
+  std::vector<double> plasticSquaredLength_, plasticPhi_;
+  Incidence incidence_;  // node -> (face, slot) of faceStencil_
   double stableStep_ = 0;
 };
 

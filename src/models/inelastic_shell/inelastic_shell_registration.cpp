@@ -19,12 +19,24 @@ using json_fields::Json;
 using json_fields::ObjectReader;
 using json_fields::ObjectSpec;
 using json_fields::Problems;
+using json_fields::Range;
 using scene_names::kHessianKinds;
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 constexpr FieldSpec kInelasticShellFields[] = {
+    {.key = "yield_strain",
+     .range = Range::above(0),
+     .optional = true,
+     .meaning = "Plasticity (gingold2004 section 3.3): the yield strain eps0, the root mean "
+                "square through the thickness of the deviatoric elastic strain at which a face "
+                "yields (von Mises; uniaxial stress yields at sqrt(3/2) eps0 / (1 + nu)). "
+                "Absent: elastic."},
+    {.key = "hardening",
+     .range = Range::atLeast(0),
+     .meaning = "Kinematic hardening gamma = h_kin / (2 mu) of the plasticity: past yield the "
+                "plastic strain grows at 1 / (1 + gamma) of the strain; 0 is ideal plasticity."},
     {.key = "hessian",
      .kind = FieldKind::kChoice,
      .text = "exact",
@@ -43,12 +55,18 @@ constexpr ObjectSpec kInelasticShellSpec{
 
 void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   (void)problems;
-  body.options<InelasticShellDef>().projectHessian = r.choice("hessian") == "projected";
+  InelasticShellDef& options = body.options<InelasticShellDef>();
+  options.yieldStrain = r.tryNumber("yield_strain");
+  options.hardening = r.number("hardening");
+  options.projectHessian = r.choice("hessian") == "projected";
   r.finish();
 }
 
 Json writeInelasticShell(const BodyDef& body) {
-  return {{"hessian", body.options<InelasticShellDef>().projectHessian ? "projected" : "exact"}};
+  const InelasticShellDef& d = body.options<InelasticShellDef>();
+  Json out = {{"hessian", d.projectHessian ? "projected" : "exact"}, {"hardening", d.hardening}};
+  if (d.yieldStrain) out["yield_strain"] = *d.yieldStrain;
+  return out;
 }
 
 Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
@@ -56,7 +74,11 @@ Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
                                         const std::string& label) {
   Discretization d = meshDiscretization("inelastic_shell", geometry, warnings, label);
   InelasticShellParams params;
-  params.projectHessian = def.options<InelasticShellDef>().projectHessian;
+  const InelasticShellDef& options = def.options<InelasticShellDef>();
+  params.projectHessian = options.projectHessian;
+  if (options.yieldStrain) {
+    params.plasticity = InelasticShellPlasticity{*options.yieldStrain, options.hardening};
+  }
   d.model = std::make_unique<InelasticShellModel>(geometry, def.material, params);
   d.nodePositions = std::move(geometry.positions);
   return d;
