@@ -185,6 +185,7 @@ TimeIntegrator& Simulation::Impl::integratorForRun() {
       integrator.emplace(settings.time, frameInterval / stepsPerFrame,
                          [this](const std::string& w) { warn(w); });
     }
+    integrator->followStableStep(*stableStep);
     replan = false;
   }
   return *integrator;

@@ -50,7 +50,29 @@ TimeIntegrator::TimeIntegrator(const TimeDef& time, double timeStep,
     : warn_(std::move(warn)), starts_(kMaxStepSplits + 1) {
   // Newmark with beta = 0 runs through the implicit stepper too: its explicit branch.
   if (time.integrator != Integrator::kVerlet) implicit_.emplace(implicitSettings(time));
+  explicit_ = !isImplicit(time);
   setTimeStep(timeStep);
+}
+
+void TimeIntegrator::followStableStep(double stableStep) {
+  stepPerStableStep_ =
+      explicit_ && stableStep > 0 && std::isfinite(stableStep) ? timeStep_ / stableStep : 0.0;
+}
+
+bool TimeIntegrator::followTopology(const World& world) {
+  const double stable = stableTimeStep(world);
+  const double allowed = stepPerStableStep_ * stable;
+  if (!(allowed < timeStep_) || !(allowed > 0)) return false;
+  if (!warnedStableStep_ && warn_) {
+    std::ostringstream msg;
+    msg << "a topology edit (fracture) lowered the stable explicit step to " << stable
+        << " s at t = " << world.time << " s: the time step goes from " << timeStep_ << " to "
+        << allowed << " s for the rest of the run";
+    warn_(msg.str());
+  }
+  warnedStableStep_ = true;
+  timeStep_ = allowed;
+  return true;
 }
 
 void TimeIntegrator::setTimeStep(double timeStep) {
@@ -79,9 +101,26 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
         << " steps, more than " << kMaxStepsPerAdvance;
     throw InputError(msg.str());
   }
-  const auto steps = static_cast<int64_t>(count);
-  const double dt = interval / count;
-  for (int64_t s = 0; s < steps; ++s) stepWithRetry(world, dt, 0, times);
+  auto steps = static_cast<int64_t>(count);
+  double dt = interval / count;
+  const auto topology = [&] {
+    uint64_t sum = 0;
+    for (const Body& body : world.bodies) sum += body.model->topologyVersion();
+    return sum;
+  };
+  const bool follow = stepPerStableStep_ > 0;
+  double remaining = interval;
+  for (int64_t s = 0; s < steps; ++s) {
+    const uint64_t before = follow ? topology() : 0;
+    stepWithRetry(world, dt, 0, times);
+    remaining -= dt;
+    if (follow && topology() != before && followTopology(world) && s + 1 < steps) {
+      // The rest of the interval in equal steps no longer than the lowered one.
+      const double rest = stepCount(remaining, timeStep_);
+      steps = s + 1 + static_cast<int64_t>(rest);
+      dt = remaining / rest;
+    }
+  }
   world.time = endTime;
 }
 

@@ -96,6 +96,11 @@ class TimeIntegrator {
 
   [[nodiscard]] double timeStep() const { return timeStep_; }
   void setTimeStep(double timeStep);
+  // Explicit integration only: the planned step was chosen for a stable explicit step of
+  // `stableStep` (s). When a topology edit (fracture making small elements) lowers the
+  // bodies' stable step, the step is lowered in proportion, for the rest of the run (a
+  // warning says so), and the rest of the interval being advanced is re-divided.
+  void followStableStep(double stableStep);
   [[nodiscard]] bool implicit() const { return implicit_.has_value(); }
   [[nodiscard]] const StepCounts& counts() const { return counts_; }
   void setCounts(const StepCounts& counts) { counts_ = counts; }
@@ -119,8 +124,15 @@ class TimeIntegrator {
   void save(const World& world, StepStart& start) const;
   static void restore(World& world, const StepStart& start);
 
+  // Lowers timeStep_ in proportion to the world's stable step (followStableStep); true if it
+  // did.
+  bool followTopology(const World& world);
+
   std::optional<ImplicitStepper> implicit_;
   double timeStep_ = 0;  // s
+  bool explicit_ = false;
+  double stepPerStableStep_ = 0;  // planned step / stable step when planned; 0: not followed
+  bool warnedStableStep_ = false;
   std::function<void(const std::string&)> warn_;
   StepCounts counts_;
   std::vector<StepStart> starts_;  // (kMaxStepSplits + 1)

@@ -363,9 +363,11 @@ std::vector<double> blendRows(const std::vector<double>& values, const TopologyE
   return out;
 }
 
-// A set of old nodes (sorted or not) -> the new nodes with a source in it (sorted); for
-// each, the weighted mean of `rows` (width per old node in the set, in set order) over
-// its sources in the set, into newRows when rows is not empty.
+// A set of old nodes (sorted or not) -> the new nodes all of whose sources are in it
+// (sorted): a copy of a member, or a blend of members (a node made on an edge between a
+// pinned and a free node is free: pinned, it would be held at the pinned end); for each,
+// the weighted mean of `rows` (width per old node in the set, in set order) over its
+// sources, into newRows when rows is not empty.
 std::vector<int32_t> remapNodeSet(const std::vector<int32_t>& nodes, const TopologyEdit& edit,
                                   size_t oldCount, const std::vector<double>& rows, size_t width,
                                   std::vector<double>& newRows) {
@@ -377,16 +379,20 @@ std::vector<int32_t> remapNodeSet(const std::vector<int32_t>& nodes, const Topol
   for (size_t i = 0; i < static_cast<size_t>(edit.nodeCount()); ++i) {
     double weight = 0;
     std::vector<double> row(width, 0.0);
+    bool all = true;
     for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
          k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
       const int32_t s = slot[static_cast<size_t>(edit.sourceNodes[k])];
-      if (s < 0) continue;
+      if (s < 0) {
+        all = false;
+        break;
+      }
       weight += edit.sourceWeights[k];
       for (size_t c = 0; c < width && !rows.empty(); ++c) {
         row[c] += edit.sourceWeights[k] * rows[width * static_cast<size_t>(s) + c];
       }
     }
-    if (weight == 0) continue;
+    if (!all || weight == 0) continue;
     out.push_back(static_cast<int32_t>(i));
     for (size_t c = 0; c < width && !rows.empty(); ++c) newRows.push_back(row[c] / weight);
   }

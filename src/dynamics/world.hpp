@@ -165,13 +165,13 @@ void restoreNodeSets(Body& body, const BodyNodeSets& sets);
 
 // Applies an inelastic update's topology edit (models/model.hpp) to the body, after the
 // model changed itself: remaps positions and velocities by the edit's weights and every
-// per-node array the body owns: pinned (a node with a pinned source is pinned, its pin
-// rest position the weighted one of its pinned sources), pin groups, loads (their shares
-// recomputed from the new masses), the input-vertex map and pressure triangles (an old
-// node maps to the first new node made from it; triangles of removed nodes are dropped),
-// contact (from the first source); records the cuts and rebinds the embedded surface
-// across them, separating it into the model's pieces. Accelerations and external forces
-// are resized only: the caller recomputes them (computeAccelerations). Throws
+// per-node array the body owns: pinned (a node whose sources are all pinned is pinned, its
+// pin rest position their weighted one; a node made between a pinned and a free node is
+// free), pin groups, loads (the same rule; their shares recomputed from the new masses), the
+// input-vertex map and pressure triangles (an old node maps to the first new node made from it;
+// triangles of removed nodes are dropped), contact (from the first source); records the cuts and
+// rebinds the embedded surface across them, separating it into the model's pieces. Accelerations
+// and external forces are resized only: the caller recomputes them (computeAccelerations). Throws
 // NumericalError naming the model when the edit is malformed (a model error): sources out
 // of range, weights not positive or not summing to 1, a node count other than the model's.
 void applyTopologyEdit(Body& body, const TopologyEdit& edit);

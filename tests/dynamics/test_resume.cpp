@@ -16,6 +16,7 @@
 #include "dynamics/dynamics_test_util.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/models/fiber.hpp"
+#include "shellsim/models/inelastic_shell.hpp"
 #include "shellsim/parallel.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
@@ -146,6 +147,25 @@ TEST(Resume, FiberWithPlasticityAndCracks) {
   ASSERT_GT(summary["frames"][3]["bodies"][0]["broken_elements"].get<int>(), 0);
   (void)whole;
   for (const int threads : {1, 2}) expectResumedRunEqualsWholeRun(scene, 4, threads);
+}
+
+// The inelastic shell (gingold2004) tearing with plasticity: the mesh, the plastic strains
+// and the faces' refractory counters come back from the checkpoint, taken after the first
+// cuts; more cuts follow after the resume.
+TEST(Resume, InelasticShellWithPlasticityAndFracture) {
+  SceneDef scene = testing::pulledInelasticStrip();
+  scene.bodies[0].options<InelasticShellDef>().yieldStrain = 0.0095;
+  scene.bodies[0].options<InelasticShellDef>().hardening = 1.0;
+  scene.time.duration = 0.17;
+  scene.time.frameRate = 500;  // the strip tears over about 5 ms from t = 0.16 s
+  TempFolder folder("resume_");
+  (void)run(scene, folder.path() / "probe", 2);
+  const auto summary = summaryOf(folder.path() / "probe");
+  const int cutsAtStop = summary["frames"][81]["bodies"][0]["broken_elements"].get<int>();
+  const int cutsAtEnd = summary["frames"].back()["bodies"][0]["broken_elements"].get<int>();
+  ASSERT_GT(cutsAtStop, 0) << "no cut before the stop: the test tests less";
+  ASSERT_GT(cutsAtEnd, cutsAtStop) << "no cut after the stop: the test tests less";
+  expectResumedRunEqualsWholeRun(scene, 81, 2);
 }
 
 TEST(Resume, FromACheckpointOlderThanTheLastFrame) {

@@ -124,6 +124,50 @@ TEST(TopologyEdit, PinsLoadsVertexMapAndPressureTrianglesFollowTheNodes) {
   EXPECT_EQ(body.externalForces.size(), 3u * (kNodes + 1));
 }
 
+// A node made on an edge between a pinned and a free node (fracture through a face next to
+// a clamp) is free: pinned, it would be held at the pinned end's rest position. A node made
+// of pinned nodes only stays pinned, and a load keeps the nodes all of whose sources it held.
+TEST(TopologyEdit, ANodeBetweenAPinnedAndAFreeNodeIsFree) {
+  World world = chainWorld();
+  Body& body = world.bodies[0];
+  PinDef pin;
+  pin.shape = PinShape::kVertices;
+  pin.vertices = {1, 2};
+  addPin(world, 0, pin, "pin");
+  LoadDef load;
+  load.select.shape = PinShape::kVertices;
+  load.select.vertices = {2, 3};
+  load.force = {1, 0, 0};
+  addLoad(world, 0, load, "load");
+  auto& chain = dynamic_cast<SplittingChain&>(*body.model);
+  (void)chain.split(2);  // the model now has one node more; the edit below replaces its own
+  // New node 3 halfway between old 2 (pinned) and old 3 (free); new node 2 halfway between
+  // old 1 and 2 (both pinned); the others copies.
+  TopologyEdit edit;
+  edit.sourceOffsets = {0};
+  const auto add = [&](std::vector<std::pair<int32_t, double>> sources) {
+    for (const auto& [node, weight] : sources) {
+      edit.sourceNodes.push_back(node);
+      edit.sourceWeights.push_back(weight);
+    }
+    edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
+  };
+  add({{0, 1.0}});
+  add({{1, 1.0}});
+  add({{1, 0.5}, {2, 0.5}});
+  add({{2, 0.5}, {3, 0.5}});
+  for (int32_t i = 3; i < kNodes; ++i) add({{i, 1.0}});
+  const std::vector<double> old = body.positions;
+  applyTopologyEdit(body, edit);
+  EXPECT_EQ(body.pinned, (std::vector<uint8_t>{0, 1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(body.pins[0].nodes, (std::vector<int32_t>{1, 2}));
+  ASSERT_EQ(body.pins[0].restPositions.size(), 6u);
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_DOUBLE_EQ(body.pins[0].restPositions[3 + c], 0.5 * (old[3 + c] + old[6 + c]));
+  }
+  EXPECT_EQ(body.loads[0].nodes, (std::vector<int32_t>{3, 4}));
+}
+
 TEST(TopologyEdit, AMalformedEditIsAnErrorNamingTheModel) {
   World world = chainWorld();
   Body& body = world.bodies[0];

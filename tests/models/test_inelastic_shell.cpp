@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/byte_stream.hpp"
 #include "geometry/primitives.hpp"
+#include "geometry/triangle_mesh.hpp"
 #include "models/inelastic_shell/inelastic_shell_model.hpp"
 #include "models/model_contract.hpp"
 #include "models/shell_test_util.hpp"
@@ -415,6 +418,157 @@ TEST(InelasticShellPlasticity, HeldRollFlowsIntoTheRestShapeAndNothingBelowYield
   EXPECT_GT(*std::max_element(scalars[0].values.begin(), scalars[0].values.end()), 1e-4);
 }
 
+// ---------------------------------------------------------------------------------------
+// Fracture (inelastic_shell_fracture.cpp).
+
+InelasticShellParams fractureParams(int32_t maxCracks = 1) {
+  InelasticShellParams params;
+  params.fracture = InelasticShellFracture{.strainLimit = 0.01,
+                                           .tensileOnly = true,
+                                           .absorption = 0.5,
+                                           .refractorySteps = 10,
+                                           .minimumSplit = 0.15,
+                                           .maxCracksPerStep = maxCracks};
+  return params;
+}
+
+std::vector<double> stretchedAlongX(std::span<const double> rest, double strain) {
+  std::vector<double> x(rest.begin(), rest.end());
+  for (size_t i = 0; i < x.size() / 3; ++i) x[3 * i] *= 1 + strain;
+  return x;
+}
+
+std::vector<double> blended(std::span<const double> values, const TopologyEdit& edit) {
+  std::vector<double> out(3 * static_cast<size_t>(edit.nodeCount()), 0.0);
+  for (size_t i = 0; i + 1 < edit.sourceOffsets.size(); ++i) {
+    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
+         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
+      for (size_t c = 0; c < 3; ++c) {
+        out[3 * i + c] +=
+            edit.sourceWeights[k] * values[3 * static_cast<size_t>(edit.sourceNodes[k]) + c];
+      }
+    }
+  }
+  return out;
+}
+
+Vec3 momentumOf(std::span<const double> masses, std::span<const double> v) {
+  Vec3 p = Vec3::Zero();
+  for (size_t i = 0; i < masses.size(); ++i) p += masses[i] * row(v, i);
+  return p;
+}
+
+// An equilateral lattice pulled along x past the limit breaks one face per step (the most
+// overstrained; a tie goes to the smallest index): the crack runs perpendicular to the pull
+// (vertical, from a corner to the middle of the opposite horizontal edge), the opposite edge
+// splits into two nodes at one point, mass and momentum are conserved exactly, the mesh stays
+// a consistently oriented manifold, and the two halves of the broken face keep half its
+// elastic strain (absorption 0.5).
+TEST(InelasticShellFracture, OneCutAcrossThePullConservesMassAndMomentum) {
+  const Geometry lattice = makeEquilateralLattice(8, 9, 0.01);
+  InelasticShellModel model(lattice, aluminium(), fractureParams());
+  const std::vector<double> x = stretchedAlongX(lattice.positions, 0.013);
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal;
+  std::vector<double> v(x.size());
+  for (double& value : v) value = normal(rng);
+  const std::vector<double> massBefore(model.nodeMasses().begin(), model.nodeMasses().end());
+  const double totalBefore = std::accumulate(massBefore.begin(), massBefore.end(), 0.0);
+  const Vec3 momentumBefore = momentumOf(massBefore, v);
+  const int64_t facesBefore = model.elementCount();
+  const int32_t nodesBefore = model.nodeCount();
+
+  const InelasticReport report = model.updateInelastic(x, 1e-4);
+  ASSERT_EQ(report.brokenElements, 1);
+  ASSERT_TRUE(report.edit.changesNodes());
+  EXPECT_EQ(model.nodeCount(), report.edit.nodeCount());
+  EXPECT_GE(model.nodeCount(), nodesBefore + 2);
+  EXPECT_EQ(model.elementCount(), facesBefore + report.edit.elementsAdded);
+  EXPECT_GE(report.edit.elementsAdded, 1);
+  const std::vector<double> y = blended(x, report.edit), w = blended(v, report.edit);
+  const auto massAfter = model.nodeMasses();
+  EXPECT_NEAR(std::accumulate(massAfter.begin(), massAfter.end(), 0.0), totalBefore,
+              1e-15 * totalBefore);
+  EXPECT_LT((momentumOf(massAfter, w) - momentumBefore).norm(), 1e-14 * momentumBefore.norm());
+  const Geometry cut = model.surface(y);
+  EXPECT_NO_THROW((void)checkedTriangleMesh(cut, "cut"));
+  // The two edge nodes coincide; each shares a face with a node straight above or below it.
+  const auto p0 = static_cast<size_t>(nodesBefore), p1 = p0 + 1;
+  EXPECT_EQ(row(y, p0), row(y, p1));
+  bool vertical = false;
+  for (size_t t = 0; t < cut.triangles.size(); t += 3) {
+    const bool holds = cut.triangles[t] == nodesBefore || cut.triangles[t + 1] == nodesBefore ||
+                       cut.triangles[t + 2] == nodesBefore;
+    for (size_t c = 0; c < 3 && holds; ++c) {
+      const auto other = static_cast<size_t>(cut.triangles[t + c]);
+      if (other != p0 && std::abs(y[3 * other] - y[3 * p0]) < 1e-12) vertical = true;
+    }
+  }
+  EXPECT_TRUE(vertical) << "the crack runs perpendicular to the pull";
+  // Elastic strain of the faces at the new nodes: half the pull's (eps + eps^2 / 2).
+  const double pulled = 0.013 + 0.013 * 0.013 / 2;
+  for (size_t f = 0; f < static_cast<size_t>(model.elementCount()); ++f) {
+    const auto corners = model.faceStencils().subspan(6 * f, 3);
+    if (std::find(corners.begin(), corners.end(), nodesBefore) == corners.end()) continue;
+    double em[4], ec[4];
+    model.faceStrains(y, f, em, ec);
+    EXPECT_NEAR(0.5 * (em[0] + em[3]), 0.5 * pulled / 2, 1e-9) << "face " << f;
+  }
+  // Refractory: the halves wait, another face breaks at the next step.
+  EXPECT_EQ(model.updateInelastic(y, 1e-4).brokenElements, 1);
+}
+
+// A torn lattice (ten cuts) written to bytes and put into a freshly built model: the same
+// mesh, energy and gradient bit for bit; a state of another mesh does not fit and leaves the
+// model as it was.
+TEST(InelasticShellFracture, TornStateRoundTrips) {
+  const Geometry lattice = makeEquilateralLattice(8, 9, 0.01);
+  InelasticShellModel model(lattice, aluminium(), fractureParams());
+  std::vector<double> x = stretchedAlongX(lattice.positions, 0.013);
+  for (int step = 0; step < 10; ++step) {
+    const InelasticReport r = model.updateInelastic(x, 1e-4);
+    if (r.edit.changesNodes()) x = blended(x, r.edit);
+  }
+  ASSERT_GT(model.nodeCount(), lattice.vertexCount() + 10);
+  ByteWriter out;
+  model.state().write(out);
+  InelasticShellModel fresh(lattice, aluminium(), fractureParams());
+  ByteReader in(out.bytes(), "torn");
+  fresh.setState(ModelState::read(in));
+  EXPECT_EQ(fresh.nodeCount(), model.nodeCount());
+  EXPECT_EQ(fresh.elementCount(), model.elementCount());
+  const std::vector<double> probe = testing::perturbed(x, 1e-4, 9);
+  std::vector<double> g1(probe.size(), 0.0), g2(probe.size(), 0.0);
+  EXPECT_EQ(fresh.addGradient(probe, g1).total(), model.addGradient(probe, g2).total());
+  EXPECT_EQ(g1, g2);
+  // The mesh is part of the state: one whose triangles name a node that does not exist is
+  // refused, naming the triangle, and the model stays as it was.
+  const ModelState torn = model.state();
+  const auto values = [&](const char* name) { return torn.find(name)->value; };
+  auto plasticLength = std::get<std::vector<double>>(values("plastic_squared_length"));
+  auto plasticPhi = std::get<std::vector<double>>(values("plastic_phi"));
+  auto rest = std::get<std::vector<double>>(values("rest_positions"));
+  auto triangles = std::get<std::vector<int32_t>>(values("triangles"));
+  auto refractory = std::get<std::vector<int32_t>>(values("refractory"));
+  triangles[7] = 100000;
+  StateFields hostile;
+  hostile.add("plastic_squared_length", &plasticLength, StateShape::kPerElement, 3);
+  hostile.add("plastic_phi", &plasticPhi, StateShape::kPerElement, 3);
+  hostile.add("rest_positions", &rest, StateShape::kPerNode, 3);
+  hostile.add("triangles", &triangles, StateShape::kPerElement, 3);
+  hostile.add("refractory", &refractory, StateShape::kPerElement);
+  InelasticShellModel intact(lattice, aluminium(), fractureParams());
+  try {
+    intact.setState(ModelState("inelastic_shell", torn.nodeCount(), hostile));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("triangle 2: vertex index 100000"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(intact.nodeCount(), lattice.vertexCount());
+  EXPECT_EQ(intact.energy(lattice.positions).total(), 0.0);
+}
+
 // The energy contract (model_contract.hpp): a flat regular sheet, the sphere primitive
 // (curved rest shape: the rest dihedral angles are measured, so it is force free) and the
 // cylinder; deformations of 5 % of an edge.
@@ -428,12 +582,21 @@ testing::ContractCase inelasticShellCase(const std::string& which) {
     if (which == "sphere") g = primitive(PrimitiveType::kSphere, 12);
     if (which == "cylinder") g = primitive(PrimitiveType::kCylinder, 12);
     if (which == "flowed") g = rolledSheet();
+    if (which == "torn") g = makeEquilateralLattice(8, 9, 0.01);
     auto model = which == "flowed" ? std::make_unique<InelasticShellModel>(g, aluminium(),
                                                                            plasticParams(1e-3, 0.5))
                                    : std::make_unique<InelasticShellModel>(g, aluminium());
     if (which == "flowed") {
       for (int i = 0; i < 3; ++i) {
         (void)model->updateInelastic(rolledOntoCylinder(g, 0.05, 0.3), 1e-4);
+      }
+    }
+    if (which == "torn") {
+      model = std::make_unique<InelasticShellModel>(g, aluminium(), fractureParams());
+      std::vector<double> x = stretchedAlongX(g.positions, 0.013);
+      for (int step = 0; step < 8; ++step) {
+        const InelasticReport r = model->updateInelastic(x, 1e-4);
+        if (r.edit.changesNodes()) x = blended(x, r.edit);
       }
     }
     testing::ContractSetup s;
@@ -444,9 +607,9 @@ testing::ContractCase inelasticShellCase(const std::string& which) {
                  .norm();
     }
     s.scale = sum / static_cast<double>(g.triangles.size() / 3);
+    s.rest.assign(model->restPositions().begin(), model->restPositions().end());
     s.model = std::move(model);
-    s.rest = g.positions;
-    s.restIsRelaxed = which != "flowed";
+    s.restIsRelaxed = which != "flowed" && which != "torn";
     return s;
   };
   c.perturbation = 0.05;
@@ -463,13 +626,12 @@ testing::ContractCase inelasticShellCase(const std::string& which) {
 }
 
 using testing::ModelContract;
-INSTANTIATE_TEST_SUITE_P(InelasticShell, ModelContract,
-                         ::testing::Values(inelasticShellCase("sheet"),
-                                           inelasticShellCase("lattice"),
-                                           inelasticShellCase("sphere"),
-                                           inelasticShellCase("cylinder"),
-                                           inelasticShellCase("flowed")),
-                         testing::contractCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    InelasticShell, ModelContract,
+    ::testing::Values(inelasticShellCase("sheet"), inelasticShellCase("lattice"),
+                      inelasticShellCase("sphere"), inelasticShellCase("cylinder"),
+                      inelasticShellCase("flowed"), inelasticShellCase("torn")),
+    testing::contractCaseName);
 
 }  // namespace
 }  // namespace shellsim

@@ -4,6 +4,7 @@
 // them.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -15,6 +16,12 @@ struct InelasticShellDef {
   static constexpr std::string_view kModel = "inelastic_shell";
   std::optional<double> yieldStrain;  // plasticity's eps0, 1; none: elastic
   double hardening = 0;               // kinematic hardening gamma, 1
+  std::optional<double> strainLimit;  // fracture's lambda_f, 1; none: never breaks
+  bool tensileOnly = true;            // only tensile strain breaks a face
+  double absorption = 0.5;            // share of a broken face's elastic strain made plastic
+  int32_t refractorySteps = 10;       // steps a new face cannot break
+  double minimumSplit = 0.15;         // the crack's end on the opposite edge, t in [m, 1 - m]
+  int32_t maxCracksPerStep = 1;       // faces cut in one step at most
   bool projectHessian = false;        // clamp each face's Hessian to PSD
   bool operator==(const InelasticShellDef&) const = default;
 };

@@ -102,8 +102,8 @@ double InelasticShellModel::yieldNorm(std::span<const double> x, size_t f) const
   double em[4], ec[4];
   faceStrains(x, f, em, ec);
   const inelastic_shell::YieldParams params{plasticity_ ? plasticity_->yieldStrain : 0.0,
-                                            plasticity_ ? plasticity_->hardening : 0.0, poisson_,
-                                            thickness_};
+                                            plasticity_ ? plasticity_->hardening : 0.0,
+                                            material_.poisson, material_.thickness};
   return inelastic_shell::yieldNorm(toMatrix(em), toMatrix(ec), plasticMembrane(f),
                                     plasticBending(f), params);
 }
@@ -113,52 +113,74 @@ InelasticReport InelasticShellModel::updateInelastic(std::span<const double> x, 
   (void)dt;
   (void)workspace;
   InelasticReport report;
-  if (!plasticity_) return report;
-  const size_t faces = faceParams_.size();
-  const inelastic_shell::YieldParams params{plasticity_->yieldStrain, plasticity_->hardening,
-                                            poisson_, thickness_};
-  std::vector<uint8_t> yielded(faces, 0);
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, faces, 256), [&](const tbb::blocked_range<size_t>& r) {
-        for (size_t f = r.begin(); f != r.end(); ++f) {
-          double em[4], ec[4];
-          faceStrains(x, f, em, ec);
-          Mat2 pm = plasticMembrane(f), pc = plasticBending(f);
-          // The elastic strains the kernel sees plus the plastic ones: the total strains.
-          const Mat2 totalM = toMatrix(em) + pm, totalC = toMatrix(ec) + pc;
-          const auto& hinged = faceParams_[f].hinged;
-          const bool allHinged = hinged[0] != 0 && hinged[1] != 0 && hinged[2] != 0;
-          const auto project = [&](Mat2& bending) {
-            setPlastic(f, pm, bending);
-            bending = plasticBending(f);
-          };
-          const int passes = inelastic_shell::returnMap(
-              totalM, totalC, pm, pc, params,
-              allHinged ? std::function<void(Mat2&)>() : std::function<void(Mat2&)>(project));
-          if (passes == 0) continue;
-          setPlastic(f, pm, pc);
-          refreshRestValues(f);
-          yielded[f] = 1;
-        }
-      });
-  report.yieldingElements = std::count(yielded.begin(), yielded.end(), uint8_t{1});
+  if (plasticity_) {
+    const size_t faces = faceParams_.size();
+    const inelastic_shell::YieldParams params{plasticity_->yieldStrain, plasticity_->hardening,
+                                              material_.poisson, material_.thickness};
+    std::vector<uint8_t> yielded(faces, 0);
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, faces, 256), [&](const tbb::blocked_range<size_t>& r) {
+          for (size_t f = r.begin(); f != r.end(); ++f) {
+            double em[4], ec[4];
+            faceStrains(x, f, em, ec);
+            Mat2 pm = plasticMembrane(f), pc = plasticBending(f);
+            // The elastic strains the kernel sees plus the plastic ones: the total strains.
+            const Mat2 totalM = toMatrix(em) + pm, totalC = toMatrix(ec) + pc;
+            const auto& hinged = faceParams_[f].hinged;
+            const bool allHinged = hinged[0] != 0 && hinged[1] != 0 && hinged[2] != 0;
+            const auto project = [&](Mat2& bending) {
+              setPlastic(f, pm, bending);
+              bending = plasticBending(f);
+            };
+            const int passes = inelastic_shell::returnMap(
+                totalM, totalC, pm, pc, params,
+                allHinged ? std::function<void(Mat2&)>() : std::function<void(Mat2&)>(project));
+            if (passes == 0) continue;
+            setPlastic(f, pm, pc);
+            refreshRestValues(f);
+            yielded[f] = 1;
+          }
+        });
+    report.yieldingElements = std::count(yielded.begin(), yielded.end(), uint8_t{1});
+  }
+  // Fracture tests the strains after the plastic update (notes section 5.2, item 7).
+  if (fracture_) report.edit = fracturePass(x, report.brokenElements);
   return report;
 }
 
 void InelasticShellModel::listStateFields(StateFields& fields) {
-  if (!plasticity_) return;
+  if (!plasticity_ && !fracture_) return;
   fields.add("plastic_squared_length", &plasticSquaredLength_, StateShape::kPerElement, 3);
   fields.add("plastic_phi", &plasticPhi_, StateShape::kPerElement, 3);
+  if (!fracture_) return;
+  fields.add("rest_positions", &restPositions_, StateShape::kPerNode, 3);
+  fields.add("triangles", &triangles_, StateShape::kPerElement, 3);
+  fields.add("refractory", &refractory_, StateShape::kPerElement);
 }
 
 void InelasticShellModel::stateAssigned() {
   const auto finite = [](const std::vector<double>& v) {
     return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
   };
-  if (!finite(plasticSquaredLength_) || !finite(plasticPhi_)) {
-    throw InputError("inelastic_shell: a plastic strain of the state is not finite");
+  if (!finite(plasticSquaredLength_) || !finite(plasticPhi_) || !finite(restPositions_)) {
+    throw InputError(
+        "inelastic_shell: a plastic strain or rest position of the state is not finite");
   }
-  for (size_t f = 0; f < faceParams_.size(); ++f) refreshRestValues(f);
+  // With fracture the mesh is part of the state: rebuilt from it (a mesh that is no valid
+  // triangle mesh throws, naming the element).
+  // The version only moves forward (caches keyed on it are rebuilt).
+  if (fracture_) {
+    buildTopology();
+    ++topologyVersion_;
+  }
+  const size_t faces = triangles_.size() / 3;
+  if (plasticSquaredLength_.size() != 3 * faces || plasticPhi_.size() != 3 * faces ||
+      (fracture_ && refractory_.size() != faces)) {
+    throw InputError("inelastic_shell: the state's plastic strains do not fit its " +
+                     std::to_string(faces) + " faces");
+  }
+  for (size_t f = 0; f < faces; ++f) refreshRestValues(f);
+  if (fracture_) computeStableStep();
 }
 
 std::vector<Model::NodeScalar> InelasticShellModel::nodeScalars() const {
@@ -166,8 +188,9 @@ std::vector<Model::NodeScalar> InelasticShellModel::nodeScalars() const {
   NodeScalar plastic{"plastic_strain", std::vector<double>(static_cast<size_t>(nodeCount_), 0.0)};
   std::vector<int32_t> count(static_cast<size_t>(nodeCount_), 0);
   for (size_t f = 0; f < faceParams_.size(); ++f) {
-    const double value = std::sqrt(plasticNorm(plasticMembrane(f)) +
-                                   thickness_ * thickness_ / 12 * plasticNorm(plasticBending(f)));
+    const double value =
+        std::sqrt(plasticNorm(plasticMembrane(f)) +
+                  material_.thickness * material_.thickness / 12 * plasticNorm(plasticBending(f)));
     for (size_t c = 0; c < 3; ++c) {
       const auto node = static_cast<size_t>(faceStencils()[6 * f + c]);
       plastic.values[node] += value;

@@ -30,73 +30,36 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
                                          const InelasticShellParams& params)
     : projectHessian_(params.projectHessian),
       plasticity_(params.plasticity),
-      poisson_(material.poisson),
-      thickness_(material.thickness) {
+      fracture_(params.fracture),
+      material_(material) {
   if (plasticity_ && (!(plasticity_->yieldStrain > 0) || !std::isfinite(plasticity_->yieldStrain) ||
                       !(plasticity_->hardening >= 0) || !std::isfinite(plasticity_->hardening))) {
     throw InputError("inelastic_shell: plasticity needs a yield strain > 0 and a hardening >= 0");
   }
-  const TriangleMeshTopology topology = checkedTriangleMesh(mesh, "inelastic_shell");
-  nodeCount_ = mesh.vertexCount();
+  if (fracture_ && (!(fracture_->strainLimit > 0) || !std::isfinite(fracture_->strainLimit) ||
+                    !(fracture_->absorption >= 0 && fracture_->absorption <= 1) ||
+                    fracture_->refractorySteps < 0 || fracture_->maxCracksPerStep < 1 ||
+                    !(fracture_->minimumSplit > 0 && fracture_->minimumSplit < 0.5))) {
+    throw InputError(
+        "inelastic_shell: fracture needs a strain limit > 0, an absorption in [0, 1], "
+        "refractory steps >= 0, a minimum split in (0, 0.5) and at least 1 crack per step");
+  }
+  if (mesh.isPointCloud()) {
+    throw InputError("inelastic_shell: needs a triangle mesh, but the geometry is a point cloud");
+  }
+  restPositions_ = mesh.positions;
   triangles_ = mesh.triangles;
+  buildTopology();
   const size_t faces = triangles_.size() / 3;
-  const auto corner = [&](size_t f, int c) { return triangles_[3 * f + static_cast<size_t>(c)]; };
-
-  // Stencils: corners, then flaps (the neighbour's corner opposite the shared edge).
-  faceStencil_.resize(6 * faces);
-  for (size_t f = 0; f < faces; ++f) {
-    for (int i = 0; i < 3; ++i) {
-      faceStencil_[6 * f + static_cast<size_t>(i)] = corner(f, i);
-      const int32_t across = topology.faceNeighbour[3 * f + static_cast<size_t>(i)];
-      faceStencil_[6 * f + 3 + static_cast<size_t>(i)] =
-          across < 0 ? corner(f, i) : triangles_[static_cast<size_t>(across)];
-    }
-  }
-  // The neighbour's corner opposite its edge j is corner j of that triangle: across = 3u + j
-  // indexes it directly in triangles_.
-
-  // Rest data, masses.
-  faceParams_.resize(faces);
-  membraneBasis_.resize(12 * faces);
-  bendingBasis_.resize(12 * faces);
-  mass_.assign(static_cast<size_t>(nodeCount_), 0.0);
-  const double arealDensity = material.density * material.thickness;
-  for (size_t f = 0; f < faces; ++f) {
-    const Vec3 rest[3] = {vertex(mesh.positions, corner(f, 0)),
-                          vertex(mesh.positions, corner(f, 1)),
-                          vertex(mesh.positions, corner(f, 2))};
-    std::array<double, 3> restAngle{};
-    std::array<uint8_t, 3> hinged{};
-    for (int i = 0; i < 3; ++i) {
-      if (topology.faceNeighbour[3 * f + static_cast<size_t>(i)] < 0) continue;
-      hinged[static_cast<size_t>(i)] = 1;
-      // Measured by the function the force pass uses, so that the rest shape is force free
-      // to the last bit.
-      const Vec3 hinge[4] = {
-          rest[(i + 1) % 3], rest[(i + 2) % 3], rest[i],
-          vertex(mesh.positions, faceStencil_[6 * f + 3 + static_cast<size_t>(i)])};
-      Vec3 unused[4];
-      restAngle[static_cast<size_t>(i)] = discrete_shell::dihedralAngleGradient(hinge, unused);
-    }
-    faceParams_[f] = inelastic_shell::faceParams(rest, restAngle, hinged, material.youngModulus,
-                                                 material.poisson, material.thickness,
-                                                 &membraneBasis_[12 * f], &bendingBasis_[12 * f]);
-    for (int c = 0; c < 3; ++c) {
-      mass_[static_cast<size_t>(corner(f, c))] += arealDensity * topology.restArea[f] / 3.0;
-    }
-  }
-  incidence_ = buildIncidence(faceStencil_, nodeCount_);
-  elasticRestSquaredLength_.resize(3 * faces);
-  elasticRestPhi_.resize(3 * faces);
-  for (size_t f = 0; f < faces; ++f) {
-    for (size_t i = 0; i < 3; ++i) {
-      elasticRestSquaredLength_[3 * f + i] = faceParams_[f].restSquaredLength[i];
-      elasticRestPhi_[3 * f + i] = faceParams_[f].restPhi[i];
-    }
-  }
   plasticSquaredLength_.assign(3 * faces, 0.0);
   plasticPhi_.assign(3 * faces, 0.0);
+  refractory_.assign(faces, 0);
 
+  computeStableStep();
+}
+
+void InelasticShellModel::computeStableStep() {
+  const size_t faces = faceParams_.size();
   // Stable step: Gershgorin on S = M^-1/2 K M^-1/2 at rest, face Hessians added by their
   // absolute values (an upper bound of the assembled rows' absolute sums).
   std::vector<double> rowSum(3 * static_cast<size_t>(nodeCount_), 0.0);
@@ -104,7 +67,7 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
   Vec3 x[6], g[6];
   for (size_t f = 0; f < faces; ++f) {
     for (int k = 0; k < 6; ++k)
-      x[k] = vertex(mesh.positions, faceStencil_[6 * f + static_cast<size_t>(k)]);
+      x[k] = vertex(restPositions_, faceStencil_[6 * f + static_cast<size_t>(k)]);
     (void)inelastic_shell::faceEnergy(faceParams_[f], x, g, &h);
     for (int a = 0; a < 18; ++a) {
       const auto nodeA = static_cast<size_t>(faceStencil_[6 * f + static_cast<size_t>(a / 3)]);
@@ -119,6 +82,72 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
   double lambda = 0;
   for (const double s : rowSum) lambda = std::max(lambda, s);
   stableStep_ = lambda > 0 ? 2.0 / std::sqrt(lambda) : std::numeric_limits<double>::infinity();
+}
+
+// Everything that follows from the rest positions and the triangles (the elastic rest values,
+// the bases, the stencils, the masses), for the mesh as built and after every fracture. The
+// face adjacency is keyed by vertex pairs (geometry/triangle_mesh.hpp): a cut never runs
+// along an existing edge (inelastic_shell_fracture.cpp), so no two boundary edges of a cut
+// mesh share both endpoints and nothing is glued back.
+void InelasticShellModel::buildTopology() {
+  Geometry mesh;
+  mesh.positions = restPositions_;
+  mesh.triangles = triangles_;
+  const TriangleMeshTopology topology = checkedTriangleMesh(mesh, "inelastic_shell");
+  nodeCount_ = mesh.vertexCount();
+  faceNeighbour_ = topology.faceNeighbour;
+  const size_t faces = triangles_.size() / 3;
+  const auto corner = [&](size_t f, int c) { return triangles_[3 * f + static_cast<size_t>(c)]; };
+
+  // Stencils: corners, then flaps (the neighbour's corner opposite the shared edge: across =
+  // 3u + j is edge j of triangle u, opposite its corner j, which triangles_[across] is).
+  faceStencil_.resize(6 * faces);
+  for (size_t f = 0; f < faces; ++f) {
+    for (int i = 0; i < 3; ++i) {
+      faceStencil_[6 * f + static_cast<size_t>(i)] = corner(f, i);
+      const int32_t across = faceNeighbour_[3 * f + static_cast<size_t>(i)];
+      faceStencil_[6 * f + 3 + static_cast<size_t>(i)] =
+          across < 0 ? corner(f, i) : triangles_[static_cast<size_t>(across)];
+    }
+  }
+
+  // Rest data, masses.
+  faceParams_.resize(faces);
+  membraneBasis_.resize(12 * faces);
+  bendingBasis_.resize(12 * faces);
+  elasticRestSquaredLength_.resize(3 * faces);
+  elasticRestPhi_.resize(3 * faces);
+  mass_.assign(static_cast<size_t>(nodeCount_), 0.0);
+  const double arealDensity = material_.density * material_.thickness;
+  for (size_t f = 0; f < faces; ++f) {
+    const Vec3 rest[3] = {vertex(restPositions_, corner(f, 0)),
+                          vertex(restPositions_, corner(f, 1)),
+                          vertex(restPositions_, corner(f, 2))};
+    std::array<double, 3> restAngle{};
+    std::array<uint8_t, 3> hinged{};
+    for (int i = 0; i < 3; ++i) {
+      if (faceNeighbour_[3 * f + static_cast<size_t>(i)] < 0) continue;
+      hinged[static_cast<size_t>(i)] = 1;
+      // Measured by the function the force pass uses, so that the rest shape is force free
+      // to the last bit.
+      const Vec3 hinge[4] = {
+          rest[(i + 1) % 3], rest[(i + 2) % 3], rest[i],
+          vertex(restPositions_, faceStencil_[6 * f + 3 + static_cast<size_t>(i)])};
+      Vec3 unused[4];
+      restAngle[static_cast<size_t>(i)] = discrete_shell::dihedralAngleGradient(hinge, unused);
+    }
+    faceParams_[f] = inelastic_shell::faceParams(rest, restAngle, hinged, material_.youngModulus,
+                                                 material_.poisson, material_.thickness,
+                                                 &membraneBasis_[12 * f], &bendingBasis_[12 * f]);
+    for (size_t i = 0; i < 3; ++i) {
+      elasticRestSquaredLength_[3 * f + i] = faceParams_[f].restSquaredLength[i];
+      elasticRestPhi_[3 * f + i] = faceParams_[f].restPhi[i];
+    }
+    for (int c = 0; c < 3; ++c) {
+      mass_[static_cast<size_t>(corner(f, c))] += arealDensity * topology.restArea[f] / 3.0;
+    }
+  }
+  incidence_ = buildIncidence(faceStencil_, nodeCount_);
 }
 
 std::unique_ptr<ModelWorkspace> InelasticShellModel::makeWorkspace() const {

@@ -29,7 +29,17 @@
 // runs the return mapping on each face and moves its rest values. A face with a boundary
 // edge holds no plastic curvature across it (its q_i is 0; the return projects P_c onto the
 // hinged T_i).
-// Fracture (section 3.4) is not built yet.
+// Fracture (section 3.4, inelastic_shell_fracture.cpp): after the plastic update, a face
+// whose elastic strain at z = +-h/2 has an eigenvalue beyond the strain limit is cut from
+// the corner whose angle holds the crack direction (perpendicular to the principal
+// direction, in the rest frame) to the opposite edge, which is split by a pair of new nodes
+// (and its neighbour across it with them): reading A of the notes (section 6.3), the crack
+// runs corner -> edge point -> the neighbour's far corner. A corner whose fan the cut
+// separates (a boundary vertex) gets a copy per fan. Faces are processed one pass per step
+// in descending order of overstrain (then by index), a face touched this pass waits for the
+// next step; the children absorb part of the parent's elastic strain plastically and cannot
+// break for a few steps (runaway guards, notes section 6.6). The edit (new nodes with their
+// parents' weights) goes to the world as a TopologyEdit.
 #pragma once
 
 #include <Eigen/Core>
@@ -49,8 +59,27 @@ struct InelasticShellPlasticity {
   double hardening = 0;    // gamma >= 0: kinematic hardening h_kin / (2 mu), 1
 };
 
+struct InelasticShellFracture {
+  // lambda_f > 0: a face breaks when an eigenvalue of its elastic strain at z = +-h/2 passes
+  // it, 1.
+  double strainLimit = 0;
+  bool tensileOnly = true;  // only tensile eigenvalues count; false: |lambda|
+  // Share in [0, 1] of the parent's elastic strain its children take as plastic strain (stress
+  // relief, so that they are not born over the limit).
+  double absorption = 0.5;
+  int32_t refractorySteps = 10;  // steps during which a newly cut face cannot break
+  // Where the crack meets the opposite edge, t in [minimumSplit, 1 - minimumSplit] (a crack
+  // closer to a corner is turned to this: no slivers, no cut along an existing edge).
+  double minimumSplit = 0.15;
+  // The most faces cut in one step (the most overstrained first): a uniformly strained
+  // sheet reaches the limit everywhere at once, and one pass would shatter it where the
+  // first crack's relief has not arrived yet.
+  int32_t maxCracksPerStep = 1;
+};
+
 struct InelasticShellParams {
   std::optional<InelasticShellPlasticity> plasticity;  // none: elastic
+  std::optional<InelasticShellFracture> fracture;      // none: never breaks
   // hessianBlocks() projects each face's Hessian to positive semi-definite, for Newton-type
   // implicit steps (the exact one is indefinite away from rest).
   bool projectHessian = false;
@@ -81,7 +110,9 @@ class InelasticShellModel : public Model {
   [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
   bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
   // 2 / sqrt(lambda), lambda Gershgorin's bound on the largest eigenvalue of
-  // M^-1/2 K M^-1/2 at rest, face by face (computed once at construction).
+  // M^-1/2 K M^-1/2 at rest, face by face (computed at construction and again after every
+  // fracture: small new faces lower it, and explicit integration follows,
+  // TimeIntegrator::followStableStep).
   [[nodiscard]] double stableTimeStep() const override { return stableStep_; }
   // The mesh with positions x and area-weighted vertex normals.
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
@@ -90,6 +121,8 @@ class InelasticShellModel : public Model {
   // each edge (the face's own corner i on a boundary edge i).
   [[nodiscard]] std::span<const int32_t> faceStencils() const { return faceStencil_; }
   [[nodiscard]] const inelastic_shell::FaceParams& face(size_t f) const { return faceParams_[f]; }
+  // The rest positions of the nodes (the input's, then those fracture made), (nNodes, 3), m.
+  [[nodiscard]] std::span<const double> restPositions() const { return restPositions_; }
   // Elastic membrane strain E_m and bending strain E_c (1/m) of face f at x, 2x2 row-major
   // in the face's rest frame (first axis along its rest edge x0 -> x1).
   void faceStrains(std::span<const double> x, size_t f, double (&membrane)[4],
@@ -101,11 +134,17 @@ class InelasticShellModel : public Model {
   [[nodiscard]] double yieldNorm(std::span<const double> x, size_t f) const;
 
   // With plasticity: the return mapping on every face (in parallel, each face its own), the
-  // faces' rest values moved by their new plastic strains.
+  // faces' rest values moved by their new plastic strains. With fracture: then one pass of
+  // cuts (header), returned as the edit.
   using Model::updateInelastic;
   InelasticReport updateInelastic(std::span<const double> x, double dt,
                                   ModelWorkspace* workspace) override;
-  // With plasticity: the plastic triples p, q of every face.
+  [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
+  [[nodiscard]] bool changesNodeCount() const override { return fracture_.has_value(); }
+  // Connected pieces by shared edges of the faces.
+  [[nodiscard]] std::vector<int32_t> nodePieces() const override;
+  // With plasticity or fracture: the plastic triples p, q of every face; with fracture also
+  // the mesh (rest positions, triangles) and the faces' refractory counters.
   void listStateFields(StateFields& fields) override;
   void stateAssigned() override;
   // With plasticity, per node: `plastic_strain`, the mean over its faces of the RMS plastic
@@ -119,6 +158,13 @@ class InelasticShellModel : public Model {
   [[nodiscard]] Eigen::Matrix2d plasticMembrane(size_t f) const;
   [[nodiscard]] Eigen::Matrix2d plasticBending(size_t f) const;
   void setPlastic(size_t f, const Eigen::Matrix2d& membrane, const Eigen::Matrix2d& bending);
+  // Rebuilds what follows from restPositions_ and triangles_ (header of the .cpp).
+  void buildTopology();
+  // stableStep_ for the current mesh.
+  void computeStableStep();
+  // One fracture pass at positions x (inelastic_shell_fracture.cpp); the edit is empty when
+  // nothing broke.
+  TopologyEdit fracturePass(std::span<const double> x, int64_t& broken);
 
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;
@@ -129,7 +175,12 @@ class InelasticShellModel : public Model {
   std::vector<double> bendingBasis_;   // T_i of every face, (nFaces, 3, 2, 2), 1/m
   std::vector<double> mass_;           // (nNodes), kg
   std::optional<InelasticShellPlasticity> plasticity_;
-  double poisson_ = 0, thickness_ = 0;
+  std::optional<InelasticShellFracture> fracture_;
+  MaterialDef material_;
+  std::vector<double> restPositions_;   // (nNodes, 3), m
+  std::vector<int32_t> faceNeighbour_;  // (nFaces, 3): across edge i, 3 u + j or -1
+  std::vector<int32_t> refractory_;     // (nFaces): steps before the face may break
+  uint64_t topologyVersion_ = 0;
   // The elastic rest values l_i^2 (m^2) and phi(theta0_i) of every face, (nFaces, 3) each,
   // and the plastic triples p_i (m^2) and q_i (1), (nFaces, 3) each (zero when elastic).
   std::vector<double> elasticRestSquaredLength_, elasticRestPhi_;

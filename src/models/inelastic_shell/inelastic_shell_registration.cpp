@@ -22,6 +22,8 @@ using json_fields::Problems;
 using json_fields::Range;
 using scene_names::kHessianKinds;
 
+constexpr std::string_view kFractureStrainKinds[] = {"tensile", "absolute"};
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
@@ -37,6 +39,39 @@ constexpr FieldSpec kInelasticShellFields[] = {
      .range = Range::atLeast(0),
      .meaning = "Kinematic hardening gamma = h_kin / (2 mu) of the plasticity: past yield the "
                 "plastic strain grows at 1 / (1 + gamma) of the strain; 0 is ideal plasticity."},
+    {.key = "strain_limit",
+     .range = Range::above(0),
+     .optional = true,
+     .meaning = "Fracture (gingold2004 section 3.4): a face breaks when an eigenvalue of its "
+                "elastic strain at the top or bottom surface passes this limit; the crack runs "
+                "across it perpendicular to that principal direction. Absent: no fracture."},
+    {.key = "fracture_strain",
+     .kind = FieldKind::kChoice,
+     .text = "tensile",
+     .choices = kFractureStrainKinds,
+     .meaning = "`tensile`: only stretching eigenvalues break a face; `absolute`: compression "
+                "beyond the limit breaks it too."},
+    {.key = "absorption",
+     .number = 0.5,
+     .range = Range::closed(0, 1),
+     .meaning = "Share of the broken face's elastic strain its two halves take as plastic strain "
+                "(stress relief against runaway cracking)."},
+    {.key = "refractory_steps",
+     .kind = FieldKind::kInteger,
+     .number = 10,
+     .range = Range::closed(0, 1000000),
+     .meaning = "Steps during which the faces a crack made cannot break again."},
+    {.key = "minimum_split",
+     .number = 0.15,
+     .range = Range::closed(0.01, 0.45),
+     .meaning = "The crack meets the opposite edge at t in [minimum_split, 1 - minimum_split] "
+                "along it (no slivers; vertex budging is not built)."},
+    {.key = "max_cracks_per_step",
+     .kind = FieldKind::kInteger,
+     .number = 1,
+     .range = Range::closed(1, 1000000),
+     .meaning = "The most faces a step cuts, the most overstrained first (a uniformly strained "
+                "sheet would otherwise shatter where the first crack's relief has not arrived)."},
     {.key = "hessian",
      .kind = FieldKind::kChoice,
      .text = "exact",
@@ -58,6 +93,12 @@ void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   InelasticShellDef& options = body.options<InelasticShellDef>();
   options.yieldStrain = r.tryNumber("yield_strain");
   options.hardening = r.number("hardening");
+  options.strainLimit = r.tryNumber("strain_limit");
+  options.tensileOnly = r.choice("fracture_strain") == "tensile";
+  options.absorption = r.number("absorption");
+  options.refractorySteps = r.integer("refractory_steps");
+  options.minimumSplit = r.number("minimum_split");
+  options.maxCracksPerStep = r.integer("max_cracks_per_step");
   options.projectHessian = r.choice("hessian") == "projected";
   r.finish();
 }
@@ -66,6 +107,12 @@ Json writeInelasticShell(const BodyDef& body) {
   const InelasticShellDef& d = body.options<InelasticShellDef>();
   Json out = {{"hessian", d.projectHessian ? "projected" : "exact"}, {"hardening", d.hardening}};
   if (d.yieldStrain) out["yield_strain"] = *d.yieldStrain;
+  if (d.strainLimit) out["strain_limit"] = *d.strainLimit;
+  out["fracture_strain"] = d.tensileOnly ? "tensile" : "absolute";
+  out["absorption"] = d.absorption;
+  out["refractory_steps"] = d.refractorySteps;
+  out["minimum_split"] = d.minimumSplit;
+  out["max_cracks_per_step"] = d.maxCracksPerStep;
   return out;
 }
 
@@ -78,6 +125,11 @@ Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
   params.projectHessian = options.projectHessian;
   if (options.yieldStrain) {
     params.plasticity = InelasticShellPlasticity{*options.yieldStrain, options.hardening};
+  }
+  if (options.strainLimit) {
+    params.fracture = InelasticShellFracture{*options.strainLimit, options.tensileOnly,
+                                             options.absorption,   options.refractorySteps,
+                                             options.minimumSplit, options.maxCracksPerStep};
   }
   d.model = std::make_unique<InelasticShellModel>(geometry, def.material, params);
   d.nodePositions = std::move(geometry.positions);

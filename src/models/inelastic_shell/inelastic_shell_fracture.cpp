@@ -1,0 +1,321 @@
+// Fracture through faces (gingold2004 section 3.4, notes section 6): the candidates, the cut
+// of a face and its neighbour, the fan copies, the state carried to the new faces.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "models/inelastic_shell/inelastic_shell_model.hpp"
+
+namespace shellsim {
+
+namespace {
+
+using Mat2 = Eigen::Matrix2d;
+using Vec2 = Eigen::Vector2d;
+
+Mat2 toMatrix(const double (&v)[4]) {
+  Mat2 m;
+  m << v[0], v[1], v[2], v[3];
+  return m;
+}
+
+// What the candidate pass measured of a face: its overstrain (the largest counted eigenvalue
+// over the limit, > 1 to break), the principal direction d (rest frame) and its elastic
+// strains.
+struct Candidate {
+  double overstrain = 0;
+  Vec2 direction = Vec2::Zero();
+  Mat2 membrane = Mat2::Zero(), bending = Mat2::Zero();
+};
+
+int32_t findRoot(std::vector<int32_t>& parent, int32_t i) {
+  while (parent[static_cast<size_t>(i)] != i) {
+    parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
+    i = parent[static_cast<size_t>(i)];
+  }
+  return i;
+}
+
+void unite(std::vector<int32_t>& parent, int32_t a, int32_t b) {
+  a = findRoot(parent, a);
+  b = findRoot(parent, b);
+  if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+}
+
+}  // namespace
+
+TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_t& broken) {
+  broken = 0;
+  TopologyEdit edit;
+  if (!fracture_) return edit;
+  const InelasticShellFracture& params = *fracture_;
+  const size_t faceCount = faceParams_.size();
+  const double halfThickness = 0.5 * material_.thickness;
+
+  // 1. Candidates, in parallel (each face its own slot): the eigenvalues of the elastic
+  // strain at z = +-h/2 (the extremes through the thickness: the largest eigenvalue is convex
+  // in z, the smallest concave).
+  std::vector<Candidate> candidates(faceCount);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, faceCount, 256), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t f = r.begin(); f != r.end(); ++f) {
+          Candidate& c = candidates[f];
+          double em[4], ec[4];
+          faceStrains(x, f, em, ec);
+          c.membrane = toMatrix(em);
+          c.bending = toMatrix(ec);
+          if (refractory_[f] > 0) continue;
+          for (const double side : {-1.0, 1.0}) {
+            const Mat2 strain = c.membrane + side * halfThickness * c.bending;
+            const Eigen::SelfAdjointEigenSolver<Mat2> eigen(0.5 * (strain + strain.transpose()));
+            for (int k = 0; k < 2; ++k) {
+              const double value = eigen.eigenvalues()[k];
+              const double counted = params.tensileOnly ? value : std::abs(value);
+              if (counted / params.strainLimit > c.overstrain) {
+                c.overstrain = counted / params.strainLimit;
+                c.direction = eigen.eigenvectors().col(k);
+              }
+            }
+          }
+        }
+      });
+  for (int32_t& steps : refractory_) steps = std::max(steps - 1, 0);
+  std::vector<int32_t> order;
+  for (size_t f = 0; f < faceCount; ++f) {
+    if (candidates[f].overstrain > 1) order.push_back(static_cast<int32_t>(f));
+  }
+  if (order.empty()) return edit;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    const double oa = candidates[static_cast<size_t>(a)].overstrain;
+    const double ob = candidates[static_cast<size_t>(b)].overstrain;
+    return oa != ob ? oa > ob : a < b;
+  });
+
+  // 2. Cuts, one at a time in that order. New nodes: (parent b, parent c, t) each.
+  const auto nodesBefore = static_cast<int32_t>(restPositions_.size() / 3);
+  struct NewNode {
+    int32_t first, second;
+    double t;  // weight of `second`
+  };
+  std::vector<NewNode> newNodes;
+  std::vector<uint8_t> touched(faceCount, 0);
+  // Plastic strains of every face cut or made this pass, applied after the rebuild.
+  struct Inherited {
+    int32_t face;
+    Mat2 membrane, bending;
+  };
+  std::vector<Inherited> inherited;
+  std::vector<int32_t> tips;  // corners the cracks start or end at (fan checks)
+  const auto addNode = [&](int32_t b, int32_t c, double t) {
+    const auto id = static_cast<int32_t>(nodesBefore + static_cast<int32_t>(newNodes.size()));
+    newNodes.push_back({b, c, t});
+    for (int k = 0; k < 3; ++k) {
+      const auto kk = static_cast<size_t>(k);
+      restPositions_.push_back((1 - t) * restPositions_[3 * static_cast<size_t>(b) + kk] +
+                               t * restPositions_[3 * static_cast<size_t>(c) + kk]);
+    }
+    return id;
+  };
+  const auto setTriangle = [&](size_t face, int32_t p, int32_t q, int32_t r) {
+    if (3 * face + 2 >= triangles_.size()) triangles_.resize(3 * face + 3);
+    triangles_[3 * face] = p;
+    triangles_[3 * face + 1] = q;
+    triangles_[3 * face + 2] = r;
+  };
+  const auto markAround = [&](size_t face) {
+    touched[face] = 1;
+    for (size_t i = 0; i < 3; ++i) {
+      const int32_t across = faceNeighbour_[3 * face + i];
+      if (across >= 0) touched[static_cast<size_t>(across / 3)] = 1;
+    }
+  };
+  for (const int32_t fi : order) {
+    const auto f = static_cast<size_t>(fi);
+    if (broken >= params.maxCracksPerStep) break;
+    if (touched[f] != 0) continue;
+    const Candidate& cand = candidates[f];
+    // The rest frame of the face (first axis along X1 - X0), its corners in it, and the crack
+    // direction c = d rotated by 90 degrees.
+    const Vec3 rest[3] = {row(restPositions_, static_cast<size_t>(triangles_[3 * f])),
+                          row(restPositions_, static_cast<size_t>(triangles_[3 * f + 1])),
+                          row(restPositions_, static_cast<size_t>(triangles_[3 * f + 2]))};
+    const Vec3 axisA = (rest[1] - rest[0]).normalized();
+    const Vec3 axisB = (rest[1] - rest[0]).cross(rest[2] - rest[0]).normalized().cross(axisA);
+    Vec2 u[3];
+    for (int k = 0; k < 3; ++k)
+      u[k] = Vec2((rest[k] - rest[0]).dot(axisA), (rest[k] - rest[0]).dot(axisB));
+    const Vec2 crack(-cand.direction.y(), cand.direction.x());
+    // The corner whose angle holds +-c: c = alpha e1 + beta e2 with alpha, beta of one sign.
+    int corner = -1;
+    double t = 0;
+    for (int k = 0; k < 3 && corner < 0; ++k) {
+      Eigen::Matrix2d edges;
+      edges.col(0) = u[(k + 1) % 3] - u[k];
+      edges.col(1) = u[(k + 2) % 3] - u[k];
+      const Vec2 ab = edges.fullPivLu().solve(crack);
+      if ((ab.x() >= 0 && ab.y() >= 0) || (ab.x() <= 0 && ab.y() <= 0)) {
+        const double sum = ab.x() + ab.y();
+        if (sum == 0) continue;
+        corner = k;
+        t = ab.y() / sum;  // the crack meets edge (k+1, k+2) at (1 - t) u_{k+1} + t u_{k+2}
+      }
+    }
+    if (corner < 0) continue;
+    t = std::clamp(t, params.minimumSplit, 1 - params.minimumSplit);
+    const auto k = static_cast<size_t>(corner);
+    const int32_t a = triangles_[3 * f + k];
+    const int32_t b = triangles_[3 * f + (k + 1) % 3];
+    const int32_t c = triangles_[3 * f + (k + 2) % 3];
+    const int32_t across = faceNeighbour_[3 * f + k];
+    const size_t g = across >= 0 ? static_cast<size_t>(across / 3) : 0;
+    const int32_t d = across >= 0 ? triangles_[static_cast<size_t>(across)] : -1;
+    if (across >= 0 && (touched[g] != 0 || d == a)) continue;
+
+    // The parent's plastic strain plus the absorbed share of its elastic strain, for both
+    // children (and likewise for the neighbour's halves).
+    const auto carried = [&](size_t face) {
+      const Candidate& s = candidates[face];
+      return std::pair{plasticMembrane(face) + params.absorption * s.membrane,
+                       plasticBending(face) + params.absorption * s.bending};
+    };
+    const auto [fm, fc] = carried(f);
+    markAround(f);
+    if (across >= 0) markAround(g);
+    const int32_t v0 = addNode(b, c, t);  // on b's side
+    const int32_t v1 = addNode(b, c, t);  // on c's side
+    size_t next = triangles_.size() / 3;
+    // f = (a, b, c) -> (a, b, v0) and (a, v1, c).
+    setTriangle(f, a, b, v0);
+    setTriangle(next, a, v1, c);
+    inherited.push_back({static_cast<int32_t>(f), fm, fc});
+    inherited.push_back({static_cast<int32_t>(next), fm, fc});
+    ++next;
+    if (across >= 0) {
+      // g = (d, c, b) -> (d, c, v1) and (d, v0, b).
+      const auto [gm, gc] = carried(g);
+      setTriangle(g, d, c, v1);
+      setTriangle(next, d, v0, b);
+      inherited.push_back({static_cast<int32_t>(g), gm, gc});
+      inherited.push_back({static_cast<int32_t>(next), gm, gc});
+      tips.push_back(d);
+    }
+    tips.push_back(a);
+    ++broken;
+  }
+  if (broken == 0) {
+    return edit;
+  }
+
+  // 3. A crack corner whose fan the cut separated (a boundary vertex, or a corner reached by
+  // two cracks) gets a copy of itself per fan beyond the first (the one with the smallest
+  // face): no piece stays hinged on one vertex. Faces around v are one fan when they share
+  // an edge (v, w).
+  std::sort(tips.begin(), tips.end());
+  tips.erase(std::unique(tips.begin(), tips.end()), tips.end());
+  const size_t facesAfter = triangles_.size() / 3;
+  std::vector<int32_t> copies;  // (source vertex) of every copy, in order of creation
+  for (const int32_t v : tips) {
+    std::vector<int32_t> fan;
+    for (size_t face = 0; face < facesAfter; ++face) {
+      for (size_t i = 0; i < 3; ++i) {
+        if (triangles_[3 * face + i] == v) fan.push_back(static_cast<int32_t>(face));
+      }
+    }
+    std::vector<int32_t> parent(fan.size());
+    std::iota(parent.begin(), parent.end(), 0);
+    const auto others = [&](int32_t face) {
+      std::array<int32_t, 2> w{};
+      int n = 0;
+      for (size_t i = 0; i < 3; ++i) {
+        const int32_t node = triangles_[3 * static_cast<size_t>(face) + i];
+        if (node != v) w[static_cast<size_t>(n++)] = node;
+      }
+      return w;
+    };
+    for (size_t p = 0; p < fan.size(); ++p) {
+      for (size_t q = p + 1; q < fan.size(); ++q) {
+        const auto wp = others(fan[p]), wq = others(fan[q]);
+        if (wp[0] == wq[0] || wp[0] == wq[1] || wp[1] == wq[0] || wp[1] == wq[1]) {
+          unite(parent, static_cast<int32_t>(p), static_cast<int32_t>(q));
+        }
+      }
+    }
+    std::vector<int32_t> copyOfRoot(fan.size(), -1);
+    for (size_t p = 0; p < fan.size(); ++p) {
+      const auto root = static_cast<size_t>(findRoot(parent, static_cast<int32_t>(p)));
+      if (root == 0) continue;  // the first fan keeps v
+      if (copyOfRoot[root] < 0) {
+        copyOfRoot[root] = static_cast<int32_t>(restPositions_.size() / 3);
+        for (size_t c = 0; c < 3; ++c) {
+          restPositions_.push_back(restPositions_[3 * static_cast<size_t>(v) + c]);
+        }
+        copies.push_back(v);
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        int32_t& node = triangles_[3 * static_cast<size_t>(fan[p]) + i];
+        if (node == v) node = copyOfRoot[root];
+      }
+    }
+  }
+
+  // 4. The edit: old nodes keep their index, then the edge points (weights 1 - t, t of their
+  // edge's ends), then the copies.
+  const auto nodesAfter = static_cast<int32_t>(restPositions_.size() / 3);
+  edit.sourceOffsets.reserve(static_cast<size_t>(nodesAfter) + 1);
+  edit.sourceOffsets.push_back(0);
+  const auto source = [&](int32_t node, double weight) {
+    edit.sourceNodes.push_back(node);
+    edit.sourceWeights.push_back(weight);
+  };
+  for (int32_t i = 0; i < nodesBefore; ++i) {
+    source(i, 1.0);
+    edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
+  }
+  for (const NewNode& n : newNodes) {
+    source(n.first, 1 - n.t);
+    source(n.second, n.t);
+    edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
+  }
+  for (const int32_t v : copies) {
+    source(v, 1.0);
+    edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
+  }
+  edit.elementsAdded = static_cast<int64_t>(facesAfter - faceCount);
+
+  // 5. The new topology, and the state carried to the faces cut or made.
+  buildTopology();
+  ++topologyVersion_;
+  plasticSquaredLength_.resize(3 * facesAfter, 0.0);
+  plasticPhi_.resize(3 * facesAfter, 0.0);
+  refractory_.resize(facesAfter, 0);
+  for (const Inherited& h : inherited) {
+    setPlastic(static_cast<size_t>(h.face), h.membrane, h.bending);
+    refractory_[static_cast<size_t>(h.face)] = params.refractorySteps;
+  }
+  for (size_t face = 0; face < facesAfter; ++face) refreshRestValues(face);
+  computeStableStep();
+  return edit;
+}
+
+std::vector<int32_t> InelasticShellModel::nodePieces() const {
+  std::vector<int32_t> parent(static_cast<size_t>(nodeCount_));
+  std::iota(parent.begin(), parent.end(), 0);
+  for (size_t t = 0; t < triangles_.size(); t += 3) {
+    unite(parent, triangles_[t], triangles_[t + 1]);
+    unite(parent, triangles_[t + 1], triangles_[t + 2]);
+  }
+  std::vector<int32_t> label(parent.size(), -1), pieces(parent.size());
+  int32_t next = 0;
+  for (size_t i = 0; i < parent.size(); ++i) {
+    const auto root = static_cast<size_t>(findRoot(parent, static_cast<int32_t>(i)));
+    if (label[root] < 0) label[root] = next++;
+    pieces[i] = label[root];
+  }
+  return pieces;
+}
+
+}  // namespace shellsim
