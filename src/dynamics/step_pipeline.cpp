@@ -127,20 +127,31 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
 void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTimes& times) {
   StepStart& start = starts_[static_cast<size_t>(depth)];
   save(world, start);
-  std::string rejection;
+  Rejection rejection;
   try {
     rejection = proposeAndInspect(world, dt, start, times);
   } catch (const NumericalError& e) {
-    rejection = e.what();
+    rejection = {e.what(), false};
   }
-  if (rejection.empty()) {
+  const bool finest = depth == kMaxStepSplits;
+  if (!rejection.reason.empty() && finest && rejection.acceptAtFinest) {
+    if (!warnedFinest_ && warn_) {
+      warn_("the step from t = " + std::to_string(start.time) + " s of " + std::to_string(dt) +
+            " s was accepted at the deepest split although " + rejection.reason +
+            " (an event resolved as finely as the search goes)");
+    }
+    warnedFinest_ = true;
+    rejection.reason.clear();
+  }
+  if (rejection.reason.empty()) {
     updateInelastic(world, dt, times);  // commit: plasticity, fracture
     ++counts_.accepted;
     return;
   }
   ++counts_.rejected;
   std::ostringstream what;
-  what << "the step from t = " << start.time << " s of " << dt << " s was rejected: " << rejection;
+  what << "the step from t = " << start.time << " s of " << dt
+       << " s was rejected: " << rejection.reason;
   if (depth == kMaxStepSplits) {
     what << " (after " << kMaxStepSplits << " splits into halves)";
     throw NumericalError(what.str());
@@ -155,8 +166,9 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
   stepWithRetry(world, dt / 2, depth + 1, times);
 }
 
-std::string TimeIntegrator::proposeAndInspect(World& world, double dt, const StepStart& start,
-                                              PhaseTimes& times) {
+TimeIntegrator::Rejection TimeIntegrator::proposeAndInspect(World& world, double dt,
+                                                            const StepStart& start,
+                                                            PhaseTimes& times) {
   if (implicit_) {
     const ImplicitStepReport solved = implicit_->propose(world, dt, times);
     for (const NewtonReport& body : solved.bodies) {
@@ -167,15 +179,19 @@ std::string TimeIntegrator::proposeAndInspect(World& world, double dt, const Ste
     proposeStep(world, dt, times);
   }
   PhaseTimer timer(times.checks);
+  Rejection rejection{{}, true};
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     const Body& body = world.bodies[b];
     const StepVerdict verdict =
         body.model->inspectStep(start.bodies[b].positions, body.positions, dt);
     if (!verdict.accepted) {
-      return "body '" + body.name + "' (" + body.model->name() + "): " + verdict.reason;
+      if (!rejection.reason.empty()) rejection.reason += "; ";
+      rejection.reason +=
+          "body '" + body.name + "' (" + body.model->name() + "): " + verdict.reason;
+      rejection.acceptAtFinest = rejection.acceptAtFinest && verdict.acceptAtFinest;
     }
   }
-  return {};
+  return rejection;
 }
 
 void TimeIntegrator::save(const World& world, StepStart& start) const {

@@ -8,7 +8,8 @@
 //             implicit scheme, implicit.hpp; both end with the NaN / speed checks)
 //   accept?   the proposal is rejected when it failed (NaN, a node faster than
 //             kMaxNodeSpeed, Newton did not converge: NumericalError) or when a body's model
-//             rejects it (Model::inspectStep, e.g. gingold2004's time-step search)
+//             rejects it (Model::inspectStep, e.g. gingold2004's time-step search; a model's
+//             rejection marked acceptAtFinest is accepted at the deepest split)
 //   commit    plasticity -> fracture (updateInelastic), only for an accepted step
 //
 // A rejected step is undone (positions, velocities, accelerations and time back to what
@@ -119,8 +120,14 @@ class TimeIntegrator {
 
   // One step of length dt through propose / accept? / commit, split on rejection.
   void stepWithRetry(World& world, double dt, int depth, PhaseTimes& times);
-  // Proposes one step from `start` and inspects it; returns why it is rejected, or "".
-  std::string proposeAndInspect(World& world, double dt, const StepStart& start, PhaseTimes& times);
+  // Why a proposal is rejected (empty: accepted), and whether every rejecting model allows
+  // accepting it at the deepest split (StepVerdict::acceptAtFinest).
+  struct Rejection {
+    std::string reason;
+    bool acceptAtFinest = false;
+  };
+  // Proposes one step from `start` and inspects it.
+  Rejection proposeAndInspect(World& world, double dt, const StepStart& start, PhaseTimes& times);
   void save(const World& world, StepStart& start) const;
   static void restore(World& world, const StepStart& start);
 
@@ -133,6 +140,7 @@ class TimeIntegrator {
   bool explicit_ = false;
   double stepPerStableStep_ = 0;  // planned step / stable step when planned; 0: not followed
   bool warnedStableStep_ = false;
+  bool warnedFinest_ = false;
   std::function<void(const std::string&)> warn_;
   StepCounts counts_;
   std::vector<StepStart> starts_;  // (kMaxStepSplits + 1)

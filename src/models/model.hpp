@@ -74,6 +74,10 @@ struct InelasticReport {
 struct StepVerdict {
   bool accepted = true;
   std::string reason;  // why it was rejected; empty when accepted
+  // A rejection that only asks to resolve an event in time (gingold2004 section 4.1: large
+  // force changes, fracture events): at the deepest split the step is accepted instead of
+  // failing the run (the paper's k > k_max).
+  bool acceptAtFinest = false;
 };
 
 // Scratch of a model's energy passes, owned by whoever evaluates the model (a body:

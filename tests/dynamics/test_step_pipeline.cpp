@@ -31,6 +31,7 @@ class PickyModel : public Model {
       : inner_(std::move(inner)), longestStep_(longestStep) {}
 
   int failingEvaluations = 0;
+  bool acceptAtFinest = false;  // its rejections only ask to resolve an event in time
   mutable int inspections = 0;
 
   [[nodiscard]] std::string name() const override { return "picky " + inner_->name(); }
@@ -82,7 +83,9 @@ class PickyModel : public Model {
                                         std::span<const double> after, double dt) const override {
     EXPECT_EQ(before.size(), after.size());
     ++inspections;
-    if (dt > longestStep_ * (1 + 1e-12)) return {false, "longer than the picky model allows"};
+    if (dt > longestStep_ * (1 + 1e-12)) {
+      return {false, "longer than the picky model allows", acceptAtFinest};
+    }
     return {};
   }
 
@@ -169,6 +172,23 @@ TEST(StepPipeline, AStepRejectedAtTheDeepestSplitIsANumericalError) {
   }
   EXPECT_EQ(integrator.counts().accepted, 0);
   EXPECT_EQ(integrator.counts().rejected, kMaxStepSplits + 1);
+}
+
+// A model's rejection that only asks to resolve an event in time (gingold2004's search) is
+// accepted at the deepest split: the step ends as 2^kMaxStepSplits pieces, the frame on time.
+TEST(StepPipeline, ARejectionToResolveAnEventIsAcceptedAtTheDeepestSplit) {
+  const double h = 1e-3;
+  World world = swingingSheet(h / 1000);
+  dynamic_cast<PickyModel&>(*world.bodies[0].model).acceptAtFinest = true;
+  std::vector<std::string> warnings;
+  TimeIntegrator integrator(TimeDef{}, h, [&](const std::string& w) { warnings.push_back(w); });
+  PhaseTimes times;
+  integrator.advance(world, h, h, times);
+  EXPECT_EQ(world.time, h);
+  EXPECT_EQ(integrator.counts().accepted, 1 << kMaxStepSplits);
+  EXPECT_EQ(integrator.counts().rejected, (1 << kMaxStepSplits) - 1);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[1].find("accepted at the deepest split"), std::string::npos) << warnings[1];
 }
 
 TEST(StepPipeline, PlasticityAndFractureSeeOnlyAcceptedSteps) {

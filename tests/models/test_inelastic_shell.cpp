@@ -518,6 +518,29 @@ TEST(InelasticShellFracture, OneCutAcrossThePullConservesMassAndMomentum) {
   EXPECT_EQ(model.updateInelastic(y, 1e-4).brokenElements, 1);
 }
 
+// The step search (gingold2004 sections 4.1-4.2): a step at whose end a face breaks, or whose
+// largest node force grows by more than the ratio, is rejected to be resolved in time (and
+// accepted at the deepest split); a step that changes little is accepted.
+TEST(InelasticShellStepSearch, RejectsFractureEventsAndForceJumps) {
+  const Geometry lattice = makeEquilateralLattice(8, 9, 0.01);
+  InelasticShellParams params = fractureParams();
+  params.stepSearch = InelasticShellStepSearch{1.1, true};
+  const InelasticShellModel model(lattice, aluminium(), params);
+  const std::vector<double> calm = stretchedAlongX(lattice.positions, 0.005);
+  const StepVerdict breaks =
+      model.inspectStep(calm, stretchedAlongX(lattice.positions, 0.013), 1e-4);
+  EXPECT_FALSE(breaks.accepted);
+  EXPECT_TRUE(breaks.acceptAtFinest);
+  EXPECT_NE(breaks.reason.find("breaks within the step"), std::string::npos) << breaks.reason;
+  const StepVerdict jump = model.inspectStep(calm, stretchedAlongX(lattice.positions, 0.008), 1e-4);
+  EXPECT_FALSE(jump.accepted);
+  EXPECT_NE(jump.reason.find("largest node force grew"), std::string::npos) << jump.reason;
+  EXPECT_TRUE(model.inspectStep(calm, stretchedAlongX(lattice.positions, 0.0051), 1e-4).accepted);
+  const InelasticShellModel unsearched(lattice, aluminium(), fractureParams());
+  EXPECT_TRUE(
+      unsearched.inspectStep(calm, stretchedAlongX(lattice.positions, 0.013), 1e-4).accepted);
+}
+
 // A torn lattice (ten cuts) written to bytes and put into a freshly built model: the same
 // mesh, energy and gradient bit for bit; a state of another mesh does not fit and leaves the
 // model as it was.

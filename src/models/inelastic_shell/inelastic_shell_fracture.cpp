@@ -32,6 +32,23 @@ struct Candidate {
   Mat2 membrane = Mat2::Zero(), bending = Mat2::Zero();
 };
 
+// The candidate's overstrain and principal direction from its elastic strains: the largest
+// counted eigenvalue of E(z) = E_m + z E_c at z = +-h/2 over the limit.
+void overstrain(Candidate& c, const InelasticShellFracture& params, double halfThickness) {
+  for (const double side : {-1.0, 1.0}) {
+    const Mat2 strain = c.membrane + side * halfThickness * c.bending;
+    const Eigen::SelfAdjointEigenSolver<Mat2> eigen(0.5 * (strain + strain.transpose()));
+    for (int k = 0; k < 2; ++k) {
+      const double value = eigen.eigenvalues()[k];
+      const double counted = params.tensileOnly ? value : std::abs(value);
+      if (counted / params.strainLimit > c.overstrain) {
+        c.overstrain = counted / params.strainLimit;
+        c.direction = eigen.eigenvectors().col(k);
+      }
+    }
+  }
+}
+
 int32_t findRoot(std::vector<int32_t>& parent, int32_t i) {
   while (parent[static_cast<size_t>(i)] != i) {
     parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
@@ -60,29 +77,18 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   // strain at z = +-h/2 (the extremes through the thickness: the largest eigenvalue is convex
   // in z, the smallest concave).
   std::vector<Candidate> candidates(faceCount);
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, faceCount, 256), [&](const tbb::blocked_range<size_t>& r) {
-        for (size_t f = r.begin(); f != r.end(); ++f) {
-          Candidate& c = candidates[f];
-          double em[4], ec[4];
-          faceStrains(x, f, em, ec);
-          c.membrane = toMatrix(em);
-          c.bending = toMatrix(ec);
-          if (refractory_[f] > 0) continue;
-          for (const double side : {-1.0, 1.0}) {
-            const Mat2 strain = c.membrane + side * halfThickness * c.bending;
-            const Eigen::SelfAdjointEigenSolver<Mat2> eigen(0.5 * (strain + strain.transpose()));
-            for (int k = 0; k < 2; ++k) {
-              const double value = eigen.eigenvalues()[k];
-              const double counted = params.tensileOnly ? value : std::abs(value);
-              if (counted / params.strainLimit > c.overstrain) {
-                c.overstrain = counted / params.strainLimit;
-                c.direction = eigen.eigenvectors().col(k);
-              }
-            }
-          }
-        }
-      });
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, faceCount, 256),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      for (size_t f = r.begin(); f != r.end(); ++f) {
+                        Candidate& c = candidates[f];
+                        double em[4], ec[4];
+                        faceStrains(x, f, em, ec);
+                        c.membrane = toMatrix(em);
+                        c.bending = toMatrix(ec);
+                        if (refractory_[f] > 0) continue;
+                        overstrain(c, params, halfThickness);
+                      }
+                    });
   for (int32_t& steps : refractory_) steps = std::max(steps - 1, 0);
   std::vector<int32_t> order;
   for (size_t f = 0; f < faceCount; ++f) {
@@ -299,6 +305,59 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   for (size_t face = 0; face < facesAfter; ++face) refreshRestValues(face);
   computeStableStep();
   return edit;
+}
+
+int64_t InelasticShellModel::firstToBreak(std::span<const double> x) const {
+  if (!fracture_) return -1;
+  const size_t faces = faceParams_.size();
+  const double halfThickness = 0.5 * material_.thickness;
+  std::vector<double> over(faces, 0.0);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, faces, 256),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      for (size_t f = r.begin(); f != r.end(); ++f) {
+                        if (refractory_[f] > 0) continue;
+                        Candidate c;
+                        double em[4], ec[4];
+                        faceStrains(x, f, em, ec);
+                        c.membrane = toMatrix(em);
+                        c.bending = toMatrix(ec);
+                        overstrain(c, *fracture_, halfThickness);
+                        over[f] = c.overstrain;
+                      }
+                    });
+  const auto worst = std::max_element(over.begin(), over.end());
+  return worst != over.end() && *worst > 1 ? worst - over.begin() : -1;
+}
+
+StepVerdict InelasticShellModel::inspectStep(std::span<const double> before,
+                                             std::span<const double> after, double dt) const {
+  (void)dt;
+  if (!stepSearch_) return {};
+  if (stepSearch_->fractureEvents) {
+    const int64_t face = firstToBreak(after);
+    if (face >= 0) {
+      return {false, "face " + std::to_string(face) + " breaks within the step", true};
+    }
+  }
+  // The largest internal node force before and after (the paper's F; the external forces are
+  // the world's: the floor of the largest node weight stands in for them at rest).
+  const auto largestForce = [&](std::span<const double> x) {
+    std::vector<double> g(x.size(), 0.0);
+    (void)addGradient(x, g);
+    double largest = 0;
+    for (size_t i = 0; i < g.size() / 3; ++i) largest = std::max(largest, row(g, i).norm());
+    return largest;
+  };
+  const double floor = 9.81 * *std::max_element(mass_.begin(), mass_.end());
+  const double forceBefore = std::max(largestForce(before), floor);
+  const double forceAfter = largestForce(after);
+  if (forceAfter > stepSearch_->forceRatio * forceBefore) {
+    return {false,
+            "the largest node force grew from " + std::to_string(forceBefore) + " to " +
+                std::to_string(forceAfter) + " N within the step",
+            true};
+  }
+  return {};
 }
 
 std::vector<int32_t> InelasticShellModel::nodePieces() const {

@@ -31,6 +31,7 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
     : projectHessian_(params.projectHessian),
       plasticity_(params.plasticity),
       fracture_(params.fracture),
+      stepSearch_(params.stepSearch),
       material_(material) {
   if (plasticity_ && (!(plasticity_->yieldStrain > 0) || !std::isfinite(plasticity_->yieldStrain) ||
                       !(plasticity_->hardening >= 0) || !std::isfinite(plasticity_->hardening))) {
@@ -43,6 +44,9 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
     throw InputError(
         "inelastic_shell: fracture needs a strain limit > 0, an absorption in [0, 1], "
         "refractory steps >= 0, a minimum split in (0, 0.5) and at least 1 crack per step");
+  }
+  if (stepSearch_ && !(stepSearch_->forceRatio > 1 && std::isfinite(stepSearch_->forceRatio))) {
+    throw InputError("inelastic_shell: the step search needs a force ratio > 1");
   }
   if (mesh.isPointCloud()) {
     throw InputError("inelastic_shell: needs a triangle mesh, but the geometry is a point cloud");

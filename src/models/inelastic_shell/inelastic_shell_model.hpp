@@ -77,8 +77,20 @@ struct InelasticShellFracture {
   int32_t maxCracksPerStep = 1;
 };
 
+// The time-step search of gingold2004 sections 4.1-4.2 (Model::inspectStep): a proposed step
+// is rejected, and retried in halves, when the largest internal node force grew by more than
+// forceRatio (F_after > forceRatio max(F_before, the largest node weight m g)), or when a face
+// would break at its end: fracture then happens at the step the halving narrows it to (the
+// finest split accepts it, StepVerdict::acceptAtFinest), so that the faces around a new
+// crack relax against it instead of breaking in a burst.
+struct InelasticShellStepSearch {
+  double forceRatio = 1.1;     // > 1
+  bool fractureEvents = true;  // resolve fracture events in time too
+};
+
 struct InelasticShellParams {
   std::optional<InelasticShellPlasticity> plasticity;  // none: elastic
+  std::optional<InelasticShellStepSearch> stepSearch;  // none: every step accepted
   std::optional<InelasticShellFracture> fracture;      // none: never breaks
   // hessianBlocks() projects each face's Hessian to positive semi-definite, for Newton-type
   // implicit steps (the exact one is indefinite away from rest).
@@ -140,6 +152,9 @@ class InelasticShellModel : public Model {
   InelasticReport updateInelastic(std::span<const double> x, double dt,
                                   ModelWorkspace* workspace) override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
+  // With the step search (InelasticShellStepSearch).
+  [[nodiscard]] StepVerdict inspectStep(std::span<const double> before,
+                                        std::span<const double> after, double dt) const override;
   [[nodiscard]] bool changesNodeCount() const override { return fracture_.has_value(); }
   // Connected pieces by shared edges of the faces.
   [[nodiscard]] std::vector<int32_t> nodePieces() const override;
@@ -165,6 +180,8 @@ class InelasticShellModel : public Model {
   // One fracture pass at positions x (inelastic_shell_fracture.cpp); the edit is empty when
   // nothing broke.
   TopologyEdit fracturePass(std::span<const double> x, int64_t& broken);
+  // The face that would break first at x (largest overstrain > 1, not refractory), or -1.
+  [[nodiscard]] int64_t firstToBreak(std::span<const double> x) const;
 
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;
@@ -176,6 +193,7 @@ class InelasticShellModel : public Model {
   std::vector<double> mass_;           // (nNodes), kg
   std::optional<InelasticShellPlasticity> plasticity_;
   std::optional<InelasticShellFracture> fracture_;
+  std::optional<InelasticShellStepSearch> stepSearch_;
   MaterialDef material_;
   std::vector<double> restPositions_;   // (nNodes, 3), m
   std::vector<int32_t> faceNeighbour_;  // (nFaces, 3): across edge i, 3 u + j or -1

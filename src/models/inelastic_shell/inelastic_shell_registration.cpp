@@ -72,6 +72,13 @@ constexpr FieldSpec kInelasticShellFields[] = {
      .range = Range::closed(1, 1000000),
      .meaning = "The most faces a step cuts, the most overstrained first (a uniformly strained "
                 "sheet would otherwise shatter where the first crack's relief has not arrived)."},
+    {.key = "step_search",
+     .range = Range::above(1),
+     .optional = true,
+     .meaning = "The time-step search (gingold2004 sections 4.1-4.2): a step is retried in halves "
+                "(at most 6 times) when the largest node force grows by more than this factor "
+                "(the paper's 1.1) or when a face would break within it, so that fracture happens "
+                "at the narrowed step. Absent: every step accepted."},
     {.key = "hessian",
      .kind = FieldKind::kChoice,
      .text = "exact",
@@ -99,6 +106,7 @@ void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   options.refractorySteps = r.integer("refractory_steps");
   options.minimumSplit = r.number("minimum_split");
   options.maxCracksPerStep = r.integer("max_cracks_per_step");
+  options.stepSearch = r.tryNumber("step_search");
   options.projectHessian = r.choice("hessian") == "projected";
   r.finish();
 }
@@ -113,6 +121,7 @@ Json writeInelasticShell(const BodyDef& body) {
   out["refractory_steps"] = d.refractorySteps;
   out["minimum_split"] = d.minimumSplit;
   out["max_cracks_per_step"] = d.maxCracksPerStep;
+  if (d.stepSearch) out["step_search"] = *d.stepSearch;
   return out;
 }
 
@@ -126,6 +135,7 @@ Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
   if (options.yieldStrain) {
     params.plasticity = InelasticShellPlasticity{*options.yieldStrain, options.hardening};
   }
+  if (options.stepSearch) params.stepSearch = InelasticShellStepSearch{*options.stepSearch, true};
   if (options.strainLimit) {
     params.fracture = InelasticShellFracture{*options.strainLimit, options.tensileOnly,
                                              options.absorption,   options.refractorySteps,
