@@ -134,10 +134,11 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     rejection = {e.what(), false};
   }
   const bool finest = depth == kMaxStepSplits;
+  std::ostringstream what;
+  what << "the step from t = " << start.time << " s of " << dt << " s was ";
   if (!rejection.reason.empty() && finest && rejection.acceptAtFinest) {
     if (!warnedFinest_ && warn_) {
-      warn_("the step from t = " + std::to_string(start.time) + " s of " + std::to_string(dt) +
-            " s was accepted at the deepest split although " + rejection.reason +
+      warn_(what.str() + "accepted at the deepest split although " + rejection.reason +
             " (an event resolved as finely as the search goes)");
     }
     warnedFinest_ = true;
@@ -149,10 +150,8 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     return;
   }
   ++counts_.rejected;
-  std::ostringstream what;
-  what << "the step from t = " << start.time << " s of " << dt
-       << " s was rejected: " << rejection.reason;
-  if (depth == kMaxStepSplits) {
+  what << "rejected: " << rejection.reason;
+  if (finest) {
     what << " (after " << kMaxStepSplits << " splits into halves)";
     throw NumericalError(what.str());
   }
@@ -189,6 +188,8 @@ TimeIntegrator::Rejection TimeIntegrator::proposeAndInspect(World& world, double
       rejection.reason +=
           "body '" + body.name + "' (" + body.model->name() + "): " + verdict.reason;
       rejection.acceptAtFinest = rejection.acceptAtFinest && verdict.acceptAtFinest;
+      // A rejection that must be resolved decides: the other bodies need not be asked.
+      if (!rejection.acceptAtFinest) break;
     }
   }
   return rejection;

@@ -126,4 +126,16 @@ TriangleMeshTopology checkedTriangleMesh(const Geometry& mesh, const std::string
   return topology;
 }
 
+std::vector<double> lumpedMasses(std::span<const int32_t> triangles,
+                                 std::span<const double> restArea, double arealDensity,
+                                 int32_t nodeCount) {
+  std::vector<double> mass(static_cast<size_t>(nodeCount), 0.0);
+  for (size_t t = 0; t < restArea.size(); ++t) {
+    for (size_t k = 0; k < 3; ++k) {
+      mass[static_cast<size_t>(triangles[3 * t + k])] += arealDensity * restArea[t] / 3.0;
+    }
+  }
+  return mass;
+}
+
 }  // namespace shellsim

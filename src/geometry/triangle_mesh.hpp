@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,11 @@ struct TriangleMeshTopology {
 // shared by more than two triangles, two triangles that traverse an edge in the same
 // direction, or a vertex in no triangle.
 TriangleMeshTopology checkedTriangleMesh(const Geometry& mesh, const std::string& who);
+
+// Lumped node masses, kg, (nodeCount): m_i = rho h sum_{T contains i} A_T / 3, for triangles
+// (nTriangles, 3), their rest areas (nTriangles, m^2) and the areal density rho h (kg/m^2).
+std::vector<double> lumpedMasses(std::span<const int32_t> triangles,
+                                 std::span<const double> restArea, double arealDensity,
+                                 int32_t nodeCount);
 
 }  // namespace shellsim

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "core/byte_stream.hpp"
 #include "core/crack.hpp"
 #include "models/model_state.hpp"
 #include "shellsim/geometry.hpp"

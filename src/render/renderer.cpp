@@ -25,6 +25,7 @@
 
 #include "core/palette.hpp"
 #include "core/spatial.hpp"
+#include "core/union_find.hpp"
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/render.hpp"
@@ -151,27 +152,16 @@ void detail::radiiFromNeighbours(const std::vector<double>& positions,
 
 std::vector<float> componentColors(const Geometry& mesh, int32_t offset) {
   const size_t n = static_cast<size_t>(mesh.vertexCount());
-  // Union-find over triangle edges; the root of a set is its lowest vertex index.
-  std::vector<int32_t> parent(n);
-  for (size_t i = 0; i < n; ++i) parent[i] = static_cast<int32_t>(i);
-  const auto find = [&](int32_t a) {
-    while (parent[a] != a) a = parent[a] = parent[parent[a]];
-    return a;
-  };
+  // Components by triangle edges, numbered by their lowest vertex.
+  UnionFind components(n);
   for (size_t t = 0; t + 2 < mesh.triangles.size(); t += 3) {
-    for (int e = 0; e < 2; ++e) {
-      const int32_t a = find(mesh.triangles[t + e]), b = find(mesh.triangles[t + e + 1]);
-      if (a < b) parent[b] = a;
-      if (b < a) parent[a] = b;
-    }
+    components.unite(mesh.triangles[t], mesh.triangles[t + 1]);
+    components.unite(mesh.triangles[t + 1], mesh.triangles[t + 2]);
   }
-  std::vector<int32_t> componentOf(n, -1);
-  int32_t count = 0;
+  const std::vector<int32_t> componentOf = components.labels();
   std::vector<float> colors(3 * n);
   for (size_t i = 0; i < n; ++i) {
-    const int32_t root = find(static_cast<int32_t>(i));
-    if (componentOf[root] < 0) componentOf[root] = count++;
-    const float* c = piecePaletteColor(componentOf[root] + offset);
+    const float* c = piecePaletteColor(componentOf[i] + offset);
     std::copy(c, c + 3, &colors[3 * i]);
   }
   return colors;

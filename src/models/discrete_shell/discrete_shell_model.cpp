@@ -73,14 +73,8 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
 
   // Rest areas, masses.
   triangleRestArea_ = topology.restArea;
-  mass_.assign(nodes, 0.0);
-  const double arealDensity = material.density * material.thickness;  // kg/m^2
-  for (size_t t = 0; t < triangleCount; ++t) {
-    for (int k = 0; k < 3; ++k) {
-      mass_[static_cast<size_t>(triangles_[3 * t + static_cast<size_t>(k)])] +=
-          arealDensity * triangleRestArea_[t] / 3.0;
-    }
-  }
+  mass_ = lumpedMasses(triangles_, triangleRestArea_, material.density * material.thickness,
+                       nodeCount_);
 
   // Edges (in the topology's order) and a hinge per interior edge: triangle A (the first
   // side) traverses the edge x0 -> x1, triangle B x1 -> x0.

@@ -12,6 +12,7 @@
 #include <numbers>
 #include <random>
 
+#include "core/union_find.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "shellsim/errors.hpp"
 
@@ -519,34 +520,13 @@ Geometry FiberModel::surface(std::span<const double> x) const {
 }
 
 std::vector<int32_t> FiberModel::nodePieces() const {
-  const auto n = static_cast<size_t>(network_.nodeCount);
-  std::vector<int32_t> parent(n);
-  for (size_t i = 0; i < n; ++i) parent[i] = static_cast<int32_t>(i);
-  const auto find = [&](int32_t i) {
-    while (parent[static_cast<size_t>(i)] != i) {
-      parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
-      i = parent[static_cast<size_t>(i)];
-    }
-    return i;
-  };
-  const auto unite = [&](int32_t a, int32_t b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
-  };
+  UnionFind pieces(static_cast<size_t>(network_.nodeCount));
   for (size_t f = 0; f < network_.flags.size(); ++f) {
     if ((network_.flags[f] & kFiberActive) == 0) continue;
-    unite(network_.fiberNodes[3 * f], network_.fiberNodes[3 * f + 1]);
-    unite(network_.fiberNodes[3 * f + 1], network_.fiberNodes[3 * f + 2]);
+    pieces.unite(network_.fiberNodes[3 * f], network_.fiberNodes[3 * f + 1]);
+    pieces.unite(network_.fiberNodes[3 * f + 1], network_.fiberNodes[3 * f + 2]);
   }
-  std::vector<int32_t> label(n, -1), pieces(n);
-  int32_t next = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const auto root = static_cast<size_t>(find(static_cast<int32_t>(i)));
-    if (label[root] < 0) label[root] = next++;
-    pieces[i] = label[root];
-  }
-  return pieces;
+  return pieces.labels();
 }
 
 bool FiberModel::nodeAreaVectors(std::span<const double> x, std::span<double> out) const {

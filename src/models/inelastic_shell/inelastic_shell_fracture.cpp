@@ -6,8 +6,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
+#include "core/union_find.hpp"
 #include "models/inelastic_shell/inelastic_shell_model.hpp"
 
 namespace shellsim {
@@ -17,24 +17,10 @@ namespace {
 using Mat2 = Eigen::Matrix2d;
 using Vec2 = Eigen::Vector2d;
 
-Mat2 toMatrix(const double (&v)[4]) {
-  Mat2 m;
-  m << v[0], v[1], v[2], v[3];
-  return m;
-}
-
-// What the candidate pass measured of a face: its overstrain (the largest counted eigenvalue
-// over the limit, > 1 to break), the principal direction d (rest frame) and its elastic
-// strains.
-struct Candidate {
-  double overstrain = 0;
-  Vec2 direction = Vec2::Zero();
-  Mat2 membrane = Mat2::Zero(), bending = Mat2::Zero();
-};
-
 // The candidate's overstrain and principal direction from its elastic strains: the largest
 // counted eigenvalue of E(z) = E_m + z E_c at z = +-h/2 over the limit.
-void overstrain(Candidate& c, const InelasticShellFracture& params, double halfThickness) {
+void overstrain(InelasticShellModel::FractureCandidate& c, const InelasticShellFracture& params,
+                double halfThickness) {
   for (const double side : {-1.0, 1.0}) {
     const Mat2 strain = c.membrane + side * halfThickness * c.bending;
     const Eigen::SelfAdjointEigenSolver<Mat2> eigen(0.5 * (strain + strain.transpose()));
@@ -49,20 +35,6 @@ void overstrain(Candidate& c, const InelasticShellFracture& params, double halfT
   }
 }
 
-int32_t findRoot(std::vector<int32_t>& parent, int32_t i) {
-  while (parent[static_cast<size_t>(i)] != i) {
-    parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
-    i = parent[static_cast<size_t>(i)];
-  }
-  return i;
-}
-
-void unite(std::vector<int32_t>& parent, int32_t a, int32_t b) {
-  a = findRoot(parent, a);
-  b = findRoot(parent, b);
-  if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
-}
-
 }  // namespace
 
 TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_t& broken) {
@@ -71,24 +43,9 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   if (!fracture_) return edit;
   const InelasticShellFracture& params = *fracture_;
   const size_t faceCount = faceParams_.size();
-  const double halfThickness = 0.5 * material_.thickness;
 
-  // 1. Candidates, in parallel (each face its own slot): the eigenvalues of the elastic
-  // strain at z = +-h/2 (the extremes through the thickness: the largest eigenvalue is convex
-  // in z, the smallest concave).
-  std::vector<Candidate> candidates(faceCount);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, faceCount, 256),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      for (size_t f = r.begin(); f != r.end(); ++f) {
-                        Candidate& c = candidates[f];
-                        double em[4], ec[4];
-                        faceStrains(x, f, em, ec);
-                        c.membrane = toMatrix(em);
-                        c.bending = toMatrix(ec);
-                        if (refractory_[f] > 0) continue;
-                        overstrain(c, params, halfThickness);
-                      }
-                    });
+  // 1. Candidates (fractureCandidates).
+  const std::vector<FractureCandidate> candidates = fractureCandidates(x);
   for (int32_t& steps : refractory_) steps = std::max(steps - 1, 0);
   std::vector<int32_t> order;
   for (size_t f = 0; f < faceCount; ++f) {
@@ -143,7 +100,7 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
     const auto f = static_cast<size_t>(fi);
     if (broken >= params.maxCracksPerStep) break;
     if (touched[f] != 0) continue;
-    const Candidate& cand = candidates[f];
+    const FractureCandidate& cand = candidates[f];
     // The rest frame of the face (first axis along X1 - X0), its corners in it, and the crack
     // direction c = d rotated by 90 degrees.
     const Vec3 rest[3] = {row(restPositions_, static_cast<size_t>(triangles_[3 * f])),
@@ -184,7 +141,7 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
     // The parent's plastic strain plus the absorbed share of its elastic strain, for both
     // children (and likewise for the neighbour's halves).
     const auto carried = [&](size_t face) {
-      const Candidate& s = candidates[face];
+      const FractureCandidate& s = candidates[face];
       return std::pair{plasticMembrane(face) + params.absorption * s.membrane,
                        plasticBending(face) + params.absorption * s.bending};
     };
@@ -223,16 +180,21 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   std::sort(tips.begin(), tips.end());
   tips.erase(std::unique(tips.begin(), tips.end()), tips.end());
   const size_t facesAfter = triangles_.size() / 3;
-  std::vector<int32_t> copies;  // (source vertex) of every copy, in order of creation
-  for (const int32_t v : tips) {
-    std::vector<int32_t> fan;
-    for (size_t face = 0; face < facesAfter; ++face) {
-      for (size_t i = 0; i < 3; ++i) {
-        if (triangles_[3 * face + i] == v) fan.push_back(static_cast<int32_t>(face));
+  // The faces around each tip, in ascending order, from one pass over the faces (a copy made
+  // for one tip replaces only that tip in its faces, so the other lists stay right).
+  std::vector<std::vector<int32_t>> fans(tips.size());
+  for (size_t face = 0; face < facesAfter; ++face) {
+    for (size_t i = 0; i < 3; ++i) {
+      const auto tip = std::lower_bound(tips.begin(), tips.end(), triangles_[3 * face + i]);
+      if (tip != tips.end() && *tip == triangles_[3 * face + i]) {
+        fans[static_cast<size_t>(tip - tips.begin())].push_back(static_cast<int32_t>(face));
       }
     }
-    std::vector<int32_t> parent(fan.size());
-    std::iota(parent.begin(), parent.end(), 0);
+  }
+  std::vector<int32_t> copies;  // (source vertex) of every copy, in order of creation
+  for (size_t k = 0; k < tips.size(); ++k) {
+    const int32_t v = tips[k];
+    const std::vector<int32_t>& fan = fans[k];
     const auto others = [&](int32_t face) {
       std::array<int32_t, 2> w{};
       int n = 0;
@@ -242,20 +204,22 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
       }
       return w;
     };
+    UnionFind connected(fan.size());
     for (size_t p = 0; p < fan.size(); ++p) {
       for (size_t q = p + 1; q < fan.size(); ++q) {
         const auto wp = others(fan[p]), wq = others(fan[q]);
         if (wp[0] == wq[0] || wp[0] == wq[1] || wp[1] == wq[0] || wp[1] == wq[1]) {
-          unite(parent, static_cast<int32_t>(p), static_cast<int32_t>(q));
+          connected.unite(static_cast<int32_t>(p), static_cast<int32_t>(q));
         }
       }
     }
-    std::vector<int32_t> copyOfRoot(fan.size(), -1);
+    // Fan 0 (the one with the smallest face) keeps v; fan l > 0 gets copy l - 1.
+    const std::vector<int32_t> fanOf = connected.labels();
+    const auto firstCopy = static_cast<int32_t>(restPositions_.size() / 3);
     for (size_t p = 0; p < fan.size(); ++p) {
-      const auto root = static_cast<size_t>(findRoot(parent, static_cast<int32_t>(p)));
-      if (root == 0) continue;  // the first fan keeps v
-      if (copyOfRoot[root] < 0) {
-        copyOfRoot[root] = static_cast<int32_t>(restPositions_.size() / 3);
+      if (fanOf[p] == 0) continue;
+      const int32_t copy = firstCopy + fanOf[p] - 1;
+      if (copy == static_cast<int32_t>(restPositions_.size() / 3)) {
         for (size_t c = 0; c < 3; ++c) {
           restPositions_.push_back(restPositions_[3 * static_cast<size_t>(v) + c]);
         }
@@ -263,7 +227,7 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
       }
       for (size_t i = 0; i < 3; ++i) {
         int32_t& node = triangles_[3 * static_cast<size_t>(fan[p]) + i];
-        if (node == v) node = copyOfRoot[root];
+        if (node == v) node = copy;
       }
     }
   }
@@ -307,26 +271,36 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   return edit;
 }
 
-int64_t InelasticShellModel::firstToBreak(std::span<const double> x) const {
-  if (!fracture_) return -1;
+std::vector<InelasticShellModel::FractureCandidate> InelasticShellModel::fractureCandidates(
+    std::span<const double> x) const {
+  // In parallel, each face its own slot: the eigenvalues of the elastic strain at z = +-h/2
+  // (the extremes through the thickness: the largest eigenvalue is convex in z, the smallest
+  // concave).
   const size_t faces = faceParams_.size();
   const double halfThickness = 0.5 * material_.thickness;
-  std::vector<double> over(faces, 0.0);
+  std::vector<FractureCandidate> candidates(faces);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, faces, 256),
                     [&](const tbb::blocked_range<size_t>& r) {
                       for (size_t f = r.begin(); f != r.end(); ++f) {
+                        FractureCandidate& c = candidates[f];
+                        const Strains strains = strainsOf(x, f);
+                        c.membrane = strains.membrane;
+                        c.bending = strains.bending;
                         if (refractory_[f] > 0) continue;
-                        Candidate c;
-                        double em[4], ec[4];
-                        faceStrains(x, f, em, ec);
-                        c.membrane = toMatrix(em);
-                        c.bending = toMatrix(ec);
                         overstrain(c, *fracture_, halfThickness);
-                        over[f] = c.overstrain;
                       }
                     });
-  const auto worst = std::max_element(over.begin(), over.end());
-  return worst != over.end() && *worst > 1 ? worst - over.begin() : -1;
+  return candidates;
+}
+
+int64_t InelasticShellModel::firstToBreak(std::span<const double> x) const {
+  if (!fracture_) return -1;
+  const std::vector<FractureCandidate> candidates = fractureCandidates(x);
+  const auto worst = std::max_element(candidates.begin(), candidates.end(),
+                                      [](const FractureCandidate& a, const FractureCandidate& b) {
+                                        return a.overstrain < b.overstrain;
+                                      });
+  return worst != candidates.end() && worst->overstrain > 1 ? worst - candidates.begin() : -1;
 }
 
 StepVerdict InelasticShellModel::inspectStep(std::span<const double> before,
@@ -361,20 +335,12 @@ StepVerdict InelasticShellModel::inspectStep(std::span<const double> before,
 }
 
 std::vector<int32_t> InelasticShellModel::nodePieces() const {
-  std::vector<int32_t> parent(static_cast<size_t>(nodeCount_));
-  std::iota(parent.begin(), parent.end(), 0);
+  UnionFind pieces(static_cast<size_t>(nodeCount_));
   for (size_t t = 0; t < triangles_.size(); t += 3) {
-    unite(parent, triangles_[t], triangles_[t + 1]);
-    unite(parent, triangles_[t + 1], triangles_[t + 2]);
+    pieces.unite(triangles_[t], triangles_[t + 1]);
+    pieces.unite(triangles_[t + 1], triangles_[t + 2]);
   }
-  std::vector<int32_t> label(parent.size(), -1), pieces(parent.size());
-  int32_t next = 0;
-  for (size_t i = 0; i < parent.size(); ++i) {
-    const auto root = static_cast<size_t>(findRoot(parent, static_cast<int32_t>(i)));
-    if (label[root] < 0) label[root] = next++;
-    pieces[i] = label[root];
-  }
-  return pieces;
+  return pieces.labels();
 }
 
 }  // namespace shellsim

@@ -17,12 +17,6 @@ namespace {
 
 using Mat2 = Eigen::Matrix2d;
 
-Mat2 toMatrix(const double (&v)[4]) {
-  Mat2 m;
-  m << v[0], v[1], v[2], v[3];
-  return m;
-}
-
 // The basis tensors B_i (2x2 each, (3, 2, 2) row-major) as columns of (xx, xy, yy).
 Eigen::Matrix3d basisColumns(const double* basis) {
   Eigen::Matrix3d columns;
@@ -75,6 +69,11 @@ Mat2 InelasticShellModel::plasticBending(size_t f) const {
 void InelasticShellModel::setPlastic(size_t f, const Mat2& membrane, const Mat2& bending) {
   const Eigen::Vector3d p =
       basisColumns(&membraneBasis_[12 * f]).fullPivLu().solve(components(membrane));
+  for (size_t i = 0; i < 3; ++i) plasticSquaredLength_[3 * f + i] = p[static_cast<Eigen::Index>(i)];
+  setPlasticBending(f, bending);
+}
+
+void InelasticShellModel::setPlasticBending(size_t f, const Mat2& bending) {
   const Eigen::Matrix3d t = basisColumns(&bendingBasis_[12 * f]);
   const auto& hinged = faceParams_[f].hinged;
   Eigen::Matrix3d used = Eigen::Matrix3d::Zero();
@@ -83,7 +82,6 @@ void InelasticShellModel::setPlastic(size_t f, const Mat2& membrane, const Mat2&
   }
   const Eigen::Vector3d q = used.colPivHouseholderQr().solve(components(bending));
   for (size_t i = 0; i < 3; ++i) {
-    plasticSquaredLength_[3 * f + i] = p[static_cast<Eigen::Index>(i)];
     plasticPhi_[3 * f + i] = hinged[i] != 0 ? q[static_cast<Eigen::Index>(i)] : 0.0;
   }
 }
@@ -99,12 +97,11 @@ void InelasticShellModel::refreshRestValues(size_t f) {
 }
 
 double InelasticShellModel::yieldNorm(std::span<const double> x, size_t f) const {
-  double em[4], ec[4];
-  faceStrains(x, f, em, ec);
+  const Strains elastic = strainsOf(x, f);
   const inelastic_shell::YieldParams params{plasticity_ ? plasticity_->yieldStrain : 0.0,
                                             plasticity_ ? plasticity_->hardening : 0.0,
                                             material_.poisson, material_.thickness};
-  return inelastic_shell::yieldNorm(toMatrix(em), toMatrix(ec), plasticMembrane(f),
+  return inelastic_shell::yieldNorm(elastic.membrane, elastic.bending, plasticMembrane(f),
                                     plasticBending(f), params);
 }
 
@@ -121,15 +118,14 @@ InelasticReport InelasticShellModel::updateInelastic(std::span<const double> x, 
     tbb::parallel_for(
         tbb::blocked_range<size_t>(0, faces, 256), [&](const tbb::blocked_range<size_t>& r) {
           for (size_t f = r.begin(); f != r.end(); ++f) {
-            double em[4], ec[4];
-            faceStrains(x, f, em, ec);
+            const Strains elastic = strainsOf(x, f);
             Mat2 pm = plasticMembrane(f), pc = plasticBending(f);
             // The elastic strains the kernel sees plus the plastic ones: the total strains.
-            const Mat2 totalM = toMatrix(em) + pm, totalC = toMatrix(ec) + pc;
+            const Mat2 totalM = elastic.membrane + pm, totalC = elastic.bending + pc;
             const auto& hinged = faceParams_[f].hinged;
             const bool allHinged = hinged[0] != 0 && hinged[1] != 0 && hinged[2] != 0;
             const auto project = [&](Mat2& bending) {
-              setPlastic(f, pm, bending);
+              setPlasticBending(f, bending);
               bending = plasticBending(f);
             };
             const int passes = inelastic_shell::returnMap(

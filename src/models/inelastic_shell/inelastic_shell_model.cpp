@@ -121,8 +121,6 @@ void InelasticShellModel::buildTopology() {
   bendingBasis_.resize(12 * faces);
   elasticRestSquaredLength_.resize(3 * faces);
   elasticRestPhi_.resize(3 * faces);
-  mass_.assign(static_cast<size_t>(nodeCount_), 0.0);
-  const double arealDensity = material_.density * material_.thickness;
   for (size_t f = 0; f < faces; ++f) {
     const Vec3 rest[3] = {vertex(restPositions_, corner(f, 0)),
                           vertex(restPositions_, corner(f, 1)),
@@ -147,10 +145,9 @@ void InelasticShellModel::buildTopology() {
       elasticRestSquaredLength_[3 * f + i] = faceParams_[f].restSquaredLength[i];
       elasticRestPhi_[3 * f + i] = faceParams_[f].restPhi[i];
     }
-    for (int c = 0; c < 3; ++c) {
-      mass_[static_cast<size_t>(corner(f, c))] += arealDensity * topology.restArea[f] / 3.0;
-    }
   }
+  mass_ = lumpedMasses(triangles_, topology.restArea, material_.density * material_.thickness,
+                       nodeCount_);
   incidence_ = buildIncidence(faceStencil_, nodeCount_);
 }
 
@@ -217,6 +214,16 @@ Geometry InelasticShellModel::surface(std::span<const double> x) const {
   out.triangles = triangles_;
   computeVertexNormals(out);
   return out;
+}
+
+InelasticShellModel::Strains InelasticShellModel::strainsOf(std::span<const double> x,
+                                                            size_t f) const {
+  double em[4], ec[4];
+  faceStrains(x, f, em, ec);
+  Strains strains;
+  strains.membrane << em[0], em[1], em[2], em[3];
+  strains.bending << ec[0], ec[1], ec[2], ec[3];
+  return strains;
 }
 
 void InelasticShellModel::faceStrains(std::span<const double> x, size_t f, double (&membrane)[4],

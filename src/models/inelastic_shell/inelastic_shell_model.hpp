@@ -139,6 +139,14 @@ class InelasticShellModel : public Model {
   // in the face's rest frame (first axis along its rest edge x0 -> x1).
   void faceStrains(std::span<const double> x, size_t f, double (&membrane)[4],
                    double (&bending)[4]) const;
+  // What the fracture test measures of a face: its elastic strains and, unless it is
+  // refractory, its overstrain (the largest counted eigenvalue at z = +-h/2 over the limit;
+  // > 1 breaks) with the principal direction d of that eigenvalue, in the rest frame.
+  struct FractureCandidate {
+    double overstrain = 0;
+    Eigen::Vector2d direction = Eigen::Vector2d::Zero();
+    Eigen::Matrix2d membrane = Eigen::Matrix2d::Zero(), bending = Eigen::Matrix2d::Zero();
+  };
   // Plastic strains P_m (1) and P_c (1/m) of face f, 2x2 row-major in its rest frame.
   void plasticStrains(size_t f, double (&membrane)[4], double (&bending)[4]) const;
   // The yield norm F of face f at x (inelastic_shell_plasticity.hpp): F - eps0 > 0 outside
@@ -173,6 +181,7 @@ class InelasticShellModel : public Model {
   [[nodiscard]] Eigen::Matrix2d plasticMembrane(size_t f) const;
   [[nodiscard]] Eigen::Matrix2d plasticBending(size_t f) const;
   void setPlastic(size_t f, const Eigen::Matrix2d& membrane, const Eigen::Matrix2d& bending);
+  void setPlasticBending(size_t f, const Eigen::Matrix2d& bending);
   // Rebuilds what follows from restPositions_ and triangles_ (header of the .cpp).
   void buildTopology();
   // stableStep_ for the current mesh.
@@ -182,6 +191,13 @@ class InelasticShellModel : public Model {
   TopologyEdit fracturePass(std::span<const double> x, int64_t& broken);
   // The face that would break first at x (largest overstrain > 1, not refractory), or -1.
   [[nodiscard]] int64_t firstToBreak(std::span<const double> x) const;
+  // Elastic strains E_m (1) and E_c (1/m) of face f at x, in its rest frame (faceStrains).
+  struct Strains {
+    Eigen::Matrix2d membrane, bending;
+  };
+  [[nodiscard]] Strains strainsOf(std::span<const double> x, size_t f) const;
+
+  [[nodiscard]] std::vector<FractureCandidate> fractureCandidates(std::span<const double> x) const;
 
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;
