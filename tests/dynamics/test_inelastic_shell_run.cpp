@@ -32,14 +32,22 @@ TEST(InelasticShellRun, APulledStripTearsAcrossIntoTwoHalves) {
   EXPECT_DOUBLE_EQ(sim.time(), 0.3);
   EXPECT_GT(sim.nodeCount(0), nodesBefore);
   EXPECT_NEAR(total(), massBefore, 1e-14 * massBefore) << "fracture conserves mass";
-  // The grips end in different pieces; the crack leaves a few shards at most.
+  // The strip's two ends (its outermost columns, held by the grips) end in different
+  // pieces; the crack leaves a few shards at most. (Which faces break near the crack differs
+  // between builds with and without AVX-512: a shard may hold a node of a grip, so the test
+  // looks at the ends, not at whole grips.)
   const Geometry surface = sim.surface(0);
   ASSERT_EQ(surface.pieces.size(), static_cast<size_t>(surface.vertexCount()));
+  double lowest = 1, highest = -1;
+  for (int32_t v = 0; v < surface.vertexCount(); ++v) {
+    lowest = std::min(lowest, surface.positions[3 * static_cast<size_t>(v)]);
+    highest = std::max(highest, surface.positions[3 * static_cast<size_t>(v)]);
+  }
   std::set<int32_t> leftPieces, rightPieces;
   for (int32_t v = 0; v < surface.vertexCount(); ++v) {
     const double x = surface.positions[3 * static_cast<size_t>(v)];
-    if (x < -0.095) leftPieces.insert(surface.pieces[static_cast<size_t>(v)]);
-    if (x > 0.1) rightPieces.insert(surface.pieces[static_cast<size_t>(v)]);
+    if (x < lowest + 1e-6) leftPieces.insert(surface.pieces[static_cast<size_t>(v)]);
+    if (x > highest - 1e-6) rightPieces.insert(surface.pieces[static_cast<size_t>(v)]);
   }
   ASSERT_EQ(leftPieces.size(), 1u);
   ASSERT_EQ(rightPieces.size(), 1u);
