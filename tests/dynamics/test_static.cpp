@@ -83,17 +83,13 @@ TEST(StaticCantilever, DiscreteShellMatchesTheElasticaFromTheSceneFile) {
   expectElastica("discrete_shell", 0.025);
 }
 
-// The inelastic shell (gingold2004) on the same scene file, its model swapped. Measured (20
-// cells along, 2 across, the sheet primitive's alternating diagonals): k = 1: -u/L 0.0628,
-// w/L 0.3217; k = 2: 0.1749, 0.5194; k = 4: 0.3495, 0.6959, i.e. 4-7 % softer than the
-// elastica, like the discrete shell (0.3197 at k = 1). At k = 1 the ratio w / w_elastica is
-// 1.066, 1.100, 1.047 at 2, 4, 8 cells across (discrete shell 1.060, 1.110, 1.063): the
-// paper's bending operator is not consistent on this mesh (its flaps are not the
-// parallelogram completions of their faces, models/inelastic_shell/inelastic_shell_model.hpp)
-// and the strip's boundary faces miss the hinge of their boundary edge. The 2 % is
-// not met yet; the tolerance here is what holds.
+// The inelastic shell (gingold2004) on the same scene file, its model swapped: measured (20
+// cells along, 2 across, the sheet primitive's alternating diagonals, the quadratic-patch
+// bending) k = 1: -u/L 0.0584, w/L 0.3082; k = 2: 0.1650, 0.5019; k = 4: 0.3362, 0.6798,
+// within 0.01 L; the paper's operator gave 0.3217 at k = 1 (and is twice too stiff in twist
+// on this mesh). Finer strips against the elastica: test_inelastic_shell_accuracy.cpp.
 TEST(StaticCantilever, InelasticShellAgainstTheElastica) {
-  expectElastica("inelastic_shell", 0.03);
+  expectElastica("inelastic_shell", 0.012);
 }
 
 // The fiber strip is stiffer than the elastica at this resolution (measured w/L 0.194,

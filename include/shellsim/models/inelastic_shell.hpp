@@ -14,6 +14,9 @@ namespace shellsim {
 // ratio and thickness give the Koiter energy.
 struct InelasticShellDef {
   static constexpr std::string_view kModel = "inelastic_shell";
+  // Bending from the quadratic patch of each face's six-node stencil; true: the paper's
+  // shape-operator difference (consistent only on regular meshes).
+  bool shapeOperatorBending = false;
   std::optional<double> yieldStrain;  // plasticity's eps0, 1; none: elastic
   double hardening = 0;               // kinematic hardening gamma, 1
   std::optional<double> strainLimit;  // fracture's lambda_f, 1; none: never breaks

@@ -65,7 +65,8 @@ Mat2 InelasticShellModel::plasticBending(size_t f) const {
 }
 
 // p from P_m = sum p_i M_i (the M_i span the symmetric 2x2 tensors of a non-degenerate face);
-// q by least squares over the hinged T_i (all three: exact; fewer: P_c's projection).
+// q by least squares over the hinged T_i (all three, or a quadratic patch: exact; fewer: P_c's
+// projection).
 void InelasticShellModel::setPlastic(size_t f, const Mat2& membrane, const Mat2& bending) {
   const Eigen::Vector3d p =
       basisColumns(&membraneBasis_[12 * f]).fullPivLu().solve(components(membrane));
@@ -75,14 +76,15 @@ void InelasticShellModel::setPlastic(size_t f, const Mat2& membrane, const Mat2&
 
 void InelasticShellModel::setPlasticBending(size_t f, const Mat2& bending) {
   const Eigen::Matrix3d t = basisColumns(&bendingBasis_[12 * f]);
+  const bool free = bendsFreely(f);
   const auto& hinged = faceParams_[f].hinged;
   Eigen::Matrix3d used = Eigen::Matrix3d::Zero();
   for (int i = 0; i < 3; ++i) {
-    if (hinged[static_cast<size_t>(i)] != 0) used.col(i) = t.col(i);
+    if (free || hinged[static_cast<size_t>(i)] != 0) used.col(i) = t.col(i);
   }
   const Eigen::Vector3d q = used.colPivHouseholderQr().solve(components(bending));
   for (size_t i = 0; i < 3; ++i) {
-    plasticPhi_[3 * f + i] = hinged[i] != 0 ? q[static_cast<Eigen::Index>(i)] : 0.0;
+    plasticPhi_[3 * f + i] = free || hinged[i] != 0 ? q[static_cast<Eigen::Index>(i)] : 0.0;
   }
 }
 
@@ -93,6 +95,14 @@ void InelasticShellModel::refreshRestValues(size_t f) {
         elasticRestSquaredLength_[3 * f + i] + plasticSquaredLength_[3 * f + i];
     params.restPhi[i] =
         params.hinged[i] != 0 ? elasticRestPhi_[3 * f + i] + plasticPhi_[3 * f + i] : 0.0;
+  }
+  if (params.quadratic != 0) {
+    // kappa0 + P_c over (xx, yy, xy).
+    inelastic_shell::PatchParams& patch = patch_[f];
+    const Mat2 pc = plasticBending(f);
+    patch.rest[0] = patch.elasticCurvature[0] + pc(0, 0);
+    patch.rest[1] = patch.elasticCurvature[1] + pc(1, 1);
+    patch.rest[2] = patch.elasticCurvature[2] + 0.5 * (pc(0, 1) + pc(1, 0));
   }
 }
 
@@ -122,15 +132,14 @@ InelasticReport InelasticShellModel::updateInelastic(std::span<const double> x, 
             Mat2 pm = plasticMembrane(f), pc = plasticBending(f);
             // The elastic strains the kernel sees plus the plastic ones: the total strains.
             const Mat2 totalM = elastic.membrane + pm, totalC = elastic.bending + pc;
-            const auto& hinged = faceParams_[f].hinged;
-            const bool allHinged = hinged[0] != 0 && hinged[1] != 0 && hinged[2] != 0;
+            const bool free = bendsFreely(f);
             const auto project = [&](Mat2& bending) {
               setPlasticBending(f, bending);
               bending = plasticBending(f);
             };
             const int passes = inelastic_shell::returnMap(
                 totalM, totalC, pm, pc, params,
-                allHinged ? std::function<void(Mat2&)>() : std::function<void(Mat2&)>(project));
+                free ? std::function<void(Mat2&)>() : std::function<void(Mat2&)>(project));
             if (passes == 0) continue;
             setPlastic(f, pm, pc);
             refreshRestValues(f);
@@ -188,7 +197,7 @@ std::vector<Model::NodeScalar> InelasticShellModel::nodeScalars() const {
         std::sqrt(plasticNorm(plasticMembrane(f)) +
                   material_.thickness * material_.thickness / 12 * plasticNorm(plasticBending(f)));
     for (size_t c = 0; c < 3; ++c) {
-      const auto node = static_cast<size_t>(faceStencils()[6 * f + c]);
+      const auto node = static_cast<size_t>(triangles_[3 * f + c]);
       plastic.values[node] += value;
       ++count[node];
     }

@@ -4,31 +4,40 @@
 // with the Koiter energy of the material's Young's modulus, Poisson ratio and thickness
 // (inelastic_shell_kernel.hpp has the formulas and their derivatives).
 //
-// Elements: the faces, one six-node stencil each (the face and the flap vertices across
-// its edges), assembled by core/assembler.hpp's two passes (per face, then per node in a
-// fixed order): bit-identical for any thread count.
-// Rest state: the input mesh (curved or flat); the rest dihedral angles are measured on it,
-// so the input shape is force free.
+// Elements: the faces, one stencil each (the quadratic patch's kPatchNodes nodes, or with
+// the paper's operator the face and the flap vertices across its edges, six nodes),
+// assembled by core/assembler.hpp's two passes (per face, then per node in a fixed order):
+// bit-identical for any thread count.
+// Rest state: the input mesh (curved or flat); the rest curvatures are measured on it, so the
+// input shape is force free.
 // Masses: m_i = rho h sum_{T contains i} A_T / 3 (lumped).
 //
-// What the energy represents (tests/models/test_inelastic_shell.cpp): E_m is the exact
-// Green strain of every triangle's affine map, so the membrane is the plane-stress St
-// Venant-Kirchhoff energy on any mesh, Poisson ratio included (the discrete shell's edge
-// springs have Poisson ratio 1/3). E_c approximates the shape-operator difference to first
-// order when every flap vertex is the parallelogram completion of its face (regular
-// three-direction meshes, a right-angled grid with all diagonals one way); there a
-// cylinder stores D kappa^2 / 2 and a sphere D (1 + nu) kappa^2 per area, D = Y h^3 /
-// (12 (1 - nu^2)), the plate with the material's nu (the hinge energy of the discrete shell
-// acts like nu = -1/3). Off such meshes E_c is not consistent (the notes measured 11-35 %
-// error for flaps jittered by 10-30 % of an edge).
+// What the energy represents (tests/models/test_inelastic_shell.cpp,
+// tests/dynamics/test_inelastic_shell_accuracy.cpp): E_m is the exact Green strain of every
+// triangle's affine map, so the membrane is the plane-stress St Venant-Kirchhoff energy on
+// any mesh, Poisson ratio included (the discrete shell's edge springs have Poisson ratio
+// 1/3). Bending (InelasticShellBending):
+// - the quadratic patch (default, inelastic_shell_kernel.hpp) is exact for quadratic
+//   surfaces on any mesh: a cylinder stores D kappa^2 / 2 and a sphere D (1 + nu) kappa^2
+//   per area, D = Y h^3 / (12 (1 - nu^2)); measured on the sheet primitive's alternating
+//   diagonals at 32 x 32 cells, a simply supported plate is within 0.4 % of Kirchhoff's
+//   deflection (1.2 % with the interior vertices jittered by 20 % of an edge), a cantilever
+//   at 40 cells within 0.4 % of the elastica at k = 1, 2, 4; a clamp of two rows of pins
+//   costs O(h) (6 % on the clamped plate at 32 cells, 3 % at 64);
+// - the paper's operator E_c approximates the shape-operator difference to first order only
+//   where every flap vertex is the parallelogram completion of its face (regular
+//   three-direction meshes, a right-angled grid with all diagonals one way); off such meshes
+//   it is not consistent (the notes measured 11-35 % error for flaps jittered by 10-30 % of
+//   an edge; on alternating diagonals its twist is twice too stiff and the simply supported
+//   plate 40 % too stiff, at every resolution).
 //
 // Plasticity (section 3.3, inelastic_shell_plasticity.hpp): per face, the plastic strains
 // are stored as the paper's triples (notes section 5.3), p_i with P_m = sum p_i M_i and q_i
-// with P_c = sum q_i T_i over the face's hinged edges, so that the kernel only sees rest
-// values: e_i = s_i - p_i, c_i = dphi_i - q_i. After every accepted step updateInelastic
-// runs the return mapping on each face and moves its rest values. A face with a boundary
-// edge holds no plastic curvature across it (its q_i is 0; the return projects P_c onto the
-// hinged T_i).
+// with P_c = sum q_i T_i, so that the kernel only sees rest values: e_i = s_i - p_i and, with
+// the patch, c = kappa - kappa0 - P_c (with the operator c_i = dphi_i - q_i over the face's
+// hinged edges). After every accepted step updateInelastic runs the return mapping on each
+// face and moves its rest values. With the operator, a face with a boundary edge holds no
+// plastic curvature across it (its q_i is 0; the return projects P_c onto the hinged T_i).
 // Fracture (section 3.4, inelastic_shell_fracture.cpp): after the plastic update, a face
 // whose elastic strain at z = +-h/2 has an eigenvalue beyond the strain limit is cut from
 // the corner whose angle holds the crack direction (perpendicular to the principal
@@ -88,7 +97,13 @@ struct InelasticShellStepSearch {
   bool fractureEvents = true;  // resolve fracture events in time too
 };
 
+// How a face measures its bending strain (inelastic_shell_kernel.hpp): the quadratic patch
+// through its six stencil nodes (consistent on any mesh), or the paper's shape-operator
+// difference from its three dihedral angles (consistent only on regular meshes).
+enum class InelasticShellBending { kQuadraticPatch, kShapeOperator };
+
 struct InelasticShellParams {
+  InelasticShellBending bending = InelasticShellBending::kQuadraticPatch;
   std::optional<InelasticShellPlasticity> plasticity;  // none: elastic
   std::optional<InelasticShellStepSearch> stepSearch;  // none: every step accepted
   std::optional<InelasticShellFracture> fracture;      // none: never breaks
@@ -129,10 +144,30 @@ class InelasticShellModel : public Model {
   // The mesh with positions x and area-weighted vertex normals.
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
 
-  // The six nodes of every face's stencil, (nFaces, 6): its corners, then the flap across
-  // each edge (the face's own corner i on a boundary edge i).
+  // The nodes of every face's stencil, (nFaces, stencilWidth()). With the paper's operator
+  // (width 6): its corners, then the flap across each edge (the face's own corner i on a
+  // boundary edge i). With the quadratic patch (width kPatchNodes): a patch face's patch
+  // nodes (corners first, then padded with corner 0); a face left with the operator has the
+  // operator's six, then corner 0.
   [[nodiscard]] std::span<const int32_t> faceStencils() const { return faceStencil_; }
+  [[nodiscard]] size_t stencilWidth() const {
+    return bending_ == InelasticShellBending::kQuadraticPatch ? inelastic_shell::kPatchNodes : 6;
+  }
   [[nodiscard]] const inelastic_shell::FaceParams& face(size_t f) const { return faceParams_[f]; }
+  // Face f's energies at the stencil positions x (width N = stencilWidth()), its gradient
+  // over the slots and, with h, its Hessian.
+  template <int N>
+  inelastic_shell::FaceEnergy evaluateFace(size_t f, const Vec3 (&x)[N], Vec3 (&g)[N],
+                                           Eigen::Matrix<double, 3 * N, 3 * N>* h) const;
+  // Calls body.template operator()<N>() with N = stencilWidth().
+  template <class Body>
+  void withStencilWidth(Body&& body) const {
+    if (bending_ == InelasticShellBending::kQuadraticPatch) {
+      body.template operator()<inelastic_shell::kPatchNodes>();
+    } else {
+      body.template operator()<6>();
+    }
+  }
   // The rest positions of the nodes (the input's, then those fracture made), (nNodes, 3), m.
   [[nodiscard]] std::span<const double> restPositions() const { return restPositions_; }
   // Elastic membrane strain E_m and bending strain E_c (1/m) of face f at x, 2x2 row-major
@@ -184,6 +219,12 @@ class InelasticShellModel : public Model {
   void setPlasticBending(size_t f, const Eigen::Matrix2d& bending);
   // Rebuilds what follows from restPositions_ and triangles_ (header of the .cpp).
   void buildTopology();
+  // Makes face f bend by its quadratic patch (the .cpp), its stencil the patch's nodes; where
+  // they do not determine a quadratic the face keeps the paper's operator. previous: the
+  // stencils before the rebuild (an unchanged patch is kept).
+  void makeQuadraticPatch(size_t f, const std::vector<int32_t>& previous);
+  // Whether face f's plastic curvature may take any value (else only along its hinged T_i).
+  [[nodiscard]] bool bendsFreely(size_t f) const;
   // stableStep_ for the current mesh.
   void computeStableStep();
   // One fracture pass at positions x (inelastic_shell_fracture.cpp); the edit is empty when
@@ -201,8 +242,10 @@ class InelasticShellModel : public Model {
 
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;
+  InelasticShellBending bending_ = InelasticShellBending::kQuadraticPatch;
   std::vector<int32_t> triangles_;                       // (nFaces, 3)
-  std::vector<int32_t> faceStencil_;                     // (nFaces, 6)
+  std::vector<int32_t> faceStencil_;                     // (nFaces, stencilWidth())
+  std::vector<inelastic_shell::PatchParams> patch_;      // (nFaces) with the quadratic patch
   std::vector<inelastic_shell::FaceParams> faceParams_;  // (nFaces)
   std::vector<double> membraneBasis_;  // M_i of every face, (nFaces, 3, 2, 2), 1/m^2
   std::vector<double> bendingBasis_;   // T_i of every face, (nFaces, 3, 2, 2), 1/m

@@ -23,11 +23,22 @@ using json_fields::Range;
 using scene_names::kHessianKinds;
 
 constexpr std::string_view kFractureStrainKinds[] = {"tensile", "absolute"};
+constexpr std::string_view kBendingKinds[] = {"quadratic_patch", "shape_operator"};
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 constexpr FieldSpec kInelasticShellFields[] = {
+    {.key = "bending",
+     .kind = FieldKind::kChoice,
+     .text = "quadratic_patch",
+     .choices = kBendingKinds,
+     .meaning = "How a face measures its bending strain. `quadratic_patch`: the curvature of the "
+                "quadratic through its corners and the three vertices across its edges (a node "
+                "nearby standing in across a boundary edge): consistent on any mesh. "
+                "`shape_operator`: the paper's difference of shape operators from the three "
+                "dihedral angles, consistent only on regular meshes (flaps the parallelogram "
+                "completions of their faces) and blind to curvature across a boundary edge."},
     {.key = "yield_strain",
      .range = Range::above(0),
      .optional = true,
@@ -90,7 +101,8 @@ constexpr FieldSpec kInelasticShellFields[] = {
 constexpr ObjectSpec kInelasticShellSpec{
     "inelastic_shell",
     "Options of the inelastic thin shells model (gingold2004) on a triangle mesh: Green "
-    "membrane strain and shape-operator bending per face, the Koiter energy of the material's "
+    "membrane strain and quadratic-patch (or the paper's shape-operator) bending per face, the "
+    "Koiter energy of the material's "
     "Young's modulus, Poisson ratio and thickness.",
     kInelasticShellFields};
 #pragma GCC diagnostic pop
@@ -98,6 +110,7 @@ constexpr ObjectSpec kInelasticShellSpec{
 void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   (void)problems;
   InelasticShellDef& options = body.options<InelasticShellDef>();
+  options.shapeOperatorBending = r.choice("bending") == "shape_operator";
   options.yieldStrain = r.tryNumber("yield_strain");
   options.hardening = r.number("hardening");
   options.strainLimit = r.tryNumber("strain_limit");
@@ -113,7 +126,9 @@ void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
 
 Json writeInelasticShell(const BodyDef& body) {
   const InelasticShellDef& d = body.options<InelasticShellDef>();
-  Json out = {{"hessian", d.projectHessian ? "projected" : "exact"}, {"hardening", d.hardening}};
+  Json out = {{"bending", d.shapeOperatorBending ? "shape_operator" : "quadratic_patch"},
+              {"hessian", d.projectHessian ? "projected" : "exact"},
+              {"hardening", d.hardening}};
   if (d.yieldStrain) out["yield_strain"] = *d.yieldStrain;
   if (d.strainLimit) out["strain_limit"] = *d.strainLimit;
   out["fracture_strain"] = d.tensileOnly ? "tensile" : "absolute";
@@ -132,6 +147,8 @@ Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
   InelasticShellParams params;
   const InelasticShellDef& options = def.options<InelasticShellDef>();
   params.projectHessian = options.projectHessian;
+  params.bending = options.shapeOperatorBending ? InelasticShellBending::kShapeOperator
+                                                : InelasticShellBending::kQuadraticPatch;
   if (options.yieldStrain) {
     params.plasticity = InelasticShellPlasticity{*options.yieldStrain, options.hardening};
   }
