@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "core/union_find.hpp"
 #include "models/inelastic_shell/inelastic_shell_model.hpp"
@@ -73,6 +74,24 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   };
   std::vector<Inherited> inherited;
   std::vector<int32_t> tips;  // corners the cracks start or end at (fan checks)
+  // Vertex budging (tryBudge): the budges of this pass, the existing edges cut, the faces whose
+  // strain change is absorbed.
+  // Vertex budging (notes section 7, reading (ii)): a node moved (rest and current position)
+  // to (1 - s) of itself + s of `other`, then the crack runs along an existing edge, which
+  // `cutEdges` keeps from joining the fans of its ends.
+  std::vector<Budge> budges;
+  std::vector<std::pair<int32_t, int32_t>> cutEdges;  // (min, max) node pairs
+  std::vector<Absorbed> absorbed;
+  // Nodes on the mesh boundary at the start of the pass (a crack along an edge opens only
+  // where one of its ends is on a boundary or a crack tip).
+  std::vector<uint8_t> onBoundary(restPositions_.size() / 3, 0);
+  for (size_t face = 0; face < faceCount; ++face) {
+    for (size_t i = 0; i < 3; ++i) {
+      if (faceNeighbour_[3 * face + i] >= 0) continue;
+      onBoundary[static_cast<size_t>(triangles_[3 * face + (i + 1) % 3])] = 1;
+      onBoundary[static_cast<size_t>(triangles_[3 * face + (i + 2) % 3])] = 1;
+    }
+  }
   const auto addNode = [&](int32_t b, int32_t c, double t) {
     const auto id = static_cast<int32_t>(nodesBefore + static_cast<int32_t>(newNodes.size()));
     newNodes.push_back({b, c, t});
@@ -128,8 +147,16 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
       }
     }
     if (corner < 0) continue;
-    t = std::clamp(t, params.minimumSplit, 1 - params.minimumSplit);
     const auto k = static_cast<size_t>(corner);
+    if (params.budgeLimit > 0 && (t < params.budgeLimit || t > 1 - params.budgeLimit) &&
+        tryBudge(f, k, t, candidates, touched, onBoundary, tips, budges, cutEdges, absorbed)) {
+      ++broken;
+      continue;
+    }
+    // Where a budge was refused, the split keeps as far from the vertex as a budge would have
+    // needed (no sliver either way).
+    const double margin = std::max(params.minimumSplit, params.budgeLimit);
+    t = std::clamp(t, margin, 1 - margin);
     const int32_t a = triangles_[3 * f + k];
     const int32_t b = triangles_[3 * f + (k + 1) % 3];
     const int32_t c = triangles_[3 * f + (k + 2) % 3];
@@ -208,8 +235,13 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
     for (size_t p = 0; p < fan.size(); ++p) {
       for (size_t q = p + 1; q < fan.size(); ++q) {
         const auto wp = others(fan[p]), wq = others(fan[q]);
-        if (wp[0] == wq[0] || wp[0] == wq[1] || wp[1] == wq[0] || wp[1] == wq[1]) {
-          connected.unite(static_cast<int32_t>(p), static_cast<int32_t>(q));
+        for (const int32_t w : wp) {
+          if (w != wq[0] && w != wq[1]) continue;
+          const auto edge = std::minmax(v, w);
+          if (std::find(cutEdges.begin(), cutEdges.end(), std::pair{edge.first, edge.second}) ==
+              cutEdges.end()) {
+            connected.unite(static_cast<int32_t>(p), static_cast<int32_t>(q));
+          }
         }
       }
     }
@@ -241,8 +273,18 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
     edit.sourceNodes.push_back(node);
     edit.sourceWeights.push_back(weight);
   };
+  // A budged node (and each copy of it) sits at (1 - s) of its old place + s of `other`.
+  const auto sourceOf = [&](int32_t node) {
+    for (const Budge& budge : budges) {
+      if (budge.node != node) continue;
+      source(node, 1 - budge.s);
+      source(budge.other, budge.s);
+      return;
+    }
+    source(node, 1.0);
+  };
   for (int32_t i = 0; i < nodesBefore; ++i) {
-    source(i, 1.0);
+    sourceOf(i);
     edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
   }
   for (const NewNode& n : newNodes) {
@@ -251,7 +293,7 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
     edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
   }
   for (const int32_t v : copies) {
-    source(v, 1.0);
+    sourceOf(v);
     edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
   }
   edit.elementsAdded = static_cast<int64_t>(facesAfter - faceCount);
@@ -267,8 +309,124 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
     refractory_[static_cast<size_t>(h.face)] = params.refractorySteps;
   }
   for (size_t face = 0; face < facesAfter; ++face) refreshRestValues(face);
+  if (!absorbed.empty()) {
+    // "Budging does not alter strains": each face whose rest data moved takes the change
+    // plastically, measured at the positions the edit makes.
+    std::vector<double> after(3 * static_cast<size_t>(nodesAfter), 0.0);
+    for (int32_t node = 0; node < nodesAfter; ++node) {
+      const auto n = static_cast<size_t>(node);
+      for (auto i = static_cast<size_t>(edit.sourceOffsets[n]);
+           i < static_cast<size_t>(edit.sourceOffsets[n + 1]); ++i) {
+        const auto from = static_cast<size_t>(edit.sourceNodes[i]);
+        for (size_t c = 0; c < 3; ++c) {
+          after[3 * n + c] += edit.sourceWeights[i] * x[3 * from + c];
+        }
+      }
+    }
+    for (const Absorbed& a : absorbed) {
+      const auto face = static_cast<size_t>(a.face);
+      setPlastic(face, Mat2::Zero(), Mat2::Zero());
+      refreshRestValues(face);
+      const Strains total = strainsOf(after, face);
+      setPlastic(face, total.membrane - a.kept * a.membrane, total.bending - a.kept * a.bending);
+      refreshRestValues(face);
+      if (a.kept < 1) refractory_[face] = params.refractorySteps;
+    }
+  }
   computeStableStep();
   return edit;
+}
+
+// Vertex budging (gingold2004 section 3.4, Fig. 7; notes section 7, reading (ii)): the crack
+// of face f from corner k meets the opposite edge (b, c) at t, near b (t < budgeLimit) or c.
+// Instead of a sliver, that vertex moves onto the crack line, in rest and current position,
+// and the crack runs along the existing edge from the corner to it. Refused (the caller then
+// splits) when the edge is on the boundary, when neither of its ends is on a boundary or a
+// crack tip of this pass (the edge could not open), when the vertex is on the boundary and
+// would leave it, when any face around it would flip or get an angle below
+// kMinimumBudgeAngle, or when a face near it was touched this pass.
+bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
+                                   const std::vector<FractureCandidate>& candidates,
+                                   std::vector<uint8_t>& touched,
+                                   const std::vector<uint8_t>& onBoundary,
+                                   std::vector<int32_t>& tips, std::vector<Budge>& budges,
+                                   std::vector<std::pair<int32_t, int32_t>>& cutEdges,
+                                   std::vector<Absorbed>& absorbed) {
+  constexpr double kMinimumBudgeAngle = 10 * std::numbers::pi / 180;
+  const InelasticShellFracture& params = *fracture_;
+  const bool nearB = t < 0.5;
+  const int32_t a = triangles_[3 * f + k];
+  const int32_t moved = triangles_[3 * f + (nearB ? (k + 1) % 3 : (k + 2) % 3)];
+  const int32_t other = triangles_[3 * f + (nearB ? (k + 2) % 3 : (k + 1) % 3)];
+  const double s = nearB ? t : 1 - t;
+  // The crack edge (a, moved) is opposite the face's third corner, `other`.
+  const size_t otherCorner = nearB ? (k + 2) % 3 : (k + 1) % 3;
+  const int32_t across = faceNeighbour_[3 * f + otherCorner];
+  if (across < 0) return false;
+  const auto isTip = [&](int32_t v) {
+    return onBoundary[static_cast<size_t>(v)] != 0 ||
+           std::find(tips.begin(), tips.end(), v) != tips.end();
+  };
+  if (!isTip(a) && !isTip(moved)) return false;
+  if (onBoundary[static_cast<size_t>(moved)] != 0 && faceNeighbour_[3 * f + k] >= 0) {
+    return false;  // (moved, other) is interior: moving would pull the boundary inwards
+  }
+  const Vec3 from = row(restPositions_, static_cast<size_t>(moved));
+  const Vec3 to = (1 - s) * from + s * row(restPositions_, static_cast<size_t>(other));
+  // The faces around the moved vertex: valid after the move, untouched, with neighbours.
+  const size_t faces = triangles_.size() / 3;
+  std::vector<size_t> around;
+  for (size_t face = 0; face < faces; ++face) {
+    const int32_t* t3 = &triangles_[3 * face];
+    if (t3[0] != moved && t3[1] != moved && t3[2] != moved) continue;
+    if (touched[face] != 0) return false;
+    Vec3 corners[3], moved3[3];
+    for (size_t c = 0; c < 3; ++c) {
+      corners[c] = row(restPositions_, static_cast<size_t>(t3[c]));
+      moved3[c] = t3[c] == moved ? to : corners[c];
+    }
+    const Vec3 before = (corners[1] - corners[0]).cross(corners[2] - corners[0]);
+    const Vec3 now = (moved3[1] - moved3[0]).cross(moved3[2] - moved3[0]);
+    if (!(now.dot(before) > 0)) return false;
+    for (size_t c = 0; c < 3; ++c) {
+      const Vec3 e1 = moved3[(c + 1) % 3] - moved3[c], e2 = moved3[(c + 2) % 3] - moved3[c];
+      if (std::atan2(e1.cross(e2).norm(), e1.dot(e2)) < kMinimumBudgeAngle) return false;
+    }
+    around.push_back(face);
+  }
+  // Every face whose stencil holds the moved vertex changes its rest data.
+  const size_t width = stencilWidth();
+  std::vector<size_t> affected;
+  for (size_t face = 0; face < faces; ++face) {
+    for (size_t slot = 0; slot < width; ++slot) {
+      if (faceStencil_[width * face + slot] != moved) continue;
+      if (touched[face] != 0) return false;
+      affected.push_back(face);
+      break;
+    }
+  }
+  const auto g = static_cast<size_t>(across / 3);
+  for (const size_t face : affected) {
+    const FractureCandidate& c = candidates[face];
+    const bool alongCrack = face == f || face == g;
+    absorbed.push_back({static_cast<int32_t>(face), c.membrane, c.bending,
+                        alongCrack ? 1 - params.absorption : 1.0});
+    touched[face] = 1;
+    if (bending_ == InelasticShellBending::kQuadraticPatch) patch_[face].nodes = 0;  // rebuilt
+  }
+  for (const size_t face : around) {
+    for (size_t i = 0; i < 3; ++i) {
+      const int32_t neighbour = faceNeighbour_[3 * face + i];
+      if (neighbour >= 0) touched[static_cast<size_t>(neighbour / 3)] = 1;
+    }
+  }
+  for (size_t c = 0; c < 3; ++c) restPositions_[3 * static_cast<size_t>(moved) + c] = to[c];
+  budges.push_back({moved, other, s});
+  const auto edge = std::minmax(a, moved);
+  cutEdges.emplace_back(edge.first, edge.second);
+  tips.push_back(a);
+  tips.push_back(moved);
+  return true;
 }
 
 std::vector<InelasticShellModel::FractureCandidate> InelasticShellModel::fractureCandidates(

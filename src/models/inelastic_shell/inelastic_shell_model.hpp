@@ -43,7 +43,11 @@
 // the corner whose angle holds the crack direction (perpendicular to the principal
 // direction, in the rest frame) to the opposite edge, which is split by a pair of new nodes
 // (and its neighbour across it with them): reading A of the notes (section 6.3), the crack
-// runs corner -> edge point -> the neighbour's far corner. A corner whose fan the cut
+// runs corner -> edge point -> the neighbour's far corner. Where that point falls within
+// budgeLimit of a vertex, the vertex is budged onto the crack line instead (Fig. 7, reading
+// (ii) of the notes' section 7: rest and current position move, every face whose stencil
+// holds it absorbs its strain change plastically) and the crack runs along the existing edge
+// (tryBudge). A corner whose fan the cut
 // separates (a boundary vertex) gets a copy per fan. Faces are processed one pass per step
 // in descending order of overstrain (then by index), a face touched this pass waits for the
 // next step; the children absorb part of the parent's elastic strain plastically and cannot
@@ -84,6 +88,10 @@ struct InelasticShellFracture {
   // sheet reaches the limit everywhere at once, and one pass would shatter it where the
   // first crack's relief has not arrived yet.
   int32_t maxCracksPerStep = 1;
+  // Vertex budging (section 3.4, Fig. 7): where the crack would meet the opposite edge at t <
+  // budgeLimit from one of its ends, that vertex moves onto the crack line instead (its strain
+  // change absorbed plastically) and the crack runs along the existing edge; 0: never.
+  double budgeLimit = 0.2;
 };
 
 // The time-step search of gingold2004 sections 4.1-4.2 (Model::inspectStep): a proposed step
@@ -239,6 +247,23 @@ class InelasticShellModel : public Model {
   [[nodiscard]] Strains strainsOf(std::span<const double> x, size_t f) const;
 
   [[nodiscard]] std::vector<FractureCandidate> fractureCandidates(std::span<const double> x) const;
+  // Vertex budging within a fracture pass (inelastic_shell_fracture.cpp): a node moved (rest
+  // and current position) to (1 - s) of itself + s of `other`; a face whose rest data that
+  // changed, its elastic strains before and the share of them it keeps.
+  struct Budge {
+    int32_t node, other;
+    double s;
+  };
+  struct Absorbed {
+    int32_t face;
+    Eigen::Matrix2d membrane, bending;
+    double kept;
+  };
+  bool tryBudge(size_t f, size_t k, double t, const std::vector<FractureCandidate>& candidates,
+                std::vector<uint8_t>& touched, const std::vector<uint8_t>& onBoundary,
+                std::vector<int32_t>& tips, std::vector<Budge>& budges,
+                std::vector<std::pair<int32_t, int32_t>>& cutEdges,
+                std::vector<Absorbed>& absorbed);
 
   int32_t nodeCount_ = 0;
   bool projectHessian_ = false;

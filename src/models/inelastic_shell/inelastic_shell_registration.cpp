@@ -76,7 +76,18 @@ constexpr FieldSpec kInelasticShellFields[] = {
      .number = 0.15,
      .range = Range::closed(0.01, 0.45),
      .meaning = "The crack meets the opposite edge at t in [minimum_split, 1 - minimum_split] "
-                "along it (no slivers; vertex budging is not built)."},
+                "along it (no slivers), where it is not budged."},
+    {.key = "budge_limit",
+     .number = 0.2,
+     .range = Range::closed(0, 0.45),
+     .meaning = "Vertex budging (gingold2004 section 3.4, Fig. 7): where a crack would meet the "
+                "opposite edge within this fraction of its length from a vertex, that vertex "
+                "moves onto the crack line instead (rest and current position; the strain "
+                "change is absorbed plastically, so strains do not jump) and the crack runs along "
+                "the existing edge: smooth crack fringes without slivers. Where a budge is refused "
+                "(it would flip a face or leave an angle under 10 degrees, pull a boundary "
+                "vertex inwards, or open an edge with both ends inside) the face is split at least "
+                "this far from the vertex. 0: never budge."},
     {.key = "max_cracks_per_step",
      .kind = FieldKind::kInteger,
      .number = 1,
@@ -119,6 +130,7 @@ void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   options.refractorySteps = r.integer("refractory_steps");
   options.minimumSplit = r.number("minimum_split");
   options.maxCracksPerStep = r.integer("max_cracks_per_step");
+  options.budgeLimit = r.number("budge_limit");
   options.stepSearch = r.tryNumber("step_search");
   options.projectHessian = r.choice("hessian") == "projected";
   r.finish();
@@ -136,6 +148,7 @@ Json writeInelasticShell(const BodyDef& body) {
   out["refractory_steps"] = d.refractorySteps;
   out["minimum_split"] = d.minimumSplit;
   out["max_cracks_per_step"] = d.maxCracksPerStep;
+  out["budge_limit"] = d.budgeLimit;
   if (d.stepSearch) out["step_search"] = *d.stepSearch;
   return out;
 }
@@ -154,9 +167,9 @@ Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
   }
   if (options.stepSearch) params.stepSearch = InelasticShellStepSearch{*options.stepSearch, true};
   if (options.strainLimit) {
-    params.fracture = InelasticShellFracture{*options.strainLimit, options.tensileOnly,
-                                             options.absorption,   options.refractorySteps,
-                                             options.minimumSplit, options.maxCracksPerStep};
+    params.fracture = InelasticShellFracture{
+        *options.strainLimit, options.tensileOnly,      options.absorption, options.refractorySteps,
+        options.minimumSplit, options.maxCracksPerStep, options.budgeLimit};
   }
   d.model = std::make_unique<InelasticShellModel>(geometry, def.material, params);
   d.nodePositions = std::move(geometry.positions);
