@@ -34,8 +34,10 @@ constexpr FieldSpec kInelasticShellFields[] = {
      .text = "quadratic_patch",
      .choices = kBendingKinds,
      .meaning = "How a face measures its bending strain. `quadratic_patch`: the curvature of the "
-                "quadratic through its corners and the three vertices across its edges (a node "
-                "nearby standing in across a boundary edge): consistent on any mesh. "
+                "quadratic fitted by least squares over the nodes of the faces within two edges "
+                "of it (more near a boundary, never across a crack), its misfit penalized: "
+                "consistent on any mesh (plates within 2 % of Kirchhoff on jittered meshes), a "
+                "12-node stencil. "
                 "`shape_operator`: the paper's difference of shape operators from the three "
                 "dihedral angles, consistent only on regular meshes (flaps the parallelogram "
                 "completions of their faces) and blind to curvature across a boundary edge."},
