@@ -379,7 +379,8 @@ bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
   for (size_t face = 0; face < faces; ++face) {
     const int32_t* t3 = &triangles_[3 * face];
     if (t3[0] != moved && t3[1] != moved && t3[2] != moved) continue;
-    if (touched[face] != 0) return false;
+    // A face made by a cut of this pass (past the old faces) is as good as touched.
+    if (face >= touched.size() || touched[face] != 0) return false;
     Vec3 corners[3], moved3[3];
     for (size_t c = 0; c < 3; ++c) {
       corners[c] = row(restPositions_, static_cast<size_t>(t3[c]));
