@@ -36,7 +36,25 @@ void overstrain(InelasticShellModel::FractureCandidate& c, const InelasticShellF
   }
 }
 
+// A tensor of a face's rest frame `from` in the rest frame `to` of a face in the same plane
+// (a child of it, or itself after a budge): a vector with coordinates u in `to` has
+// coordinates Q u in `from`, Q_ij = (axis j of to) . (axis i of from), and the tensor
+// becomes Q^T P Q.
+Mat2 reframed(const Mat2& tensor, const inelastic_shell::RestFrame& from,
+              const inelastic_shell::RestFrame& to) {
+  Mat2 q;
+  q << to.a.dot(from.a), to.b.dot(from.a), to.a.dot(from.b), to.b.dot(from.b);
+  return q.transpose() * tensor * q;
+}
+
 }  // namespace
+
+inelastic_shell::RestFrame InelasticShellModel::faceRestFrame(size_t f) const {
+  const Vec3 corners[3] = {row(restPositions_, static_cast<size_t>(triangles_[3 * f])),
+                           row(restPositions_, static_cast<size_t>(triangles_[3 * f + 1])),
+                           row(restPositions_, static_cast<size_t>(triangles_[3 * f + 2]))};
+  return inelastic_shell::restFrame(corners);
+}
 
 TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_t& broken) {
   broken = 0;
@@ -70,7 +88,8 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   // Plastic strains of every face cut or made this pass, applied after the rebuild.
   struct Inherited {
     int32_t face;
-    Mat2 membrane, bending;
+    Mat2 membrane, bending;  // in the parent's rest frame
+    inelastic_shell::RestFrame parent;
   };
   std::vector<Inherited> inherited;
   std::vector<int32_t> tips;  // corners the cracks start or end at (fan checks)
@@ -167,12 +186,14 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
 
     // The parent's plastic strain plus the absorbed share of its elastic strain, for both
     // children (and likewise for the neighbour's halves).
+    // (Mat2, not auto: an Eigen sum expression would keep references to the temporaries.)
     const auto carried = [&](size_t face) {
       const FractureCandidate& s = candidates[face];
-      return std::pair{plasticMembrane(face) + params.absorption * s.membrane,
-                       plasticBending(face) + params.absorption * s.bending};
+      return std::pair<Mat2, Mat2>{plasticMembrane(face) + params.absorption * s.membrane,
+                                   plasticBending(face) + params.absorption * s.bending};
     };
     const auto [fm, fc] = carried(f);
+    const inelastic_shell::RestFrame frameF = faceRestFrame(f);
     markAround(f);
     if (across >= 0) markAround(g);
     const int32_t v0 = addNode(b, c, t);  // on b's side
@@ -181,16 +202,17 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
     // f = (a, b, c) -> (a, b, v0) and (a, v1, c).
     setTriangle(f, a, b, v0);
     setTriangle(next, a, v1, c);
-    inherited.push_back({static_cast<int32_t>(f), fm, fc});
-    inherited.push_back({static_cast<int32_t>(next), fm, fc});
+    inherited.push_back({static_cast<int32_t>(f), fm, fc, frameF});
+    inherited.push_back({static_cast<int32_t>(next), fm, fc, frameF});
     ++next;
     if (across >= 0) {
       // g = (d, c, b) -> (d, c, v1) and (d, v0, b).
       const auto [gm, gc] = carried(g);
+      const inelastic_shell::RestFrame frameG = faceRestFrame(g);
       setTriangle(g, d, c, v1);
       setTriangle(next, d, v0, b);
-      inherited.push_back({static_cast<int32_t>(g), gm, gc});
-      inherited.push_back({static_cast<int32_t>(next), gm, gc});
+      inherited.push_back({static_cast<int32_t>(g), gm, gc, frameG});
+      inherited.push_back({static_cast<int32_t>(next), gm, gc, frameG});
       tips.push_back(d);
     }
     tips.push_back(a);
@@ -305,7 +327,11 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
   plasticPhi_.resize(3 * facesAfter, 0.0);
   refractory_.resize(facesAfter, 0);
   for (const Inherited& h : inherited) {
-    setPlastic(static_cast<size_t>(h.face), h.membrane, h.bending);
+    // The parent's tensors in the child's rest frame (its first edge need not be the
+    // parent's).
+    const inelastic_shell::RestFrame child = faceRestFrame(static_cast<size_t>(h.face));
+    setPlastic(static_cast<size_t>(h.face), reframed(h.membrane, h.parent, child),
+               reframed(h.bending, h.parent, child));
     refractory_[static_cast<size_t>(h.face)] = params.refractorySteps;
   }
   for (size_t face = 0; face < facesAfter; ++face) refreshRestValues(face);
@@ -328,7 +354,10 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, int64_
       setPlastic(face, Mat2::Zero(), Mat2::Zero());
       refreshRestValues(face);
       const Strains total = strainsOf(after, face);
-      setPlastic(face, total.membrane - a.kept * a.membrane, total.bending - a.kept * a.bending);
+      // The elastic strains before, in the frame the moved corners give the face now.
+      const inelastic_shell::RestFrame now = faceRestFrame(face);
+      setPlastic(face, total.membrane - a.kept * reframed(a.membrane, a.frame, now),
+                 total.bending - a.kept * reframed(a.bending, a.frame, now));
       refreshRestValues(face);
       if (a.kept < 1) refractory_[face] = params.refractorySteps;
     }
@@ -411,7 +440,7 @@ bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
     const FractureCandidate& c = candidates[face];
     const bool alongCrack = face == f || face == g;
     absorbed.push_back({static_cast<int32_t>(face), c.membrane, c.bending,
-                        alongCrack ? 1 - params.absorption : 1.0});
+                        alongCrack ? 1 - params.absorption : 1.0, faceRestFrame(face)});
     touched[face] = 1;
     if (bending_ == InelasticShellBending::kQuadraticPatch) patch_[face].nodes = 0;  // rebuilt
   }

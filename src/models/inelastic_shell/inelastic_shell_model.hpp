@@ -256,9 +256,12 @@ class InelasticShellModel : public Model {
   };
   struct Absorbed {
     int32_t face;
-    Eigen::Matrix2d membrane, bending;
+    Eigen::Matrix2d membrane, bending;  // in `frame`, the face's rest frame before the budge
     double kept;
+    inelastic_shell::RestFrame frame;
   };
+  // The rest frame of face f from the current triangles and rest positions.
+  [[nodiscard]] inelastic_shell::RestFrame faceRestFrame(size_t f) const;
   bool tryBudge(size_t f, size_t k, double t, const std::vector<FractureCandidate>& candidates,
                 std::vector<uint8_t>& touched, const std::vector<uint8_t>& onBoundary,
                 std::vector<int32_t>& tips, std::vector<Budge>& budges,
