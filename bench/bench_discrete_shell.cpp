@@ -33,14 +33,10 @@
 // loop iteration, the static partitioner (worse with triangles or out of cache).
 #include <benchmark/benchmark.h>
 
-#include <cmath>
-#include <memory>
-#include <random>
-#include <vector>
 
+#include "bench_util.hpp"
 #include "geometry/primitives.hpp"
 #include "models/discrete_shell/discrete_shell_model.hpp"
-#include "shellsim/parallel.hpp"
 
 namespace {
 
@@ -51,28 +47,13 @@ void BM_DiscreteShellForces(benchmark::State& state) {
   shellsim::MaterialDef material;
   material.poisson = 0.01 * static_cast<double>(state.range(2));
   const shellsim::DiscreteShellModel model(mesh, material);
-  std::vector<double> x = mesh.positions;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<double> u(-1e-4, 1e-4);
-  for (double& v : x) v += u(rng);
-  std::vector<double> gradient(x.size());
-  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
-  // The caller's workspace, as a body holds one: no allocation per evaluation.
-  const std::unique_ptr<shellsim::ModelWorkspace> workspace = model.makeWorkspace();
-  for (auto _ : state) {
-    std::fill(gradient.begin(), gradient.end(), 0.0);
-    benchmark::DoNotOptimize(model.addGradient(x, gradient, workspace.get()));
-    benchmark::ClobberMemory();
-  }
+  shellsim::bench::timeGradient(state, model, mesh.positions, 1e-4);
   const auto hinges = static_cast<double>(model.hingeCount());
   const auto triangles = static_cast<double>(model.triangleCount());
-  const auto iterations = static_cast<double>(state.iterations());
   state.counters["hinges"] = hinges;
   state.counters["triangles"] = triangles;
-  state.counters["ns_per_hinge"] = benchmark::Counter(
-      hinges * iterations * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.counters["ns_per_triangle"] = benchmark::Counter(
-      triangles * iterations * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_hinge"] = shellsim::bench::nsPer(state, hinges);
+  state.counters["ns_per_triangle"] = shellsim::bench::nsPer(state, triangles);
 }
 
 // ~10^4 (in cache), ~10^5 and ~10^6 hinges; Poisson ratio 0.3 (no area term: edges and

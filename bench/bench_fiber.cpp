@@ -40,6 +40,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "geometry/sampling.hpp"
 #include "models/fiber/fiber_model.hpp"
 #include "shellsim/geometry.hpp"
@@ -67,27 +68,13 @@ shellsim::FiberNodes sheetNodes(int side) {
 // arrays over the fiber or node count), ns per fiber.
 void measureForces(benchmark::State& state, const shellsim::FiberModel& model,
                    const shellsim::FiberNodes& nodes, double jitter) {
-  std::vector<double> x = nodes.positions;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<double> u(-jitter, jitter);
-  for (double& v : x) v += u(rng);
-  std::vector<double> gradient(x.size());
-  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
-  // The caller's workspace, as a body holds one: no allocation per evaluation.
-  const std::unique_ptr<shellsim::ModelWorkspace> workspace = model.makeWorkspace();
-  for (auto _ : state) {
-    std::fill(gradient.begin(), gradient.end(), 0.0);
-    benchmark::DoNotOptimize(model.addGradient(x, gradient, workspace.get()));
-    benchmark::ClobberMemory();
-  }
+  shellsim::bench::timeGradient(state, model, nodes.positions, jitter);
   const auto fibers = static_cast<double>(model.elementCount());
   state.counters["fibers"] = fibers;
   state.counters["bytes_per_fiber"] = static_cast<double>(model.memoryBytes()) / fibers;
   state.counters["bytes_per_node"] =
       static_cast<double>(model.memoryBytes()) / static_cast<double>(model.nodeCount());
-  state.counters["ns_per_fiber"] =
-      benchmark::Counter(fibers * static_cast<double>(state.iterations()) * 1e-9,
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_fiber"] = shellsim::bench::nsPer(state, fibers);
 }
 
 void BM_FiberForces(benchmark::State& state) {

@@ -12,13 +12,9 @@
 // per face), about 25 times the discrete shell's cost per hinge.
 #include <benchmark/benchmark.h>
 
-#include <memory>
-#include <random>
-#include <vector>
-
+#include "bench_util.hpp"
 #include "geometry/primitives.hpp"
 #include "models/inelastic_shell/inelastic_shell_model.hpp"
-#include "shellsim/parallel.hpp"
 
 namespace {
 
@@ -27,23 +23,10 @@ void BM_InelasticShellForces(benchmark::State& state) {
   const int side = static_cast<int>(state.range(0));
   const shellsim::Geometry mesh = shellsim::makeEquilateralLattice(side, side, 0.01);
   const shellsim::InelasticShellModel model(mesh, shellsim::MaterialDef{});
-  std::vector<double> x = mesh.positions;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<double> u(-1e-4, 1e-4);
-  for (double& v : x) v += u(rng);
-  std::vector<double> gradient(x.size());
-  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
-  const std::unique_ptr<shellsim::ModelWorkspace> workspace = model.makeWorkspace();
-  for (auto _ : state) {
-    std::fill(gradient.begin(), gradient.end(), 0.0);
-    benchmark::DoNotOptimize(model.addGradient(x, gradient, workspace.get()));
-    benchmark::ClobberMemory();
-  }
+  shellsim::bench::timeGradient(state, model, mesh.positions, 1e-4);
   const auto faces = static_cast<double>(model.elementCount());
   state.counters["faces"] = faces;
-  state.counters["ns_per_face"] =
-      benchmark::Counter(faces * static_cast<double>(state.iterations()) * 1e-9,
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_face"] = shellsim::bench::nsPer(state, faces);
 }
 
 BENCHMARK(BM_InelasticShellForces)

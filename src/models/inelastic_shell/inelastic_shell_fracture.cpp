@@ -402,14 +402,25 @@ bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
   }
   const Vec3 from = row(restPositions_, static_cast<size_t>(moved));
   const Vec3 to = (1 - s) * from + s * row(restPositions_, static_cast<size_t>(other));
-  // The faces around the moved vertex: valid after the move, untouched, with neighbours.
-  const size_t faces = triangles_.size() / 3;
-  std::vector<size_t> around;
-  for (size_t face = 0; face < faces; ++face) {
+  // Every face whose stencil holds the moved vertex changes its rest data (`affected`, from
+  // the incidence of the stencils, sorted by face then slot: a face's first slot says whether
+  // the vertex is one of its corners, `around`). None may have been touched this pass; that
+  // also excludes the faces this pass made, which come only from touched ones.
+  const size_t width = stencilWidth();
+  const auto node = static_cast<size_t>(moved);
+  std::vector<size_t> affected, around;
+  for (auto i = static_cast<size_t>(incidence_.offsets[node]);
+       i < static_cast<size_t>(incidence_.offsets[node + 1]); ++i) {
+    const auto entry = static_cast<size_t>(incidence_.entries[i]);
+    const size_t face = entry / width;
+    if (!affected.empty() && affected.back() == face) continue;
+    if (touched[face] != 0) return false;
+    affected.push_back(face);
+    if (entry % width < 3) around.push_back(face);
+  }
+  // The faces around it stay valid after the move.
+  for (const size_t face : around) {
     const int32_t* t3 = &triangles_[3 * face];
-    if (t3[0] != moved && t3[1] != moved && t3[2] != moved) continue;
-    // A face made by a cut of this pass (past the old faces) is as good as touched.
-    if (face >= touched.size() || touched[face] != 0) return false;
     Vec3 corners[3], moved3[3];
     for (size_t c = 0; c < 3; ++c) {
       corners[c] = row(restPositions_, static_cast<size_t>(t3[c]));
@@ -421,18 +432,6 @@ bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
     for (size_t c = 0; c < 3; ++c) {
       const Vec3 e1 = moved3[(c + 1) % 3] - moved3[c], e2 = moved3[(c + 2) % 3] - moved3[c];
       if (std::atan2(e1.cross(e2).norm(), e1.dot(e2)) < kMinimumBudgeAngle) return false;
-    }
-    around.push_back(face);
-  }
-  // Every face whose stencil holds the moved vertex changes its rest data.
-  const size_t width = stencilWidth();
-  std::vector<size_t> affected;
-  for (size_t face = 0; face < faces; ++face) {
-    for (size_t slot = 0; slot < width; ++slot) {
-      if (faceStencil_[width * face + slot] != moved) continue;
-      if (touched[face] != 0) return false;
-      affected.push_back(face);
-      break;
     }
   }
   const auto g = static_cast<size_t>(across / 3);

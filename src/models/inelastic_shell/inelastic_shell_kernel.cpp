@@ -1,6 +1,5 @@
 #include "models/inelastic_shell/inelastic_shell_kernel.hpp"
 
-#include <Eigen/QR>
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
@@ -330,14 +329,14 @@ bool patchParams(const Eigen::Matrix<double, kPatchNodes, 2>& uv, const Vec3 (&r
   }
   // Well-posed when the columns are far from dependent: the smallest singular value of the
   // scaled V over its largest.
-  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(v, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(v, Eigen::ComputeFullU | Eigen::ComputeThinV);
   const Eigen::VectorXd sigma = svd.singularValues();
   if (!(sigma[5] > 1e-3 * sigma[0])) return false;
-  // V^+ = V_s diag(1 / sigma) U^T; the residual basis: the complement of U's columns.
+  // V^+ = V_s diag(1 / sigma) U_6^T; the residual basis: U's columns past the sixth, which
+  // span the complement of V's range.
+  const Eigen::MatrixXd& q = svd.matrixU();
   const Eigen::MatrixXd pseudoInverse =
-      svd.matrixV() * sigma.cwiseInverse().asDiagonal() * svd.matrixU().transpose();
-  const Eigen::HouseholderQR<Eigen::MatrixXd> qr(v);
-  const Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(count, count);
+      svd.matrixV() * sigma.cwiseInverse().asDiagonal() * q.leftCols(6).transpose();
   out = PatchParams{};
   out.nodes = count;
   const double scale = 1 / (length * length);
