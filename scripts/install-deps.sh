@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-dev            # libFuzzer + sanitizers for the fuzz build
   libeigen3-dev libnanoflann-dev libtbb-dev
   libcli11-dev nlohmann-json3-dev libtinyobjloader-dev
+  libgmp-dev                       # exact rationals for the geometric predicates
   libgtest-dev libgmock-dev libbenchmark-dev
   libpng-dev ffmpeg libembree-dev   # previews: PNG, H.264 video, CPU ray casting
   libbullet-dev                     # optional: the Bullet soft-body comparison benchmark

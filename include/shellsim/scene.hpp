@@ -167,6 +167,23 @@ struct TimeDef {
   bool operator==(const TimeDef&) const = default;
 };
 
+// Penalty contact between the triangle meshes of the bodies, each against itself and
+// against the others (gingold2004 section 4.3; dynamics/mesh_contact.hpp). The analytic
+// obstacles keep their own contact either way.
+struct ContactDef {
+  bool enabled = false;
+  bool self = true;         // a body's surface against itself too
+  double thickness = 0;     // m, >= 0: the distance at which two surfaces touch; 0: per pair,
+                            // the mean of the two bodies' material thicknesses
+  double stiffness = 0.25;  // kappa, (0, 4): penalty k = kappa m / dt_s^2 (m the lighter
+                            // side's mass, dt_s the stable explicit step at the start, or the
+                            // planned step of an implicit integrator when larger)
+  bool rejectIntersections = true;  // a step ending with intersecting triangles is retried
+                                    // in halves (gingold2004 section 4.2)
+
+  bool operator==(const ContactDef&) const = default;
+};
+
 // The camera of rendered previews (output.camera); without one, the renderer fits a camera
 // to the bounds of the whole run.
 struct CameraDef {
@@ -192,6 +209,7 @@ struct SceneDef {
   std::vector<ObstacleDef> obstacles;
   std::vector<BodyDef> bodies;  // at least one
   TimeDef time;
+  ContactDef contact;
   OutputDef output;
   std::filesystem::path sceneFolder;  // where relative geometry paths were resolved
 
@@ -227,6 +245,7 @@ struct SceneDef {
 void validateBody(const BodyDef& body, const std::string& path, bool geometryGiven);
 void validateObstacle(const ObstacleDef& obstacle, const std::string& path);
 void validateTime(const TimeDef& time, const std::string& path);
+void validateContact(const ContactDef& contact, const std::string& path);
 
 // Markdown reference of every scene key with unit, default, range and meaning.
 [[nodiscard]] std::string sceneReferenceMarkdown();

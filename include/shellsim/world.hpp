@@ -35,6 +35,8 @@ struct SimulationSettings {
   // stable-step estimate). time.frameRate is the frame of advanceFrames; time.duration is
   // not used (a Simulation runs as long as it is advanced).
   TimeDef time;
+  // Penalty contact between and within the bodies' meshes (off by default).
+  ContactDef contact;
 };
 
 // Energies of one body, J.

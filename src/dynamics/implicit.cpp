@@ -89,6 +89,20 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
     const double startTime = world.time;
     world.time += dt;
     applyScriptedMotion(world);
+    // Mesh contact: the pairs within reach of the step, found once at its start, frozen
+    // over the Newton solves (mesh_contact.hpp). The reach covers twice the largest
+    // displacement of the constant-acceleration guess.
+    std::vector<ContactPair> contactPairs;
+    if (world.contact.enabled() && !explicitNewmark) {
+      double reach = 0;
+      for (const Body& body : world.bodies) {
+        for (size_t k = 0; k < body.positions.size(); k += 3) {
+          const Vec3 v = row(body.velocities, k / 3), a = row(body.accelerations, k / 3);
+          reach = std::max(reach, (dt * v + 0.5 * dt * dt * a).norm());
+        }
+      }
+      world.contact.findPairs(world.bodies, 2 * reach, contactPairs);
+    }
     for (size_t b = 0; b < world.bodies.size(); ++b) {
       Body& body = world.bodies[b];
       const auto mass = body.model->nodeMasses();
@@ -174,6 +188,9 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
           known.valid = true;
         }
       }
+      potential.contact = contactPairs;
+      potential.bodies = world.bodies;
+      potential.body = b;
       NewtonSolver solver(body, potential, settings_.newton, *caches_[b], startTime);
       report.bodies[b] = solver.solve(forceScale, known);
       if (!report.bodies[b].converged)

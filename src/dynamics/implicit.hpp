@@ -48,8 +48,11 @@
 // Static equilibrium: Phi(x) = E(x) - f.x with f = M g + the given nodal loads (alpha = 0),
 //   grad Phi = dE/dx - f,   Hess Phi = K(x).
 //
-// Newton's method on Phi (one body at a time: bodies only interact through obstacles,
-// which are resolved after the solve, as in the explicit step):
+// Newton's method on Phi, one body at a time. Obstacles are resolved after the solve, as
+// in the explicit step. Mesh contact (mesh_contact.hpp) enters Phi: the pairs within reach
+// of the step are found once at its start and frozen, the other bodies held where they are
+// (those solved before at their new positions), and their penalty energy, gradient and
+// Gauss-Newton diagonal node blocks join Phi, its gradient and its Hessian:
 //  0. Initial guess: of the constant-acceleration guess (Newmark: x + h v + h^2/2 a;
 //     Euler: x + h v + h^2 a) and y (where the step ends without elastic forces: x + h v
 //     up to the loads' O(h^2) fall), the one with the lower Phi; both are evaluated with

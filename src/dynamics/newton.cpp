@@ -84,10 +84,16 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
     double scale = 0;
     const double phi = elastic + extraTerms(x, &scale);
     scale += std::abs(elastic);
+    const bool contact = !potential_.contact.empty();
+    if (contact) {
+      contactGradient_.assign(dofs, 0.0);
+      (void)addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body, x,
+                                   contactGradient_);
+    }
     for (size_t k = 0; k < dofs; ++k) {
       const int f = free_.index[k];
       if (f < 0) continue;
-      g[f] = gradient[k] + extraGradient(x, k);
+      g[f] = gradient[k] + extraGradient(x, k) + (contact ? contactGradient_[k] : 0.0);
     }
     const double gNorm = g.norm();
     if (!std::isfinite(phi) || !std::isfinite(gNorm)) {
@@ -174,8 +180,12 @@ double NewtonSolver::extraTerms(std::span<const double> x, double* scale) const 
     }
   }
   inertia *= 0.5 * potential_.alpha;
-  *scale = inertia + workScale;
-  return inertia - work;
+  const double contact =
+      potential_.contact.empty()
+          ? 0.0
+          : addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body, x, {});
+  *scale = inertia + workScale + contact;
+  return inertia - work + contact;
 }
 
 double NewtonSolver::extraGradient(std::span<const double> x, size_t k) const {
@@ -242,6 +252,30 @@ bool NewtonSolver::assembleBlocks(std::span<const double> x) {
   for (size_t k = 0; k < free_.index.size(); ++k) {
     const int f = free_.index[k];
     if (f >= 0) values[cache_.diagonal[static_cast<size_t>(f)]] += potential_.alpha * mass_[k / 3];
+  }
+  if (!potential_.contact.empty()) {
+    contactBlocks_.assign(3 * free_.index.size(), 0.0);
+    addBodyContactDiagonal(potential_.contact, potential_.bodies, potential_.body, x,
+                           contactBlocks_);
+    // Into each free node's diagonal block (the layout always holds it).
+    int32_t column = 0;
+    for (size_t i = 0; 3 * i < free_.index.size(); ++i) {
+      if (free_.index[3 * i] < 0) continue;
+      const double* block = &contactBlocks_[9 * i];
+      const bool any = std::any_of(block, block + 9, [](double v) { return v != 0.0; });
+      if (any) {
+        for (auto k = static_cast<size_t>(cache_.columnBlockOffsets[static_cast<size_t>(column)]);
+             k < static_cast<size_t>(cache_.columnBlockOffsets[static_cast<size_t>(column) + 1]);
+             ++k) {
+          if (cache_.blockRow[k] != column) continue;
+          for (int j = 0; j < 3; ++j) {
+            double* out = values + cache_.blockSlots[3 * k + static_cast<size_t>(j)];
+            for (int r = 0; r < 3; ++r) out[r] += block[3 * r + j];
+          }
+        }
+      }
+      ++column;
+    }
   }
   return true;
 }

@@ -72,6 +72,11 @@ struct Potential {
   double alpha = 0;
   std::vector<double> target;  // y, (nNodes, 3); used when alpha > 0
   std::vector<double> force;   // f, (nNodes, 3); empty: none
+  // Mesh contact with frozen pairs (mesh_contact.hpp), the other bodies held where they
+  // are: Phi gains the pairs' energy, its Hessian their Gauss-Newton diagonal node blocks.
+  std::span<const ContactPair> contact;
+  std::span<const Body> bodies;
+  size_t body = 0;  // this body's index in `bodies`
 };
 
 struct FreeDofs {
@@ -169,6 +174,8 @@ class NewtonSolver {
   std::span<const double> mass_;
   Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
   std::vector<double> trialGradient_;   // (nNodes, 3), the line search's full-step gradient
+  std::vector<double> contactGradient_;  // (nNodes, 3), of the contact pairs at the iterate
+  std::vector<double> contactBlocks_;    // (nNodes, 3, 3), their Gauss-Newton diagonal blocks
 };
 
 void throwNotConverged(const Body& body, const NewtonReport& report, const NewtonSettings& settings,

@@ -206,6 +206,7 @@ Body& Simulation::Impl::body(int32_t index) {
 
 Simulation::Simulation(const SimulationSettings& settings) : impl_(std::make_unique<Impl>()) {
   validateTime(settings.time, "time");
+  validateContact(settings.contact, "contact");
   for (const double g : settings.gravity) {
     if (!std::isfinite(g)) throw InputError("shellsim: gravity must be finite");
   }
@@ -216,11 +217,12 @@ Simulation::Simulation(const SimulationSettings& settings) : impl_(std::make_uni
   probe.gravity = settings.gravity;
   probe.time = settings.time;
   probe.time.duration = 0;
+  probe.contact = settings.contact;
   mixFingerprint(impl_->fingerprint, "settings " + sceneToJson(probe));
 }
 
 Simulation::Simulation(const SceneDef& scene)
-    : Simulation(SimulationSettings{scene.gravity, scene.time}) {
+    : Simulation(SimulationSettings{scene.gravity, scene.time, scene.contact}) {
   for (const ObstacleDef& obstacle : scene.obstacles) addObstacle(obstacle);
   for (const BodyDef& body : scene.bodies) addBody(body);
 }
@@ -265,6 +267,20 @@ int32_t addCheckedBody(Simulation::Impl& impl, Geometry geometry, const BodyDef&
   }
   impl.stableStep.reset();
   impl.replan = true;  // the new body's stable step may be smaller
+  // The penalty stiffness scales with the step (mesh_contact.hpp): the stable explicit
+  // step of the bodies as defined (before any fracture, so that a resumed run, which
+  // defines them again, gets the same), or the planned implicit step, which an implicit
+  // solve can resolve.
+  {
+    const double stable = shellsim::stableTimeStep(impl.world);
+    std::vector<std::string> ignored;
+    const double reference =
+        isImplicit(impl.settings.time)
+            ? std::max(stable, plannedTimeStep(impl.settings.time, stable,
+                                               1.0 / impl.settings.time.frameRate, ignored))
+            : stable;
+    impl.world.contact = MeshContact(impl.settings.contact, reference);
+  }
   try {
     impl.refresh();
   } catch (...) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <string>
 
 #include "shellsim/errors.hpp"
 
@@ -192,17 +193,29 @@ TimeIntegrator::Rejection TimeIntegrator::proposeAndInspect(World& world, double
       if (!rejection.acceptAtFinest) break;
     }
   }
+  // gingold2004 section 4.2: a state with intersecting surfaces is not accepted; at the
+  // deepest split it is (the search goes no finer), with a warning.
+  if (rejection.acceptAtFinest && world.contact.enabled() &&
+      world.contact.def().rejectIntersections) {
+    const int64_t crossing = world.contact.countIntersections(world.bodies);
+    if (crossing > 0) {
+      if (!rejection.reason.empty()) rejection.reason += "; ";
+      rejection.reason += std::to_string(crossing) + " intersecting triangle pairs";
+    }
+  }
   return rejection;
 }
 
 void TimeIntegrator::save(const World& world, StepStart& start) const {
   start.time = world.time;
+  start.contactEnergy = world.contactEnergy;
   start.bodies.resize(world.bodies.size());
   for (size_t b = 0; b < world.bodies.size(); ++b) saveKinematics(world.bodies[b], start.bodies[b]);
 }
 
 void TimeIntegrator::restore(World& world, const StepStart& start) {
   world.time = start.time;
+  world.contactEnergy = start.contactEnergy;
   for (size_t b = 0; b < world.bodies.size(); ++b)
     restoreKinematics(world.bodies[b], start.bodies[b]);
 }

@@ -116,6 +116,7 @@ class TimeIntegrator {
   struct StepStart {
     double time = 0;                     // s
     std::vector<BodyKinematics> bodies;  // per body
+    double contactEnergy = 0;            // J
   };
 
   // One step of length dt through propose / accept? / commit, split on rejection.

@@ -130,6 +130,16 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known) {
       std::fill(body.accelerations.begin(), body.accelerations.end(), 0.0);
       body.elastic = body.model->addGradient(body.positions, body.accelerations, workspaceOf(body));
     }
+  }
+  world.contactEnergy = 0;
+  if (world.contact.enabled()) {
+    // The contacts at these positions, their penalty gradient added to the elastic one.
+    world.contact.findPairs(world.bodies, 0.0, world.contactPairs);
+    std::vector<std::span<double>> gradients;
+    for (Body& body : world.bodies) gradients.emplace_back(body.accelerations);
+    world.contactEnergy = addContactGradient(world.contactPairs, world.bodies, gradients);
+  }
+  for (Body& body : world.bodies) {
     const auto mass = body.model->nodeMasses();
     const bool loaded = !body.externalForces.empty();
     forEachNode(body, [&](size_t i) {
@@ -244,7 +254,7 @@ void checkState(const World& world) {
 }
 
 double totalEnergy(const World& world) {
-  double energy = 0;
+  double energy = world.contactEnergy;
   for (const Body& body : world.bodies) {
     energy += kineticEnergy(body) + body.elastic.total() + gravitationalEnergy(body, world.gravity);
   }

@@ -123,7 +123,7 @@ class EnergyGuard {
   double scale_ = 0;          // J
 };
 
-// Total energy of the world, J: kinetic + elastic + gravitational.
+// Total energy of the world, J: kinetic + elastic + gravitational + contact penalty.
 [[nodiscard]] double totalEnergy(const World& world);
 
 // Throws NumericalError if any position or velocity is not finite or a node is faster

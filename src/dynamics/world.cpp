@@ -175,6 +175,7 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
   body.positions = std::move(discretization.nodePositions);
   body.nodeOfInputVertex = std::move(discretization.nodeOfVertex);
   body.damping = def.material.damping;
+  body.thickness = def.material.thickness;
   if (discretization.dense) {
     if (body.model->changesNodeCount()) {
       throw InputError(label + ": the model '" + body.model->name() +
@@ -238,6 +239,7 @@ World buildWorld(const SceneDef& scene) {
     const std::string label = bodyLabel(b, def);
     (void)addBody(world, def, loadBodyGeometry(def, label), label);
   }
+  world.contact = MeshContact(scene.contact, stableTimeStep(world));
   return world;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/vec3.hpp"
+#include "dynamics/mesh_contact.hpp"
 #include "models/model.hpp"
 #include "shellsim/scene.hpp"
 #include "surface/surface_binding.hpp"
@@ -81,6 +82,7 @@ struct Body {
   std::vector<int32_t> contactObstacle;  // (nNodes), obstacle touched this step, or -1
   std::vector<double> contactNormal;     // (nNodes, 3), its outward normal where touched
   double damping = 0;                    // mass-proportional damping, 1/s
+  double thickness = 0;                  // the material's, m: where its surface touches another
   EnergyParts elastic;                   // at the current positions, J
   std::vector<LoadGroup> loads;
   std::optional<PressureLoad> pressure;
@@ -121,8 +123,11 @@ struct World {
   Vec3 gravity{0, 0, -9.81};  // m/s^2
   std::vector<Body> bodies;
   std::vector<Obstacle> obstacles;
-  double time = 0;                    // s
-  std::vector<std::string> warnings;  // collected while building, reported in the summary
+  double time = 0;                        // s
+  std::vector<std::string> warnings;      // collected while building, reported in the summary
+  MeshContact contact;                    // between and within the bodies' meshes
+  std::vector<ContactPair> contactPairs;  // found at the last force evaluation
+  double contactEnergy = 0;               // J, of those pairs at the current positions
 };
 
 // What a step changes of a body before it is accepted, its kinematic state: saved at the

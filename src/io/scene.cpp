@@ -39,6 +39,7 @@ using scene_names::toEnum;
 
 using scene_schema::bodySpec;
 using scene_schema::kCameraSpec;
+using scene_schema::kContactSpec;
 using scene_schema::kDefaultSceneJson;
 using scene_schema::kKeyframeSpec;
 using scene_schema::kLoadSpec;
@@ -331,6 +332,17 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   return t;
 }
 
+ContactDef readContact(ObjectReader& r) {
+  ContactDef c;
+  c.enabled = r.choice("enabled") == "on";
+  c.self = r.choice("self") == "on";
+  c.thickness = r.number("thickness");
+  c.stiffness = r.number("stiffness");
+  c.rejectIntersections = r.choice("reject_intersections") == "on";
+  r.finish();
+  return c;
+}
+
 OutputDef readOutput(ObjectReader& r, Problems& problems) {
   OutputDef o;
   o.checkpointEvery = r.integer("checkpoint_every");
@@ -407,6 +419,10 @@ SceneDef readScene(const Json& root, const fs::path& sceneFolder, Problems& prob
   {
     ObjectReader tr = r.object("time", kTimeSpec);
     scene.time = readTime(tr, problems);
+  }
+  {
+    ObjectReader cr = r.object("contact", kContactSpec);
+    scene.contact = readContact(cr);
   }
   {
     ObjectReader outr = r.object("output", kOutputSpec);
@@ -498,6 +514,14 @@ void validateTime(const TimeDef& time, const std::string& path) {
   const Json json = scene_writer::toJson(time);
   ObjectReader reader(&json, path, kTimeSpec, problems);
   (void)readTime(reader, problems);
+  problems.throwIfAny();
+}
+
+void validateContact(const ContactDef& contact, const std::string& path) {
+  Problems problems(kApiSource);
+  const Json json = scene_writer::toJson(contact);
+  ObjectReader reader(&json, path, kContactSpec, problems);
+  (void)readContact(reader);
   problems.throwIfAny();
 }
 

@@ -465,6 +465,46 @@ constexpr FieldSpec kCameraFields[] = {
      .meaning = "Vertical field of view."},
 };
 
+constexpr FieldSpec kContactFields[] = {
+    {.key = "enabled",
+     .kind = FieldKind::kChoice,
+     .text = "off",
+     .choices = kOnOff,
+     .meaning = "`on`: the triangle meshes of the bodies (inelastic_shell, discrete_shell, "
+                "mass_spring) repel each other and themselves with penalty forces "
+                "(gingold2004 section 4.3): vertex-face and edge-edge pairs closer than "
+                "`thickness`, found with a bounding-volume hierarchy refit every step. Pairs "
+                "of one body that share a node or lie within one edge length plus "
+                "`thickness` of each other in the rest shape are left out (freshly cracked "
+                "neighbours feel nothing). The fiber model's nodes do not take part."},
+    {.key = "self",
+     .kind = FieldKind::kChoice,
+     .text = "on",
+     .choices = kOnOff,
+     .meaning = "`on`: each surface also collides with itself (folds, stacked layers)."},
+    {.key = "thickness",
+     .unit = "m",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .meaning = "Distance at which two surfaces touch; 0: for each pair, the mean of the two "
+                "bodies' material thicknesses (mid-surfaces touch at h)."},
+    {.key = "stiffness",
+     .number = 0.25,
+     .range = {0, 4, true, true},
+     .meaning = "Penalty stiffness as a fraction kappa of the explicit limit: a pair's spring is "
+                "k = kappa m / dt_s^2, m the mass of its lighter side, dt_s the stable explicit "
+                "step at the start (below 4 the penalty never limits an explicit step), or the "
+                "planned step of an implicit integrator where it is larger. The energy "
+                "1/2 k (thickness - d)^2 enters the implicit solves too."},
+    {.key = "reject_intersections",
+     .kind = FieldKind::kChoice,
+     .text = "on",
+     .choices = kOnOff,
+     .meaning = "`on`: a step that ends with intersecting triangles (exact predicates) is "
+                "undone and retried in halves, down to 1/64 (gingold2004 section 4.2); at the "
+                "deepest split it is accepted with a warning."},
+};
+
 constexpr FieldSpec kSceneFields[] = {
     {.key = "gravity",
      .kind = FieldKind::kVec3,
@@ -485,6 +525,10 @@ constexpr FieldSpec kSceneFields[] = {
      .kind = FieldKind::kObject,
      .object = "time",
      .meaning = "Run length and steps."},
+    {.key = "contact",
+     .kind = FieldKind::kObject,
+     .object = "contact",
+     .meaning = "Collisions between the bodies' surfaces."},
     {.key = "output",
      .kind = FieldKind::kObject,
      .object = "output",
@@ -514,6 +558,8 @@ constexpr ObjectSpec kPressureSpec{"pressure", "Gas pressure inside a closed she
 constexpr ObjectSpec kRampSpec{"ramp", "One key of a factor ramped over time.", kRampFields};
 constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
                                kTimeFields};
+constexpr ObjectSpec kContactSpec{
+    "contact", "Penalty contact between and within the bodies' meshes.", kContactFields};
 constexpr ObjectSpec kOutputSpec{"output", "Frame files.", kOutputFields};
 constexpr ObjectSpec kCameraSpec{"camera", "A pinhole camera for rendered previews.",
                                  kCameraFields};
@@ -569,8 +615,9 @@ std::vector<const ObjectSpec*> allSpecs() {
     specs.push_back(model.options);
     specs.insert(specs.end(), model.nestedOptions.begin(), model.nestedOptions.end());
   }
-  specs.insert(specs.end(), {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRampSpec, &kObstacleSpec,
-                             &kKeyframeSpec, &kTimeSpec, &kOutputSpec, &kCameraSpec});
+  specs.insert(specs.end(),
+               {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRampSpec, &kObstacleSpec, &kKeyframeSpec,
+                &kTimeSpec, &kContactSpec, &kOutputSpec, &kCameraSpec});
   return specs;
 }
 

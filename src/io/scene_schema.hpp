@@ -23,6 +23,7 @@ extern const json_fields::ObjectSpec kLoadSpec;
 extern const json_fields::ObjectSpec kPressureSpec;
 extern const json_fields::ObjectSpec kRampSpec;
 extern const json_fields::ObjectSpec kTimeSpec;
+extern const json_fields::ObjectSpec kContactSpec;
 extern const json_fields::ObjectSpec kOutputSpec;
 extern const json_fields::ObjectSpec kCameraSpec;
 // The body's table: with the model choices and one options object per registered model

@@ -149,6 +149,14 @@ Json toJson(const TimeDef& t) {
           {"load_increments", t.loadIncrements}};
 }
 
+Json toJson(const ContactDef& c) {
+  return {{"enabled", c.enabled ? "on" : "off"},
+          {"self", c.self ? "on" : "off"},
+          {"thickness", c.thickness},
+          {"stiffness", c.stiffness},
+          {"reject_intersections", c.rejectIntersections ? "on" : "off"}};
+}
+
 Json toJson(const OutputDef& o) {
   Json formats = Json::array();
   for (const OutputFormat f : o.formats) formats.push_back(word(f, scene_names::kFormats));
@@ -169,11 +177,9 @@ Json toJson(const SceneDef& scene) {
   for (const ObstacleDef& o : scene.obstacles) obstacles.push_back(toJson(o));
   Json bodies = Json::array();
   for (const BodyDef& b : scene.bodies) bodies.push_back(toJson(b));
-  return {{"gravity", vec(scene.gravity)},
-          {"obstacles", std::move(obstacles)},
-          {"bodies", std::move(bodies)},
-          {"time", toJson(scene.time)},
-          {"output", toJson(scene.output)}};
+  return {{"gravity", vec(scene.gravity)},    {"obstacles", std::move(obstacles)},
+          {"bodies", std::move(bodies)},      {"time", toJson(scene.time)},
+          {"contact", toJson(scene.contact)}, {"output", toJson(scene.output)}};
 }
 
 }  // namespace shellsim::scene_writer

@@ -27,6 +27,7 @@ template <class Enum, std::size_t N>
 [[nodiscard]] Json toJson(const BodyDef& body);
 [[nodiscard]] Json toJson(const ObstacleDef& obstacle);
 [[nodiscard]] Json toJson(const TimeDef& time);
+[[nodiscard]] Json toJson(const ContactDef& contact);
 [[nodiscard]] Json toJson(const OutputDef& output);
 [[nodiscard]] Json toJson(const SceneDef& scene);
 

@@ -245,6 +245,17 @@ class Model {
   };
   [[nodiscard]] virtual std::vector<NodeScalar> nodeScalars() const { return {}; }
 
+  // The surface that collides in mesh contact (dynamics/mesh_contact.hpp): triangles over
+  // the nodes, (nTriangles, 3), and the nodes' rest positions, (nNodes, 3), m, from which
+  // contact leaves out pairs that are neighbours in the rest shape (across a fresh crack
+  // they coincide). Views of the model's own arrays, valid until it next changes. Empty
+  // triangles: the model's nodes take no part in mesh contact.
+  struct ContactMesh {
+    std::span<const int32_t> triangles;
+    std::span<const double> restPositions;
+  };
+  [[nodiscard]] virtual ContactMesh contactMesh() const { return {}; }
+
   // Outward area vectors at x, (nNodes, 3), m^2: the area a node represents times its unit
   // normal, for pressure loads. Returns false if the model has none.
   virtual bool nodeAreaVectors(std::span<const double> x, std::span<double> out) const {

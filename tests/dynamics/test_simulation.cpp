@@ -183,7 +183,7 @@ TEST(Simulation, ARestoredStateContinuesExactlyAsBefore) {
 }
 
 TEST(Simulation, PinsLoadsAndVelocitiesSetThroughTheApi) {
-  Simulation sim(SimulationSettings{{0, 0, 0}, TimeDef{}});  // no gravity
+  Simulation sim(SimulationSettings{{0, 0, 0}, TimeDef{}, {}});  // no gravity
   const int32_t body = sim.addBody(sheetMesh(6, 0.3, 0), clothDef("mass_spring"));
   PinDef corner;
   corner.shape = PinShape::kVertices;
@@ -254,7 +254,7 @@ TEST(Simulation, BadCallsGetErrorsThatNameWhatIsWrong) {
   TimeDef time;
   time.frameRate = -30;
   EXPECT_NE(inputErrorOf([&] {
-              Simulation s(SimulationSettings{{0, 0, -9.81}, time});
+              Simulation s(SimulationSettings{{0, 0, -9.81}, time, {}});
             }).find("time.frame_rate = -30"),
             std::string::npos);
 }
@@ -265,7 +265,7 @@ TEST(Simulation, AdvanceThatStillFailsLeavesTheSimulationAtItsStart) {
   TimeDef time;
   time.timeStep = 1e-3;
   time.frameRate = 100;
-  Simulation sim(SimulationSettings{{0, 0, -9.81}, time});
+  Simulation sim(SimulationSettings{{0, 0, -9.81}, time, {}});
   BodyDef def = clothDef("mass_spring");
   def.material.youngModulus = 1e15;
   def.initialVelocity = {0, 0, 0.1};

@@ -268,7 +268,7 @@ TEST(SceneErrors, UnknownKeysSuggestTheClosestKnownKey) {
   EXPECT_NE(message.find("scene.json: tmie: unknown key; did you mean 'time'?"), std::string::npos)
       << message;
   EXPECT_NE(message.find("scene.json: colour: unknown key; expected one of 'gravity', "
-                         "'obstacles', 'bodies', 'time', 'output'"),
+                         "'obstacles', 'bodies', 'time', 'contact', 'output'"),
             std::string::npos)
       << message;
   EXPECT_EQ(lines(message).size(), 5U) << message;

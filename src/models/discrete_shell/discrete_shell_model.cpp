@@ -70,6 +70,7 @@ DiscreteShellModel::DiscreteShellModel(const Geometry& mesh, const MaterialDef& 
   const auto nodes = static_cast<size_t>(nodeCount_);
   const auto triangleCount = static_cast<size_t>(mesh.triangleCount());
   triangles_ = mesh.triangles;
+  restPositions_ = mesh.positions;
 
   // Rest areas, masses.
   triangleRestArea_ = topology.restArea;

@@ -183,6 +183,7 @@ class DiscreteShellModel : public Model {
   [[nodiscard]] double stableTimeStep() const override { return stableStep_; }
   // The mesh with positions x and area-weighted vertex normals.
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
+  [[nodiscard]] ContactMesh contactMesh() const override { return {triangles_, restPositions_}; }
 
   [[nodiscard]] int64_t edgeCount() const { return static_cast<int64_t>(edgeRestLength_.size()); }
   [[nodiscard]] int64_t triangleCount() const {
@@ -207,6 +208,7 @@ class DiscreteShellModel : public Model {
   bool projectHessian_ = false;
   bool hasEdgeTerm_ = false, hasAreaTerm_ = false, hasBending_ = false;  // a k != 0
   std::vector<int32_t> triangles_;         // (nTriangles, 3), the input triangles
+  std::vector<double> restPositions_;      // (nNodes, 3), m, the input's positions, for contact
   std::vector<int32_t> edgeNodes_;         // (nEdges, 2), first < second
   std::vector<double> edgeRestLength_;     // L, (nEdges), m
   std::vector<double> edgeStiffness_;      // k_e, (nEdges), N/m

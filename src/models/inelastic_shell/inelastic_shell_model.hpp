@@ -178,6 +178,7 @@ class InelasticShellModel : public Model {
   }
   // The rest positions of the nodes (the input's, then those fracture made), (nNodes, 3), m.
   [[nodiscard]] std::span<const double> restPositions() const { return restPositions_; }
+  [[nodiscard]] ContactMesh contactMesh() const override { return {triangles_, restPositions_}; }
   // Elastic membrane strain E_m and bending strain E_c (1/m) of face f at x, 2x2 row-major
   // in the face's rest frame (first axis along its rest edge x0 -> x1).
   void faceStrains(std::span<const double> x, size_t f, double (&membrane)[4],

@@ -52,6 +52,7 @@ MassSpringModel::MassSpringModel(const Geometry& mesh, const MaterialDef& materi
   }
   nodeCount_ = mesh.vertexCount();
   triangles_ = mesh.triangles;
+  restPositions_ = mesh.positions;
   mass_.assign(static_cast<size_t>(nodeCount_), 0.0);
 
   // Unique edges with the summed area of their incident triangles.

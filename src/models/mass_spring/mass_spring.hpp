@@ -61,6 +61,7 @@ class MassSpringModel : public Model {
   bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
   [[nodiscard]] double stableTimeStep() const override;
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
+  [[nodiscard]] ContactMesh contactMesh() const override { return {triangles_, restPositions_}; }
 
   [[nodiscard]] std::span<const int32_t> springNodes() const { return springNodes_; }
   [[nodiscard]] std::span<const double> springStiffness() const { return stiffness_; }
@@ -68,12 +69,13 @@ class MassSpringModel : public Model {
 
  private:
   int32_t nodeCount_ = 0;
-  std::vector<int32_t> triangles_;    // (nTriangles, 3), for output
-  std::vector<int32_t> springNodes_;  // (nSprings, 2), node indices, first < second
-  std::vector<double> restLength_;    // (nSprings), m
-  std::vector<double> stiffness_;     // (nSprings), N/m
-  std::vector<double> mass_;          // (nNodes), kg
-  Incidence incidence_;               // node -> (spring, end)
+  std::vector<int32_t> triangles_;     // (nTriangles, 3), for output and contact
+  std::vector<double> restPositions_;  // (nNodes, 3), m, the input's positions, for contact
+  std::vector<int32_t> springNodes_;   // (nSprings, 2), node indices, first < second
+  std::vector<double> restLength_;     // (nSprings), m
+  std::vector<double> stiffness_;      // (nSprings), N/m
+  std::vector<double> mass_;           // (nNodes), kg
+  Incidence incidence_;                // node -> (spring, end)
 };
 
 }  // namespace shellsim

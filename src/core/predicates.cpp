@@ -1,0 +1,73 @@
+#include "core/predicates.hpp"
+
+#include <gmpxx.h>
+
+#include <cmath>
+
+namespace shellsim {
+
+namespace {
+
+int exactOrient3d(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
+  mpq_class m[3][3];
+  for (int k = 0; k < 3; ++k) {
+    const mpq_class ak(a[k]);
+    m[0][k] = mpq_class(b[k]) - ak;
+    m[1][k] = mpq_class(c[k]) - ak;
+    m[2][k] = mpq_class(d[k]) - ak;
+  }
+  const mpq_class det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                        m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+                        m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  return sgn(det);
+}
+
+}  // namespace
+
+int orient3d(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
+  const Vec3 u = b - a, v = c - a, w = d - a;
+  const double m0 = v.y() * w.z() - v.z() * w.y();
+  const double m1 = v.x() * w.z() - v.z() * w.x();
+  const double m2 = v.x() * w.y() - v.y() * w.x();
+  const double det = u.x() * m0 - u.y() * m1 + u.z() * m2;
+  // The permanent bounds every product's magnitude; the differences above carry their own
+  // rounding, which the generous factor covers.
+  const double permanent = std::abs(u.x()) * (std::abs(v.y() * w.z()) + std::abs(v.z() * w.y())) +
+                           std::abs(u.y()) * (std::abs(v.x() * w.z()) + std::abs(v.z() * w.x())) +
+                           std::abs(u.z()) * (std::abs(v.x() * w.y()) + std::abs(v.y() * w.x()));
+  const double bound = 1e-14 * permanent;
+  if (det > bound) return 1;
+  if (det < -bound) return -1;
+  if (!std::isfinite(det)) return 0;
+  return exactOrient3d(a, b, c, d);
+}
+
+bool segmentCrossesTriangle(const Vec3& p, const Vec3& q, const Vec3& a, const Vec3& b,
+                            const Vec3& c) {
+  const int sp = orient3d(a, b, c, p);
+  const int sq = orient3d(a, b, c, q);
+  if (sp == 0 || sq == 0 || sp == sq) return false;
+  // The line pq passes inside the triangle when it turns the same way around all three
+  // edges.
+  const int s0 = orient3d(p, q, a, b);
+  const int s1 = orient3d(p, q, b, c);
+  const int s2 = orient3d(p, q, c, a);
+  return s0 != 0 && s0 == s1 && s1 == s2;
+}
+
+bool trianglesIntersect(const Vec3& a0, const Vec3& a1, const Vec3& a2, const Vec3& b0,
+                        const Vec3& b1, const Vec3& b2) {
+  // A triangle strictly on one side of the other's plane cannot meet it: the common case,
+  // decided by three orientations.
+  const int sb0 = orient3d(a0, a1, a2, b0), sb1 = orient3d(a0, a1, a2, b1),
+            sb2 = orient3d(a0, a1, a2, b2);
+  if (sb0 != 0 && sb0 == sb1 && sb1 == sb2) return false;
+  const int sa0 = orient3d(b0, b1, b2, a0), sa1 = orient3d(b0, b1, b2, a1),
+            sa2 = orient3d(b0, b1, b2, a2);
+  if (sa0 != 0 && sa0 == sa1 && sa1 == sa2) return false;
+  return segmentCrossesTriangle(a0, a1, b0, b1, b2) || segmentCrossesTriangle(a1, a2, b0, b1, b2) ||
+         segmentCrossesTriangle(a2, a0, b0, b1, b2) || segmentCrossesTriangle(b0, b1, a0, a1, a2) ||
+         segmentCrossesTriangle(b1, b2, a0, a1, a2) || segmentCrossesTriangle(b2, b0, a0, a1, a2);
+}
+
+}  // namespace shellsim

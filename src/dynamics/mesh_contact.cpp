@@ -1,0 +1,481 @@
+#include "dynamics/mesh_contact.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/predicates.hpp"
+#include "core/proximity.hpp"
+#include "dynamics/world.hpp"
+
+namespace shellsim {
+
+namespace {
+
+Vec3 nodeAt(std::span<const double> x, int32_t node) {
+  return row(x, static_cast<size_t>(node));
+}
+
+int64_t key(int32_t body, int32_t node) {
+  return (static_cast<int64_t>(body) << 32) | static_cast<uint32_t>(node);
+}
+
+}  // namespace
+
+MeshContact::MeshContact(const ContactDef& def, double stableStep)
+    : def_(def), stableStepSquared_(stableStep * stableStep) {}
+
+double MeshContact::touching(const Body& a, const Body& b) const {
+  return def_.thickness > 0 ? def_.thickness : 0.5 * (a.thickness + b.thickness);
+}
+
+void MeshContact::update(const Body& body, size_t index, double search) {
+  if (meshes_.size() <= index) meshes_.resize(index + 1);
+  BodyMesh& mesh = meshes_[index];
+  const Model::ContactMesh source = body.model->contactMesh();
+  const uint64_t topology = body.model->topologyVersion();
+  const bool rebuild = !mesh.valid || mesh.topology != topology ||
+                       mesh.nodeCount != body.nodeCount() ||
+                       mesh.triangles.size() != source.triangles.size();
+  const size_t nTriangles = source.triangles.size() / 3;
+  if (rebuild) {
+    candidatesValid_ = false;  // the list holds this mesh's old triangle and edge indices
+    mesh.valid = true;
+    mesh.topology = topology;
+    mesh.nodeCount = body.nodeCount();
+    mesh.triangles.assign(source.triangles.begin(), source.triangles.end());
+    mesh.vertices = mesh.triangles;
+    std::sort(mesh.vertices.begin(), mesh.vertices.end());
+    mesh.vertices.erase(std::unique(mesh.vertices.begin(), mesh.vertices.end()),
+                        mesh.vertices.end());
+    // Unique edges, numbered in order of their sorted node pairs.
+    std::vector<std::tuple<int32_t, int32_t, int32_t>> halfEdges;  // (lo, hi, 3 t + k)
+    halfEdges.reserve(3 * nTriangles);
+    for (size_t t = 0; t < nTriangles; ++t) {
+      for (size_t k = 0; k < 3; ++k) {
+        const int32_t u = mesh.triangles[3 * t + (k + 1) % 3];
+        const int32_t v = mesh.triangles[3 * t + (k + 2) % 3];
+        halfEdges.emplace_back(std::min(u, v), std::max(u, v), static_cast<int32_t>(3 * t + k));
+      }
+    }
+    std::sort(halfEdges.begin(), halfEdges.end());
+    mesh.edges.clear();
+    mesh.triangleEdges.assign(3 * nTriangles, -1);
+    for (size_t h = 0; h < halfEdges.size(); ++h) {
+      const auto [u, v, slot] = halfEdges[h];
+      if (h == 0 || std::get<0>(halfEdges[h - 1]) != u || std::get<1>(halfEdges[h - 1]) != v) {
+        mesh.edges.push_back(u);
+        mesh.edges.push_back(v);
+      }
+      mesh.triangleEdges[static_cast<size_t>(slot)] =
+          static_cast<int32_t>(mesh.edges.size() / 2 - 1);
+    }
+    const std::span<const double> rest = source.restPositions;
+    const bool haveRest = rest.size() == 3 * static_cast<size_t>(body.nodeCount());
+    mesh.edgeRestLength.assign(mesh.edges.size() / 2, 0.0);
+    if (haveRest) {
+      for (size_t e = 0; e < mesh.edgeRestLength.size(); ++e) {
+        mesh.edgeRestLength[e] =
+            (nodeAt(rest, mesh.edges[2 * e]) - nodeAt(rest, mesh.edges[2 * e + 1])).norm();
+      }
+    }
+    mesh.restEdge.assign(nTriangles, 0.0);
+    for (size_t t = 0; t < nTriangles; ++t) {
+      for (size_t k = 0; k < 3; ++k) {
+        const auto e = static_cast<size_t>(mesh.triangleEdges[3 * t + k]);
+        mesh.restEdge[t] = std::max(mesh.restEdge[t], mesh.edgeRestLength[e]);
+      }
+    }
+  }
+  const std::span<const double> x = body.positions;
+  // Boxes of `count` primitives of `corners` nodes each (node lists `nodes`), inflated.
+  const auto refresh = [&](AabbTree& tree, std::span<const int32_t> nodes, size_t corners,
+                           double inflate) {
+    const size_t count = nodes.size() / corners;
+    mesh.boxes.resize(6 * count);
+    for (size_t i = 0; i < count; ++i) {
+      Vec3 lo = nodeAt(x, nodes[corners * i]), hi = lo;
+      for (size_t k = 1; k < corners; ++k) {
+        const Vec3 p = nodeAt(x, nodes[corners * i + k]);
+        lo = lo.cwiseMin(p);
+        hi = hi.cwiseMax(p);
+      }
+      for (int k = 0; k < 3; ++k) {
+        mesh.boxes[6 * i + static_cast<size_t>(k)] = lo[k] - inflate;
+        mesh.boxes[6 * i + 3 + static_cast<size_t>(k)] = hi[k] + inflate;
+      }
+    }
+    if (rebuild || tree.size() != static_cast<int32_t>(count)) {
+      tree.build(mesh.boxes);
+    } else {
+      tree.refit(mesh.boxes);
+    }
+  };
+  refresh(mesh.faces, mesh.triangles, 3, 0.5 * search);
+  if (search > 0) {
+    refresh(mesh.points, mesh.vertices, 1, 0.5 * search);
+    refresh(mesh.edgeBoxes, mesh.edges, 2, 0.5 * search);
+  }
+}
+
+bool MeshContact::excluded(const Body& body, const BodyMesh& mesh, int32_t ta, int32_t tb,
+                           double gap) {
+  const int32_t* na = &mesh.triangles[3 * static_cast<size_t>(ta)];
+  const int32_t* nb = &mesh.triangles[3 * static_cast<size_t>(tb)];
+  for (int k = 0; k < 3; ++k) {
+    for (int l = 0; l < 3; ++l) {
+      if (na[k] == nb[l]) return true;
+    }
+  }
+  const std::span<const double> rest = body.model->contactMesh().restPositions;
+  if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return false;
+  const double reach = gap + std::max(mesh.restEdge[static_cast<size_t>(ta)],
+                                      mesh.restEdge[static_cast<size_t>(tb)]);
+  for (int k = 0; k < 3; ++k) {
+    for (int l = 0; l < 3; ++l) {
+      if ((nodeAt(rest, na[k]) - nodeAt(rest, nb[l])).squaredNorm() < reach * reach) return true;
+    }
+  }
+  return false;
+}
+
+bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) {
+  // Still valid when no body changed its topology and every node moved less than half the
+  // skin the list was built with beyond what `reach` needs: a primitive pair now within
+  // reach was within builtReach_ then.
+  bool valid = candidatesValid_ && builtPositions_.size() == bodies.size();
+  double moved = 0;
+  for (size_t b = 0; valid && b < bodies.size(); ++b) {
+    const Body& body = bodies[b];
+    const bool colliding = !body.model->contactMesh().triangles.empty();
+    const BodyMesh* mesh = b < meshes_.size() ? &meshes_[b] : nullptr;
+    if (!colliding) continue;
+    if (mesh == nullptr || !mesh->valid || mesh->topology != body.model->topologyVersion() ||
+        mesh->nodeCount != body.nodeCount() || builtPositions_[b].size() != body.positions.size()) {
+      valid = false;
+      break;
+    }
+    for (size_t k = 0; k < body.positions.size(); k += 3) {
+      const double dx = body.positions[k] - builtPositions_[b][k];
+      const double dy = body.positions[k + 1] - builtPositions_[b][k + 1];
+      const double dz = body.positions[k + 2] - builtPositions_[b][k + 2];
+      moved = std::max(moved, dx * dx + dy * dy + dz * dz);
+    }
+  }
+  if (valid && reach + 2 * std::sqrt(moved) <= builtReach_) return false;
+
+  // Rebuild with a skin of one touching distance (measured on two stacked sheets: a skin
+  // of half of it rebuilds too often, a quarter edge length keeps too many edge pairs).
+  double widest = def_.thickness;
+  for (const Body& body : bodies) widest = std::max(widest, body.thickness);
+  const double skin = widest;
+  builtReach_ = reach + skin;
+  candidatesValid_ = true;
+  builtPositions_.resize(bodies.size());
+  vertexFaceCandidates_.clear();
+  edgeEdgeCandidates_.clear();
+  trianglePairCandidates_.clear();
+  std::vector<size_t> colliding;
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    builtPositions_[b].assign(bodies[b].positions.begin(), bodies[b].positions.end());
+    if (bodies[b].model->contactMesh().triangles.empty()) continue;
+    update(bodies[b], b, builtReach_);
+    colliding.push_back(b);
+  }
+  // Pairs of one body left out for good (until the topology changes): sharing a node, or
+  // neighbours in the rest shape.
+  const auto vertexFaceKept = [&](size_t b, int32_t v, int32_t t) {
+    const Body& body = bodies[b];
+    const BodyMesh& mesh = meshes_[b];
+    const int32_t* corners = &mesh.triangles[3 * static_cast<size_t>(t)];
+    if (v == corners[0] || v == corners[1] || v == corners[2]) return false;
+    const std::span<const double> rest = body.model->contactMesh().restPositions;
+    if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return true;
+    const double r = touching(body, body) + mesh.restEdge[static_cast<size_t>(t)];
+    for (int k = 0; k < 3; ++k) {
+      if ((nodeAt(rest, v) - nodeAt(rest, corners[k])).squaredNorm() < r * r) return false;
+    }
+    return true;
+  };
+  const auto edgeEdgeKept = [&](size_t b, int32_t ea, int32_t eb) {
+    const Body& body = bodies[b];
+    const BodyMesh& mesh = meshes_[b];
+    const int32_t p0 = mesh.edges[2 * static_cast<size_t>(ea)];
+    const int32_t p1 = mesh.edges[2 * static_cast<size_t>(ea) + 1];
+    const int32_t q0 = mesh.edges[2 * static_cast<size_t>(eb)];
+    const int32_t q1 = mesh.edges[2 * static_cast<size_t>(eb) + 1];
+    if (p0 == q0 || p0 == q1 || p1 == q0 || p1 == q1) return false;
+    const std::span<const double> rest = body.model->contactMesh().restPositions;
+    if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return true;
+    const double r = touching(body, body) + std::max(mesh.edgeRestLength[static_cast<size_t>(ea)],
+                                                     mesh.edgeRestLength[static_cast<size_t>(eb)]);
+    for (const int32_t u : {p0, p1}) {
+      for (const int32_t w : {q0, q1}) {
+        if ((nodeAt(rest, u) - nodeAt(rest, w)).squaredNorm() < r * r) return false;
+      }
+    }
+    return true;
+  };
+  for (size_t i = 0; i < colliding.size(); ++i) {
+    const size_t bi = colliding[i];
+    const BodyMesh& mi = meshes_[bi];
+    const auto ii = static_cast<int32_t>(bi);
+    if (def_.self) {
+      mi.points.forEachPairWith(mi.faces, [&](int32_t v, int32_t t) {
+        const int32_t node = mi.vertices[static_cast<size_t>(v)];
+        if (vertexFaceKept(bi, node, t)) vertexFaceCandidates_.push_back({ii, node, ii, t});
+      });
+      mi.edgeBoxes.forEachSelfPair([&](int32_t ea, int32_t eb) {
+        if (edgeEdgeKept(bi, ea, eb)) edgeEdgeCandidates_.push_back({ii, ea, ii, eb});
+      });
+    }
+    // Triangle pairs for the intersection test, a body against itself always.
+    mi.faces.forEachSelfPair([&](int32_t ta, int32_t tb) {
+      if (!excluded(bodies[bi], mi, ta, tb, touching(bodies[bi], bodies[bi]))) {
+        trianglePairCandidates_.push_back({ii, ta, ii, tb});
+      }
+    });
+    for (size_t j = 0; j < colliding.size(); ++j) {
+      if (j == i) continue;
+      const size_t bj = colliding[j];
+      const BodyMesh& mj = meshes_[bj];
+      const auto ij = static_cast<int32_t>(bj);
+      mi.points.forEachPairWith(mj.faces, [&](int32_t v, int32_t t) {
+        vertexFaceCandidates_.push_back({ii, mi.vertices[static_cast<size_t>(v)], ij, t});
+      });
+      if (j > i) {
+        mi.edgeBoxes.forEachPairWith(mj.edgeBoxes, [&](int32_t ea, int32_t eb) {
+          edgeEdgeCandidates_.push_back({ii, ea, ij, eb});
+        });
+        mi.faces.forEachPairWith(mj.faces, [&](int32_t ta, int32_t tb) {
+          trianglePairCandidates_.push_back({ii, ta, ij, tb});
+        });
+      }
+    }
+  }
+  return true;
+}
+
+void MeshContact::findPairs(std::span<const Body> bodies, double margin,
+                            std::vector<ContactPair>& pairs) {
+  pairs.clear();
+  if (!def_.enabled) return;
+  double widest = def_.thickness;
+  for (const Body& body : bodies) widest = std::max(widest, body.thickness);
+  (void)refreshCandidates(bodies, widest + margin);
+  std::vector<std::pair<FeatureKey, ContactPair>>& found = found_;
+  found.clear();
+
+  // Vertex v of body bp against triangle t of body bt.
+  const auto vertexFace = [&](size_t bp, int32_t v, size_t bt, int32_t t) {
+    const Body& bodyP = bodies[bp];
+    const Body& bodyT = bodies[bt];
+    const BodyMesh& mt = meshes_[bt];
+    const int32_t* corners = &mt.triangles[3 * static_cast<size_t>(t)];
+    const double gap = touching(bodyP, bodyT);
+    const Vec3 p = nodeAt(bodyP.positions, v);
+    const Vec3 q0 = nodeAt(bodyT.positions, corners[0]);
+    const Vec3 q1 = nodeAt(bodyT.positions, corners[1]);
+    const Vec3 q2 = nodeAt(bodyT.positions, corners[2]);
+    const TrianglePoint closest = closestOnTriangle(p, q0, q1, q2);
+    const Vec3 offset = p - (closest.w[0] * q0 + closest.w[1] * q1 + closest.w[2] * q2);
+    const double d = offset.norm();
+    if (!(d < gap + margin)) return;
+    const auto ip = static_cast<int32_t>(bp), it = static_cast<int32_t>(bt);
+    ContactPair pair{{ip, it, it, it},
+                     {v, corners[0], corners[1], corners[2]},
+                     {1.0, -closest.w[0], -closest.w[1], -closest.w[2]},
+                     Vec3::Zero(),
+                     gap,
+                     0.0};
+    const Vec3 faceNormal = (q1 - q0).cross(q2 - q0);
+    if (d > 1e-9 * gap || !(faceNormal.norm() > 0)) {
+      pair.normal = d > 0 ? Vec3(offset / d) : Vec3(0, 0, 1);
+    } else {
+      pair.normal = faceNormal.normalized();
+      if (pair.normal.dot(offset) < 0) pair.normal = -pair.normal;
+    }
+    const std::span<const double> massP = bodyP.model->nodeMasses();
+    const std::span<const double> massT = bodyT.model->nodeMasses();
+    const double faceMass =
+        (massT[static_cast<size_t>(corners[0])] + massT[static_cast<size_t>(corners[1])] +
+         massT[static_cast<size_t>(corners[2])]) /
+        3.0;
+    pair.stiffness =
+        def_.stiffness * std::min(massP[static_cast<size_t>(v)], faceMass) / stableStepSquared_;
+    const int64_t vertex = key(ip, v);
+    FeatureKey feature{};
+    if (closest.feature == 6) {
+      feature = {0, {vertex, key(it, t), 0, 0}};
+    } else if (closest.feature >= 3) {
+      const int k = closest.feature - 3;
+      const int64_t u = key(it, corners[(k + 1) % 3]), w = key(it, corners[(k + 2) % 3]);
+      feature = {1, {vertex, std::min(u, w), std::max(u, w), 0}};
+    } else {
+      const int64_t u = key(it, corners[closest.feature]);
+      feature = {2, {std::min(vertex, u), std::max(vertex, u), 0, 0}};
+    }
+    found.emplace_back(feature, pair);
+  };
+
+  // Edge ea of body ba against edge eb of body bb.
+  const auto edgeEdge = [&](size_t ba, int32_t ea, size_t bb, int32_t eb) {
+    const Body& bodyA = bodies[ba];
+    const Body& bodyB = bodies[bb];
+    const BodyMesh& ma = meshes_[ba];
+    const BodyMesh& mb = meshes_[bb];
+    const int32_t p0 = ma.edges[2 * static_cast<size_t>(ea)];
+    const int32_t p1 = ma.edges[2 * static_cast<size_t>(ea) + 1];
+    const int32_t q0 = mb.edges[2 * static_cast<size_t>(eb)];
+    const int32_t q1 = mb.edges[2 * static_cast<size_t>(eb) + 1];
+    const double gap = touching(bodyA, bodyB);
+    const Vec3 xp0 = nodeAt(bodyA.positions, p0), xp1 = nodeAt(bodyA.positions, p1);
+    const Vec3 xq0 = nodeAt(bodyB.positions, q0), xq1 = nodeAt(bodyB.positions, q1);
+    const SegmentPoints st = closestBetweenSegments(xp0, xp1, xq0, xq1);
+    // End points belong to the vertex's contacts.
+    if (!(st.s > 0 && st.s < 1 && st.t > 0 && st.t < 1)) return;
+    const Vec3 offset = (xp0 + st.s * (xp1 - xp0)) - (xq0 + st.t * (xq1 - xq0));
+    const double d = offset.norm();
+    if (!(d < gap + margin)) return;
+    const auto ia = static_cast<int32_t>(ba), ib = static_cast<int32_t>(bb);
+    ContactPair pair{{ia, ia, ib, ib},
+                     {p0, p1, q0, q1},
+                     {1.0 - st.s, st.s, -(1.0 - st.t), -st.t},
+                     Vec3::Zero(),
+                     gap,
+                     0.0};
+    const Vec3 normal = (xp1 - xp0).cross(xq1 - xq0);
+    if (d > 1e-9 * gap || !(normal.norm() > 0)) {
+      pair.normal = d > 0 ? Vec3(offset / d) : Vec3(0, 0, 1);
+    } else {
+      pair.normal = normal.normalized();
+    }
+    const auto mass = [](const Body& body, int32_t u, int32_t w) {
+      const std::span<const double> m = body.model->nodeMasses();
+      return 0.5 * (m[static_cast<size_t>(u)] + m[static_cast<size_t>(w)]);
+    };
+    pair.stiffness =
+        def_.stiffness * std::min(mass(bodyA, p0, p1), mass(bodyB, q0, q1)) / stableStepSquared_;
+    const int64_t ka = key(ia, ea), kb = key(ib, eb);
+    found.emplace_back(FeatureKey{3, {std::min(ka, kb), std::max(ka, kb), 0, 0}}, pair);
+  };
+
+  for (const PrimitivePair& c : vertexFaceCandidates_) {
+    vertexFace(static_cast<size_t>(c.bodyA), c.a, static_cast<size_t>(c.bodyB), c.b);
+  }
+  for (const PrimitivePair& c : edgeEdgeCandidates_) {
+    edgeEdge(static_cast<size_t>(c.bodyA), c.a, static_cast<size_t>(c.bodyB), c.b);
+  }
+  // One contact per feature pair (a vertex near the edge two faces share finds it from
+  // both), the first in an order of the features and the pairs' nodes, whatever the order
+  // the candidates came in.
+  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.first, x.second.body, x.second.node) <
+           std::tie(y.first, y.second.body, y.second.node);
+  });
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (i > 0 && found[i].first == found[i - 1].first) continue;
+    pairs.push_back(found[i].second);
+  }
+}
+
+int64_t MeshContact::countIntersections(std::span<const Body> bodies) {
+  // The candidate list holds every triangle pair (not left out) within its reach; an
+  // intersecting pair is at distance 0.
+  (void)refreshCandidates(bodies, 0.0);
+  int64_t count = 0;
+  for (const PrimitivePair& c : trianglePairCandidates_) {
+    const Body& a = bodies[static_cast<size_t>(c.bodyA)];
+    const Body& b = bodies[static_cast<size_t>(c.bodyB)];
+    const int32_t* na =
+        &meshes_[static_cast<size_t>(c.bodyA)].triangles[3 * static_cast<size_t>(c.a)];
+    const int32_t* nb =
+        &meshes_[static_cast<size_t>(c.bodyB)].triangles[3 * static_cast<size_t>(c.b)];
+    if (trianglesIntersect(nodeAt(a.positions, na[0]), nodeAt(a.positions, na[1]),
+                           nodeAt(a.positions, na[2]), nodeAt(b.positions, nb[0]),
+                           nodeAt(b.positions, nb[1]), nodeAt(b.positions, nb[2]))) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+namespace {
+
+double pairDistance(const ContactPair& pair, std::span<const Body> bodies, size_t b,
+                    std::span<const double> x) {
+  Vec3 sum = Vec3::Zero();
+  for (int k = 0; k < 4; ++k) {
+    const auto owner = static_cast<size_t>(pair.body[k]);
+    const std::span<const double> positions =
+        owner == b ? x : std::span<const double>(bodies[owner].positions);
+    sum += pair.weight[k] * nodeAt(positions, pair.node[k]);
+  }
+  return pair.normal.dot(sum);
+}
+
+}  // namespace
+
+double addContactGradient(std::span<const ContactPair> pairs, std::span<const Body> bodies,
+                          std::span<const std::span<double>> gradients) {
+  double energy = 0;
+  for (const ContactPair& pair : pairs) {
+    const double d = pairDistance(pair, bodies, bodies.size(), {});
+    if (!(d < pair.gap)) continue;
+    const double depth = pair.gap - d;
+    energy += 0.5 * pair.stiffness * depth * depth;
+    for (int k = 0; k < 4; ++k) {
+      const std::span<double> g = gradients[static_cast<size_t>(pair.body[k])];
+      if (g.empty()) continue;
+      const Vec3 force = -pair.stiffness * depth * pair.weight[k] * pair.normal;
+      for (int c = 0; c < 3; ++c)
+        g[3 * static_cast<size_t>(pair.node[k]) + static_cast<size_t>(c)] += force[c];
+    }
+  }
+  return energy;
+}
+
+double addBodyContactGradient(std::span<const ContactPair> pairs, std::span<const Body> bodies,
+                              size_t b, std::span<const double> x, std::span<double> gradient) {
+  double energy = 0;
+  for (const ContactPair& pair : pairs) {
+    const bool touches =
+        std::any_of(std::begin(pair.body), std::end(pair.body),
+                    [&](int32_t owner) { return static_cast<size_t>(owner) == b; });
+    if (!touches) continue;
+    const double d = pairDistance(pair, bodies, b, x);
+    if (!(d < pair.gap)) continue;
+    const double depth = pair.gap - d;
+    energy += 0.5 * pair.stiffness * depth * depth;
+    if (gradient.empty()) continue;
+    for (int k = 0; k < 4; ++k) {
+      if (static_cast<size_t>(pair.body[k]) != b) continue;
+      const Vec3 force = -pair.stiffness * depth * pair.weight[k] * pair.normal;
+      for (int c = 0; c < 3; ++c)
+        gradient[3 * static_cast<size_t>(pair.node[k]) + static_cast<size_t>(c)] += force[c];
+    }
+  }
+  return energy;
+}
+
+void addBodyContactDiagonal(std::span<const ContactPair> pairs, std::span<const Body> bodies,
+                            size_t b, std::span<const double> x, std::span<double> diagonal) {
+  for (const ContactPair& pair : pairs) {
+    const bool touches =
+        std::any_of(std::begin(pair.body), std::end(pair.body),
+                    [&](int32_t owner) { return static_cast<size_t>(owner) == b; });
+    if (!touches || !(pairDistance(pair, bodies, b, x) < pair.gap)) continue;
+    for (int k = 0; k < 4; ++k) {
+      if (static_cast<size_t>(pair.body[k]) != b) continue;
+      const double s = pair.stiffness * pair.weight[k] * pair.weight[k];
+      double* block = &diagonal[9 * static_cast<size_t>(pair.node[k])];
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) block[3 * r + c] += s * pair.normal[r] * pair.normal[c];
+      }
+    }
+  }
+}
+
+}  // namespace shellsim

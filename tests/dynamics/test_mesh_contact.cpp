@@ -1,0 +1,365 @@
+// Mesh contact (gingold2004 section 4.3): exact predicates, the bounding-volume hierarchy,
+// the penalty energy's gradient and balance, the exclusions, and runs of stacked and
+// folded sheets that never intersect.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "core/aabb_tree.hpp"
+#include "core/predicates.hpp"
+#include "dynamics/dynamics_test_util.hpp"
+#include "dynamics/mesh_contact.hpp"
+#include "dynamics/step_pipeline.hpp"
+#include "dynamics/stepper.hpp"
+#include "dynamics/world.hpp"
+#include "shellsim/world.hpp"
+
+namespace shellsim {
+namespace {
+
+TEST(Predicates, Orient3dIsExactOnDegenerateInputs) {
+  // Far from the origin, where the products lose every digit that decides the sign.
+  const Vec3 a(1e15, 1e15, 1e15);
+  const Vec3 b = a + Vec3(1, 0, 0), c = a + Vec3(0, 1, 0);
+  EXPECT_EQ(orient3d(a, b, c, a + Vec3(1, 1, 0)), 0);
+  EXPECT_EQ(orient3d(a, b, c, a + Vec3(3, 5, 1)), 1);
+  EXPECT_EQ(orient3d(a, b, c, a + Vec3(3, 5, -1)), -1);
+  // A point a hair off the plane of three nearly collinear points.
+  const Vec3 p(0.1, 0.2, 0.3), q(0.4, 0.5, 0.6), r(0.7, 0.8, 0.9 + 1e-16);
+  const Vec3 above = Vec3(0.3, 0.1, 0.2);
+  const int s = orient3d(p, q, r, above);
+  // Antisymmetry holds exactly, whatever the rounding of the filter would say.
+  EXPECT_EQ(orient3d(q, p, r, above), -s);
+  EXPECT_EQ(orient3d(p, r, q, above), -s);
+  EXPECT_EQ(orient3d(q, r, p, above), s);
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const Vec3 u(unit(random), unit(random), unit(random));
+    const Vec3 v(unit(random), unit(random), unit(random));
+    const Vec3 w(unit(random), unit(random), unit(random));
+    // On the plane of u, v, w up to rounding: the sign is decided exactly.
+    const double sv = unit(random), sw = unit(random);
+    const Vec3 d = u + sv * (v - u) + sw * (w - u);
+    const int o = orient3d(u, v, w, d);
+    ASSERT_EQ(orient3d(v, u, w, d), -o);
+    ASSERT_EQ(orient3d(u, v, d, w), -o);
+    ASSERT_EQ(orient3d(d, u, v, w), -orient3d(u, d, v, w));
+  }
+}
+
+TEST(Predicates, TrianglePairsIntersectOnlyWhenTheyCross) {
+  const Vec3 a0(0, 0, 0), a1(1, 0, 0), a2(0, 1, 0);
+  // A triangle piercing the first.
+  EXPECT_TRUE(trianglesIntersect(a0, a1, a2, {0.2, 0.2, -0.5}, {0.3, 0.2, 0.5}, {0.2, 0.3, 0.5}));
+  // Parallel, 1 mm apart.
+  EXPECT_FALSE(trianglesIntersect(a0, a1, a2, {0, 0, 1e-3}, {1, 0, 1e-3}, {0, 1, 1e-3}));
+  // A neighbour sharing an edge, folded or flat: touching is not crossing.
+  EXPECT_FALSE(trianglesIntersect(a0, a1, a2, a1, a2, {1, 1, 0}));
+  EXPECT_FALSE(trianglesIntersect(a0, a1, a2, a1, a2, {1, 1, 0.4}));
+  // Touching at one vertex.
+  EXPECT_FALSE(trianglesIntersect(a0, a1, a2, {0.2, 0.2, 0}, {0.5, 0.5, 1}, {0.2, 0.6, 1}));
+  // Crossing like two links of a chain.
+  EXPECT_TRUE(trianglesIntersect(a0, a1, a2, {0.2, -0.5, -0.5}, {0.2, -0.5, 0.5}, {0.2, 0.5, 0}));
+}
+
+std::vector<double> randomBoxes(std::mt19937& random, int count, double size) {
+  std::uniform_real_distribution<double> where(0, 1), extent(0, size);
+  std::vector<double> boxes;
+  for (int i = 0; i < count; ++i) {
+    double lo[3];
+    for (double& l : lo) l = where(random);
+    for (const double l : lo) boxes.push_back(l);
+    for (const double l : lo) boxes.push_back(l + extent(random));
+  }
+  return boxes;
+}
+
+bool overlap(const std::vector<double>& a, size_t i, const std::vector<double>& b, size_t j) {
+  for (size_t k = 0; k < 3; ++k) {
+    if (a[6 * i + k] > b[6 * j + 3 + k] || b[6 * j + k] > a[6 * i + 3 + k]) return false;
+  }
+  return true;
+}
+
+TEST(AabbTree, FindsTheSamePairsAsBruteForceAfterBuildAndRefit) {
+  std::mt19937 random(3);
+  std::vector<double> boxes = randomBoxes(random, 500, 0.15);
+  const std::vector<double> others = randomBoxes(random, 300, 0.12);
+  AabbTree tree, otherTree;
+  tree.build(boxes);
+  otherTree.build(others);
+  const auto check = [&] {
+    std::vector<std::pair<int32_t, int32_t>> self, expected, cross, expectedCross;
+    tree.selfPairs(self);
+    tree.pairsWith(otherTree, cross);
+    for (size_t i = 0; i < boxes.size() / 6; ++i) {
+      for (size_t j = i + 1; j < boxes.size() / 6; ++j) {
+        if (overlap(boxes, i, boxes, j))
+          expected.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(j));
+      }
+      for (size_t j = 0; j < others.size() / 6; ++j) {
+        if (overlap(boxes, i, others, j))
+          expectedCross.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(j));
+      }
+    }
+    EXPECT_GT(expected.size(), 100U);
+    EXPECT_EQ(self, expected);
+    EXPECT_EQ(cross, expectedCross);
+  };
+  check();
+  // Every box moved: the refit tree (same structure, new bounds) still finds them all.
+  std::normal_distribution<double> shift(0, 0.05);
+  for (size_t i = 0; i < boxes.size() / 6; ++i) {
+    for (size_t k = 0; k < 3; ++k) {
+      const double d = shift(random);
+      boxes[6 * i + k] += d;
+      boxes[6 * i + 3 + k] += d;
+    }
+  }
+  tree.refit(boxes);
+  check();
+}
+
+// Two small discrete-shell sheets 2 mm apart (touching at 4 mm), the upper one turned and
+// jittered so that vertex-face (interior, edge, vertex) and edge-edge contacts all occur.
+World facingSheets(bool contact = true) {
+  SceneDef scene;
+  scene.gravity = {0, 0, 0};
+  for (int s = 0; s < 2; ++s) {
+    BodyDef body = testing::sheetBody(6);
+    body.name = s == 0 ? "lower" : "upper";
+    body.model = "discrete_shell";
+    body.primitive->size = {0.1, 0.1, 0};
+    body.material.thickness = 0.004;
+    body.material.youngModulus = 1e6;
+    if (s == 1) {
+      body.transform.rotationDegrees = {0, 0, 37};
+      body.transform.translation = {0.004, -0.003, 0.002};
+    }
+    scene.bodies.push_back(body);
+  }
+  scene.contact.enabled = contact;
+  World world = buildWorld(scene);
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> jitter(-0.0012, 0.0012);
+  for (double& x : world.bodies[1].positions) x += jitter(random);
+  computeAccelerations(world);
+  return world;
+}
+
+double contactEnergyAt(World& world) {
+  std::vector<ContactPair> pairs;
+  world.contact.findPairs(world.bodies, 0.0, pairs);
+  std::vector<std::span<double>> none(world.bodies.size());
+  return addContactGradient(pairs, world.bodies, none);
+}
+
+TEST(MeshContact, GradientMatchesFiniteDifferences) {
+  World world = facingSheets();
+  std::vector<ContactPair> pairs;
+  world.contact.findPairs(world.bodies, 0.0, pairs);
+  ASSERT_GT(pairs.size(), 20U);
+  int edgeEdge = 0;
+  for (const ContactPair& pair : pairs) edgeEdge += pair.body[1] != pair.body[0] ? 0 : 1;
+  EXPECT_GT(edgeEdge, 0) << "no edge-edge contact in the test configuration";
+  std::vector<std::vector<double>> gradient;
+  std::vector<std::span<double>> spans;
+  for (const Body& body : world.bodies) gradient.emplace_back(body.positions.size(), 0.0);
+  for (auto& g : gradient) spans.emplace_back(g);
+  const double energy = addContactGradient(pairs, world.bodies, spans);
+  ASSERT_GT(energy, 0.0);
+  double largest = 0;
+  for (const auto& g : gradient) {
+    for (const double v : g) largest = std::max(largest, std::abs(v));
+  }
+  const double h = 1e-8;
+  double worst = 0;
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    for (size_t k = 0; k < world.bodies[b].positions.size(); ++k) {
+      double& x = world.bodies[b].positions[k];
+      const double saved = x;
+      x = saved + h;
+      const double up = contactEnergyAt(world);
+      x = saved - h;
+      const double down = contactEnergyAt(world);
+      x = saved;
+      worst = std::max(worst, std::abs((up - down) / (2 * h) - gradient[b][k]));
+    }
+  }
+  EXPECT_LT(worst, 1e-5 * largest) << "largest gradient entry " << largest;
+}
+
+TEST(MeshContact, ForcesBalanceAndExertNoTorque) {
+  World world = facingSheets();
+  std::vector<ContactPair> pairs;
+  world.contact.findPairs(world.bodies, 0.0, pairs);
+  std::vector<std::vector<double>> gradient;
+  std::vector<std::span<double>> spans;
+  for (const Body& body : world.bodies) gradient.emplace_back(body.positions.size(), 0.0);
+  for (auto& g : gradient) spans.emplace_back(g);
+  (void)addContactGradient(pairs, world.bodies, spans);
+  Vec3 force = Vec3::Zero(), torque = Vec3::Zero();
+  double scale = 0;
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    for (size_t i = 0; i < gradient[b].size() / 3; ++i) {
+      const Vec3 f = -row(gradient[b], i);
+      force += f;
+      torque += row(world.bodies[b].positions, i).cross(f);
+      scale += f.norm();
+    }
+  }
+  ASSERT_GT(scale, 0.0);
+  EXPECT_LT(force.norm(), 1e-12 * scale);
+  EXPECT_LT(torque.norm(), 1e-12 * scale);
+  // The lower sheet is pushed down, the upper one up.
+  double lowerZ = 0;
+  for (size_t i = 0; i < gradient[0].size() / 3; ++i) lowerZ -= gradient[0][3 * i + 2];
+  EXPECT_LT(lowerZ, 0.0);
+}
+
+TEST(MeshContact, ASheetDoesNotTouchItsOwnNeighbours) {
+  World world = facingSheets();
+  world.bodies.pop_back();
+  std::vector<ContactPair> pairs;
+  world.contact.findPairs(world.bodies, 0.0, pairs);
+  EXPECT_TRUE(pairs.empty());
+  EXPECT_EQ(world.contact.countIntersections(world.bodies), 0);
+}
+
+TEST(MeshContact, CountsIntersectionsOfSheetsPushedThroughEachOther) {
+  World world = facingSheets();
+  EXPECT_EQ(world.contact.countIntersections(world.bodies), 0);
+  // Bend the upper sheet's middle through the lower one.
+  Body& upper = world.bodies[1];
+  for (size_t i = 0; i < upper.positions.size() / 3; ++i) {
+    const Vec3 x = row(upper.positions, i);
+    if (x.head<2>().norm() < 0.03) upper.positions[3 * i + 2] -= 0.01;
+  }
+  EXPECT_GT(world.contact.countIntersections(world.bodies), 0);
+}
+
+// A strip folded over onto itself, 3 mm above its other half (touching at 4 mm): the two
+// halves are far apart in the rest shape, so they repel.
+TEST(MeshContact, AStripFoldedOntoItselfRepelsItself) {
+  SceneDef scene;
+  scene.gravity = {0, 0, -9.81};
+  BodyDef strip = testing::sheetBody(20);
+  strip.model = "discrete_shell";
+  strip.primitive->size = {0.4, 0.05, 0};
+  strip.material.thickness = 0.004;
+  strip.material.youngModulus = 1e6;
+  strip.material.damping = 2;
+  scene.bodies.push_back(strip);
+  scene.contact.enabled = true;
+  World world = buildWorld(scene);
+  Body& body = world.bodies[0];
+  // Fold about x = 0 with a bend radius of 1.5 mm: x > 0 goes over onto x < 0.
+  for (size_t i = 0; i < body.positions.size() / 3; ++i) {
+    const double x = body.positions[3 * i];
+    if (x > 0) {
+      body.positions[3 * i] = -x;
+      body.positions[3 * i + 2] = 0.003;
+    }
+  }
+  std::vector<ContactPair> pairs;
+  world.contact.findPairs(world.bodies, 0.0, pairs);
+  EXPECT_GT(pairs.size(), 50U);
+  computeAccelerations(world);
+  EXPECT_GT(world.contactEnergy, 0.0);
+  // Upper layer pushed up, lower layer down (on top of gravity, much weaker here).
+  double upward = 0;
+  for (size_t i = 0; i < body.positions.size() / 3; ++i) {
+    if (body.positions[3 * i + 2] > 0.001) upward += body.accelerations[3 * i + 2];
+  }
+  EXPECT_GT(upward, 0.0);
+}
+
+// The two-sheet drop: a 20 cm sheet falls 6 cm onto a 40 cm sheet held at two edges.
+SceneDef sheetOnSheet(Integrator integrator, bool contact) {
+  SceneDef scene;
+  for (int s = 0; s < 2; ++s) {
+    BodyDef body = testing::sheetBody(s == 0 ? 12 : 8);
+    body.name = s == 0 ? "lower" : "upper";
+    body.model = "discrete_shell";
+    body.primitive->size = s == 0 ? Vec3d{0.4, 0.4, 0} : Vec3d{0.2, 0.2, 0};
+    body.material.youngModulus = 5e6;
+    body.material.thickness = 0.004;
+    body.material.damping = 1;
+    body.transform.translation = {0, 0, s == 0 ? 0.1 : 0.16};
+    if (s == 1) body.transform.rotationDegrees = {0, 0, 30};
+    if (s == 0) {
+      for (const double x : {-0.2, 0.2}) {
+        PinDef pin;
+        pin.shape = PinShape::kBox;
+        pin.center = {x, 0, 0.1};
+        pin.halfExtents = {0.01, 0.3, 0.01};
+        body.pins.push_back(pin);
+      }
+    }
+    scene.bodies.push_back(body);
+  }
+  scene.contact.enabled = contact;
+  scene.time.integrator = integrator;
+  scene.time.frameRate = 30;
+  return scene;
+}
+
+double meanHeight(const std::vector<double>& x) {
+  double sum = 0;
+  for (size_t i = 2; i < x.size(); i += 3) sum += x[i];
+  return sum / static_cast<double>(x.size() / 3);
+}
+
+void expectRestsOnTheLowerSheet(Integrator integrator) {
+  Simulation sim(sheetOnSheet(integrator, true));
+  MeshContact counter(ContactDef{.enabled = true}, 1.0);
+  for (int frame = 0; frame < 12; ++frame) {
+    sim.advanceFrames(1);
+    const std::span<const double> lower = sim.positions(0), upper = sim.positions(1);
+    // Every written frame free of intersections, checked on a copy of the bodies.
+    World copy = buildWorld(sheetOnSheet(integrator, true));
+    copy.bodies[0].positions.assign(lower.begin(), lower.end());
+    copy.bodies[1].positions.assign(upper.begin(), upper.end());
+    ASSERT_EQ(counter.countIntersections(copy.bodies), 0) << "frame " << frame;
+  }
+  // The upper sheet lies on the lower one: above it by about the touching distance.
+  const std::span<const double> lower = sim.positions(0), upper = sim.positions(1);
+  double lowestGap = 1;
+  for (size_t i = 0; i < upper.size() / 3; ++i) {
+    double below = -1;  // the lower sheet's height under this node, from its nearest node
+    double nearest = 1e9;
+    for (size_t j = 0; j < lower.size() / 3; ++j) {
+      const double d = std::hypot(upper[3 * i] - lower[3 * j], upper[3 * i + 1] - lower[3 * j + 1]);
+      if (d < nearest) {
+        nearest = d;
+        below = lower[3 * j + 2];
+      }
+    }
+    lowestGap = std::min(lowestGap, upper[3 * i + 2] - below);
+  }
+  EXPECT_GT(lowestGap, 0.001);
+  EXPECT_LT(meanHeight({upper.begin(), upper.end()}), 0.1);  // it sank with the lower sheet
+}
+
+TEST(MeshContact, ASheetDroppedOnASheetRestsOnItExplicit) {
+  expectRestsOnTheLowerSheet(Integrator::kVerlet);
+}
+
+TEST(MeshContact, ASheetDroppedOnASheetRestsOnItImplicit) {
+  expectRestsOnTheLowerSheet(Integrator::kBackwardEuler);
+}
+
+TEST(MeshContact, WithoutContactTheSheetFallsThrough) {
+  Simulation sim(sheetOnSheet(Integrator::kBackwardEuler, false));
+  sim.advanceFrames(12);
+  EXPECT_LT(meanHeight({sim.positions(1).begin(), sim.positions(1).end()}),
+            meanHeight({sim.positions(0).begin(), sim.positions(0).end()}) - 0.02);
+}
+
+}  // namespace
+}  // namespace shellsim
