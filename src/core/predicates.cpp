@@ -39,6 +39,11 @@ int orient3d(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
   if (det > bound) return 1;
   if (det < -bound) return -1;
   if (!std::isfinite(det)) return 0;
+  // Exactly zero in one coordinate for all three (a flat sheet in a coordinate plane): the
+  // determinant is 0 exactly, without the rational arithmetic.
+  for (int k = 0; k < 3; ++k) {
+    if (u[k] == 0 && v[k] == 0 && w[k] == 0) return 0;
+  }
   return exactOrient3d(a, b, c, d);
 }
 

@@ -91,7 +91,10 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
     applyScriptedMotion(world);
     // Mesh contact: the pairs within reach of the step, found once at its start, frozen
     // over the Newton solves (mesh_contact.hpp). The reach covers twice the largest
-    // displacement of the constant-acceleration guess.
+    // displacement of the constant-acceleration guess, at most twice the widest touching
+    // distance (a crack tip's released stress gives accelerations whose guess would take
+    // in every pair of the mesh; contacts the step then misses leave intersections, and
+    // the step is retried in halves).
     std::vector<ContactPair> contactPairs;
     if (world.contact.enabled() && !explicitNewmark) {
       double reach = 0;
@@ -101,7 +104,9 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
           reach = std::max(reach, (dt * v + 0.5 * dt * dt * a).norm());
         }
       }
-      world.contact.findPairs(world.bodies, 2 * reach, contactPairs);
+      double widest = world.contact.def().thickness;
+      for (const Body& body : world.bodies) widest = std::max(widest, body.thickness);
+      world.contact.findPairs(world.bodies, std::min(2 * reach, 2 * widest), contactPairs);
     }
     for (size_t b = 0; b < world.bodies.size(); ++b) {
       Body& body = world.bodies[b];

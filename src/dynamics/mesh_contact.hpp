@@ -34,6 +34,7 @@
 // back, not through).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -47,12 +48,12 @@ namespace shellsim {
 struct Body;
 
 struct ContactPair {
-  int32_t body[4];       // body of each node
-  int32_t node[4];       // vertex-face: vertex, face corners; edge-edge: p0, p1, q0, q1
-  double weight[4];      // d = normal . sum_k weight[k] x_k, m
-  Vec3 normal;           // unit
-  double gap = 0;        // delta, m
-  double stiffness = 0;  // k, N/m
+  std::array<int32_t, 4> body;   // body of each node
+  std::array<int32_t, 4> node;   // vertex-face: vertex, face corners; edge-edge: p0, p1, q0, q1
+  std::array<double, 4> weight;  // d = normal . sum_k weight[k] x_k, m
+  Vec3 normal;                   // unit
+  double gap = 0;                // delta, m
+  double stiffness = 0;          // k, N/m
 };
 
 class MeshContact {
@@ -110,7 +111,7 @@ class MeshContact {
   // ordered so that both ways of finding a feature pair agree.
   struct FeatureKey {
     int kind;
-    int64_t ids[4];
+    std::array<int64_t, 4> ids;
     auto operator<=>(const FeatureKey&) const = default;
   };
   std::vector<std::pair<FeatureKey, ContactPair>> found_;

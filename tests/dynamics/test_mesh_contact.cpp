@@ -343,7 +343,7 @@ void expectRestsOnTheLowerSheet(Integrator integrator) {
     lowestGap = std::min(lowestGap, upper[3 * i + 2] - below);
   }
   EXPECT_GT(lowestGap, 0.001);
-  EXPECT_LT(meanHeight({upper.begin(), upper.end()}), 0.1);  // it sank with the lower sheet
+  EXPECT_LT(meanHeight({upper.begin(), upper.end()}), 0.11);  // fell from 0.16 m onto it
 }
 
 TEST(MeshContact, ASheetDroppedOnASheetRestsOnItExplicit) {
@@ -359,6 +359,57 @@ TEST(MeshContact, WithoutContactTheSheetFallsThrough) {
   sim.advanceFrames(12);
   EXPECT_LT(meanHeight({sim.positions(1).begin(), sim.positions(1).end()}),
             meanHeight({sim.positions(0).begin(), sim.positions(0).end()}) - 0.02);
+}
+
+// The contacts the run's MeshContact keeps finding incrementally (trees refit, candidate
+// list reused while nodes stay within the skin) are those a fresh one finds from scratch.
+TEST(MeshContact, IncrementalDetectionFindsWhatAFullRebuildFinds) {
+  const SceneDef scene = sheetOnSheet(Integrator::kVerlet, true);
+  World world = buildWorld(scene);
+  computeAccelerations(world);
+  TimeIntegrator integrator(scene.time, 0.5 * stableTimeStep(world));
+  PhaseTimes times;
+  size_t touching = 0;
+  for (int frame = 1; frame <= 10; ++frame) {
+    integrator.advance(world, 1.0 / 30, frame / 30.0, times);
+    MeshContact fresh(scene.contact, stableTimeStep(buildWorld(scene)));
+    std::vector<ContactPair> incremental, rebuilt;
+    // Within a margin of 5 mm, so that the frames where the sheet is in the air count too.
+    world.contact.findPairs(world.bodies, 0.005, incremental);
+    fresh.findPairs(world.bodies, 0.005, rebuilt);
+    ASSERT_EQ(incremental.size(), rebuilt.size()) << "frame " << frame;
+    for (size_t i = 0; i < rebuilt.size(); ++i) {
+      for (int k = 0; k < 4; ++k) {
+        ASSERT_EQ(incremental[i].node[k], rebuilt[i].node[k]);
+        ASSERT_EQ(incremental[i].weight[k], rebuilt[i].weight[k]);
+      }
+      ASSERT_EQ(incremental[i].stiffness, rebuilt[i].stiffness);
+    }
+    touching = std::max(touching, rebuilt.size());
+  }
+  EXPECT_GT(touching, 50U);
+}
+
+// Fracture changes the mesh: the trees and lists are rebuilt for the new topology, and the
+// two sides of the fresh crack, coincident in the rest shape, do not repel each other.
+TEST(MeshContact, FollowsFractureAndLeavesTheCrackSidesAlone) {
+  SceneDef scene = testing::pulledInelasticStrip();
+  scene.contact.enabled = true;
+  World world = buildWorld(scene);
+  computeAccelerations(world);
+  TimeIntegrator integrator(scene.time, scene.time.timeStep);
+  PhaseTimes times;
+  const int32_t nodesBefore = world.bodies[0].nodeCount();
+  for (int frame = 1; frame <= 15; ++frame) {
+    integrator.advance(world, 0.02, 0.02 * frame, times);
+    ASSERT_EQ(world.contact.countIntersections(world.bodies), 0) << "frame " << frame;
+  }
+  EXPECT_GT(world.bodies[0].nodeCount(), nodesBefore);
+  EXPECT_GT(pieceCount(world.bodies[0]), 1);
+  std::vector<ContactPair> pairs;
+  world.contact.findPairs(world.bodies, 0.0, pairs);
+  EXPECT_TRUE(pairs.empty()) << pairs.size() << " contacts in a flat, torn strip";
+  EXPECT_EQ(world.contactEnergy, 0.0);
 }
 
 }  // namespace
