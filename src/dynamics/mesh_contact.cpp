@@ -279,6 +279,13 @@ void MeshContact::findPairs(std::span<const Body> bodies, double margin,
     const Vec3 q0 = nodeAt(bodyT.positions, corners[0]);
     const Vec3 q1 = nodeAt(bodyT.positions, corners[1]);
     const Vec3 q2 = nodeAt(bodyT.positions, corners[2]);
+    {
+      const double within = gap + margin;
+      if (((p.array() - within) > q0.cwiseMax(q1).cwiseMax(q2).array()).any() ||
+          ((p.array() + within) < q0.cwiseMin(q1).cwiseMin(q2).array()).any()) {
+        return;
+      }
+    }
     const TrianglePoint closest = closestOnTriangle(p, q0, q1, q2);
     const Vec3 offset = p - (closest.w[0] * q0 + closest.w[1] * q1 + closest.w[2] * q2);
     const double d = offset.norm();
@@ -333,6 +340,13 @@ void MeshContact::findPairs(std::span<const Body> bodies, double margin,
     const double gap = touching(bodyA, bodyB);
     const Vec3 xp0 = nodeAt(bodyA.positions, p0), xp1 = nodeAt(bodyA.positions, p1);
     const Vec3 xq0 = nodeAt(bodyB.positions, q0), xq1 = nodeAt(bodyB.positions, q1);
+    // Most candidates of a resting contact lie within the skin but beyond reach: their
+    // boxes, grown by the reach, do not overlap.
+    const double within = gap + margin;
+    if (((xp0.cwiseMin(xp1).array() - within) > xq0.cwiseMax(xq1).array()).any() ||
+        ((xq0.cwiseMin(xq1).array() - within) > xp0.cwiseMax(xp1).array()).any()) {
+      return;
+    }
     const SegmentPoints st = closestBetweenSegments(xp0, xp1, xq0, xq1);
     // End points belong to the vertex's contacts.
     if (!(st.s > 0 && st.s < 1 && st.t > 0 && st.t < 1)) return;
