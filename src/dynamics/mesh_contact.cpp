@@ -430,6 +430,11 @@ double pairDistance(const ContactPair& pair, std::span<const Body> bodies, size_
   return pair.normal.dot(sum);
 }
 
+bool involves(const ContactPair& pair, size_t b) {
+  return std::any_of(pair.body.begin(), pair.body.end(),
+                     [&](int32_t owner) { return static_cast<size_t>(owner) == b; });
+}
+
 }  // namespace
 
 double addContactGradient(std::span<const ContactPair> pairs, std::span<const Body> bodies,
@@ -455,10 +460,7 @@ double addBodyContactGradient(std::span<const ContactPair> pairs, std::span<cons
                               size_t b, std::span<const double> x, std::span<double> gradient) {
   double energy = 0;
   for (const ContactPair& pair : pairs) {
-    const bool touches =
-        std::any_of(std::begin(pair.body), std::end(pair.body),
-                    [&](int32_t owner) { return static_cast<size_t>(owner) == b; });
-    if (!touches) continue;
+    if (!involves(pair, b)) continue;
     const double d = pairDistance(pair, bodies, b, x);
     if (!(d < pair.gap)) continue;
     const double depth = pair.gap - d;
@@ -477,10 +479,7 @@ double addBodyContactGradient(std::span<const ContactPair> pairs, std::span<cons
 void addBodyContactDiagonal(std::span<const ContactPair> pairs, std::span<const Body> bodies,
                             size_t b, std::span<const double> x, std::span<double> diagonal) {
   for (const ContactPair& pair : pairs) {
-    const bool touches =
-        std::any_of(std::begin(pair.body), std::end(pair.body),
-                    [&](int32_t owner) { return static_cast<size_t>(owner) == b; });
-    if (!touches || !(pairDistance(pair, bodies, b, x) < pair.gap)) continue;
+    if (!involves(pair, b) || !(pairDistance(pair, bodies, b, x) < pair.gap)) continue;
     for (int k = 0; k < 4; ++k) {
       if (static_cast<size_t>(pair.body[k]) != b) continue;
       const double s = pair.stiffness * pair.weight[k] * pair.weight[k];
