@@ -1,5 +1,10 @@
 #include "dynamics/mesh_contact.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -269,7 +274,8 @@ void MeshContact::findPairs(std::span<const Body> bodies, double margin,
   found.clear();
 
   // Vertex v of body bp against triangle t of body bt.
-  const auto vertexFace = [&](size_t bp, int32_t v, size_t bt, int32_t t) {
+  using Found = std::vector<std::pair<FeatureKey, ContactPair>>;
+  const auto vertexFace = [&](Found& out, size_t bp, int32_t v, size_t bt, int32_t t) {
     const Body& bodyP = bodies[bp];
     const Body& bodyT = bodies[bt];
     const BodyMesh& mt = meshes_[bt];
@@ -324,11 +330,11 @@ void MeshContact::findPairs(std::span<const Body> bodies, double margin,
       const int64_t u = key(it, corners[closest.feature]);
       feature = {2, {std::min(vertex, u), std::max(vertex, u), 0, 0}};
     }
-    found.emplace_back(feature, pair);
+    out.emplace_back(feature, pair);
   };
 
   // Edge ea of body ba against edge eb of body bb.
-  const auto edgeEdge = [&](size_t ba, int32_t ea, size_t bb, int32_t eb) {
+  const auto edgeEdge = [&](Found& out, size_t ba, int32_t ea, size_t bb, int32_t eb) {
     const Body& bodyA = bodies[ba];
     const Body& bodyB = bodies[bb];
     const BodyMesh& ma = meshes_[ba];
@@ -373,15 +379,26 @@ void MeshContact::findPairs(std::span<const Body> bodies, double margin,
     pair.stiffness =
         def_.stiffness * std::min(mass(bodyA, p0, p1), mass(bodyB, q0, q1)) / stableStepSquared_;
     const int64_t ka = key(ia, ea), kb = key(ib, eb);
-    found.emplace_back(FeatureKey{3, {std::min(ka, kb), std::max(ka, kb), 0, 0}}, pair);
+    out.emplace_back(FeatureKey{3, {std::min(ka, kb), std::max(ka, kb), 0, 0}}, pair);
   };
 
-  for (const PrimitivePair& c : vertexFaceCandidates_) {
-    vertexFace(static_cast<size_t>(c.bodyA), c.a, static_cast<size_t>(c.bodyB), c.b);
-  }
-  for (const PrimitivePair& c : edgeEdgeCandidates_) {
-    edgeEdge(static_cast<size_t>(c.bodyA), c.a, static_cast<size_t>(c.bodyB), c.b);
-  }
+  // In parallel, each thread into its own list: the sort below orders the contacts
+  // totally, so the result does not depend on which thread found what.
+  tbb::enumerable_thread_specific<Found> local;
+  const auto evaluate = [&](const std::vector<PrimitivePair>& candidates, const auto& kind) {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, candidates.size(), 512),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        Found& out = local.local();
+                        for (size_t i = r.begin(); i != r.end(); ++i) {
+                          const PrimitivePair& c = candidates[i];
+                          kind(out, static_cast<size_t>(c.bodyA), c.a, static_cast<size_t>(c.bodyB),
+                               c.b);
+                        }
+                      });
+  };
+  evaluate(vertexFaceCandidates_, vertexFace);
+  evaluate(edgeEdgeCandidates_, edgeEdge);
+  for (const Found& part : local) found.insert(found.end(), part.begin(), part.end());
   // One contact per feature pair (a vertex near the edge two faces share finds it from
   // both), the first in an order of the features and the pairs' nodes, whatever the order
   // the candidates came in.
@@ -399,21 +416,27 @@ int64_t MeshContact::countIntersections(std::span<const Body> bodies) {
   // The candidate list holds every triangle pair (not left out) within its reach; an
   // intersecting pair is at distance 0.
   (void)refreshCandidates(bodies, 0.0);
-  int64_t count = 0;
-  for (const PrimitivePair& c : trianglePairCandidates_) {
-    const Body& a = bodies[static_cast<size_t>(c.bodyA)];
-    const Body& b = bodies[static_cast<size_t>(c.bodyB)];
-    const int32_t* na =
-        &meshes_[static_cast<size_t>(c.bodyA)].triangles[3 * static_cast<size_t>(c.a)];
-    const int32_t* nb =
-        &meshes_[static_cast<size_t>(c.bodyB)].triangles[3 * static_cast<size_t>(c.b)];
-    if (trianglesIntersect(nodeAt(a.positions, na[0]), nodeAt(a.positions, na[1]),
-                           nodeAt(a.positions, na[2]), nodeAt(b.positions, nb[0]),
-                           nodeAt(b.positions, nb[1]), nodeAt(b.positions, nb[2]))) {
-      ++count;
-    }
-  }
-  return count;
+  // An integer sum: the same for any split among threads.
+  return tbb::parallel_reduce(
+      tbb::blocked_range<size_t>(0, trianglePairCandidates_.size(), 256), int64_t{0},
+      [&](const tbb::blocked_range<size_t>& r, int64_t count) {
+        for (size_t i = r.begin(); i != r.end(); ++i) {
+          const PrimitivePair& c = trianglePairCandidates_[i];
+          const Body& a = bodies[static_cast<size_t>(c.bodyA)];
+          const Body& b = bodies[static_cast<size_t>(c.bodyB)];
+          const int32_t* na =
+              &meshes_[static_cast<size_t>(c.bodyA)].triangles[3 * static_cast<size_t>(c.a)];
+          const int32_t* nb =
+              &meshes_[static_cast<size_t>(c.bodyB)].triangles[3 * static_cast<size_t>(c.b)];
+          if (trianglesIntersect(nodeAt(a.positions, na[0]), nodeAt(a.positions, na[1]),
+                                 nodeAt(a.positions, na[2]), nodeAt(b.positions, nb[0]),
+                                 nodeAt(b.positions, nb[1]), nodeAt(b.positions, nb[2]))) {
+            ++count;
+          }
+        }
+        return count;
+      },
+      [](int64_t x, int64_t y) { return x + y; });
 }
 
 namespace {

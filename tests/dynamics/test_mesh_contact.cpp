@@ -16,6 +16,7 @@
 #include "dynamics/step_pipeline.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
+#include "shellsim/parallel.hpp"
 #include "shellsim/world.hpp"
 
 namespace shellsim {
@@ -352,6 +353,21 @@ TEST(MeshContact, ASheetDroppedOnASheetRestsOnItExplicit) {
 
 TEST(MeshContact, ASheetDroppedOnASheetRestsOnItImplicit) {
   expectRestsOnTheLowerSheet(Integrator::kBackwardEuler);
+}
+
+// Contacts are evaluated and intersections counted in parallel: the frames are the same bit
+// for bit with 1 and 2 threads.
+TEST(MeshContact, TheSameFramesOnOneAndTwoThreads) {
+  std::vector<std::vector<double>> runs;
+  for (const int threads : {1, 2}) {
+    const ThreadLimit limit(threads);
+    Simulation sim(sheetOnSheet(Integrator::kVerlet, true));
+    sim.advanceFrames(6);
+    std::vector<double> x(sim.positions(1).begin(), sim.positions(1).end());
+    x.insert(x.end(), sim.positions(0).begin(), sim.positions(0).end());
+    runs.push_back(x);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
 }
 
 TEST(MeshContact, WithoutContactTheSheetFallsThrough) {
