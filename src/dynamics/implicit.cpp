@@ -104,9 +104,9 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
           reach = std::max(reach, (dt * v + 0.5 * dt * dt * a).norm());
         }
       }
-      double widest = world.contact.def().thickness;
-      for (const Body& body : world.bodies) widest = std::max(widest, body.thickness);
-      world.contact.findPairs(world.bodies, std::min(2 * reach, 2 * widest), contactPairs);
+      world.contact.findPairs(world.bodies,
+                              std::min(2 * reach, 2 * world.contact.widestTouching(world.bodies)),
+                              contactPairs);
     }
     for (size_t b = 0; b < world.bodies.size(); ++b) {
       Body& body = world.bodies[b];

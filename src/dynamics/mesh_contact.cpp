@@ -9,7 +9,6 @@
 #include <array>
 #include <cmath>
 #include <tuple>
-#include <unordered_map>
 
 #include "core/predicates.hpp"
 #include "core/proximity.hpp"
@@ -36,19 +35,43 @@ double MeshContact::touching(const Body& a, const Body& b) const {
   return def_.thickness > 0 ? def_.thickness : 0.5 * (a.thickness + b.thickness);
 }
 
+double MeshContact::widestTouching(std::span<const Body> bodies) const {
+  double widest = def_.thickness;
+  for (const Body& body : bodies) widest = std::max(widest, body.thickness);
+  return widest;
+}
+
+bool MeshContact::stale(const BodyMesh& mesh, const Body& body) {
+  return !mesh.valid || mesh.topology != body.model->topologyVersion() ||
+         mesh.nodeCount != body.nodeCount() ||
+         mesh.triangles.size() != body.model->contactMesh().triangles.size();
+}
+
+bool MeshContact::neighbours(const Body& body, std::span<const int32_t> a,
+                             std::span<const int32_t> b, double reach) {
+  for (const int32_t u : a) {
+    if (std::find(b.begin(), b.end(), u) != b.end()) return true;
+  }
+  const std::span<const double> rest = body.model->contactMesh().restPositions;
+  if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return false;
+  for (const int32_t u : a) {
+    for (const int32_t w : b) {
+      if ((nodeAt(rest, u) - nodeAt(rest, w)).squaredNorm() < reach * reach) return true;
+    }
+  }
+  return false;
+}
+
 void MeshContact::update(const Body& body, size_t index, double search) {
   if (meshes_.size() <= index) meshes_.resize(index + 1);
   BodyMesh& mesh = meshes_[index];
   const Model::ContactMesh source = body.model->contactMesh();
-  const uint64_t topology = body.model->topologyVersion();
-  const bool rebuild = !mesh.valid || mesh.topology != topology ||
-                       mesh.nodeCount != body.nodeCount() ||
-                       mesh.triangles.size() != source.triangles.size();
+  const bool rebuild = stale(mesh, body);
   const size_t nTriangles = source.triangles.size() / 3;
   if (rebuild) {
     candidatesValid_ = false;  // the list holds this mesh's old triangle and edge indices
     mesh.valid = true;
-    mesh.topology = topology;
+    mesh.topology = body.model->topologyVersion();
     mesh.nodeCount = body.nodeCount();
     mesh.triangles.assign(source.triangles.begin(), source.triangles.end());
     mesh.vertices = mesh.triangles;
@@ -119,31 +142,8 @@ void MeshContact::update(const Body& body, size_t index, double search) {
     }
   };
   refresh(mesh.faces, mesh.triangles, 3, 0.5 * search);
-  if (search > 0) {
-    refresh(mesh.points, mesh.vertices, 1, 0.5 * search);
-    refresh(mesh.edgeBoxes, mesh.edges, 2, 0.5 * search);
-  }
-}
-
-bool MeshContact::excluded(const Body& body, const BodyMesh& mesh, int32_t ta, int32_t tb,
-                           double gap) {
-  const int32_t* na = &mesh.triangles[3 * static_cast<size_t>(ta)];
-  const int32_t* nb = &mesh.triangles[3 * static_cast<size_t>(tb)];
-  for (int k = 0; k < 3; ++k) {
-    for (int l = 0; l < 3; ++l) {
-      if (na[k] == nb[l]) return true;
-    }
-  }
-  const std::span<const double> rest = body.model->contactMesh().restPositions;
-  if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return false;
-  const double reach = gap + std::max(mesh.restEdge[static_cast<size_t>(ta)],
-                                      mesh.restEdge[static_cast<size_t>(tb)]);
-  for (int k = 0; k < 3; ++k) {
-    for (int l = 0; l < 3; ++l) {
-      if ((nodeAt(rest, na[k]) - nodeAt(rest, nb[l])).squaredNorm() < reach * reach) return true;
-    }
-  }
-  return false;
+  refresh(mesh.points, mesh.vertices, 1, 0.5 * search);
+  refresh(mesh.edgeBoxes, mesh.edges, 2, 0.5 * search);
 }
 
 bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) {
@@ -155,10 +155,9 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
   for (size_t b = 0; valid && b < bodies.size(); ++b) {
     const Body& body = bodies[b];
     const bool colliding = !body.model->contactMesh().triangles.empty();
-    const BodyMesh* mesh = b < meshes_.size() ? &meshes_[b] : nullptr;
     if (!colliding) continue;
-    if (mesh == nullptr || !mesh->valid || mesh->topology != body.model->topologyVersion() ||
-        mesh->nodeCount != body.nodeCount() || builtPositions_[b].size() != body.positions.size()) {
+    if (b >= meshes_.size() || stale(meshes_[b], body) ||
+        builtPositions_[b].size() != body.positions.size()) {
       valid = false;
       break;
     }
@@ -173,9 +172,7 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
 
   // Rebuild with a skin of one touching distance (measured on two stacked sheets: a skin
   // of half of it rebuilds too often, a quarter edge length keeps too many edge pairs).
-  double widest = def_.thickness;
-  for (const Body& body : bodies) widest = std::max(widest, body.thickness);
-  const double skin = widest;
+  const double skin = widestTouching(bodies);
   builtReach_ = reach + skin;
   candidatesValid_ = true;
   builtPositions_.resize(bodies.size());
@@ -192,36 +189,28 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
   // Pairs of one body left out for good (until the topology changes): sharing a node, or
   // neighbours in the rest shape.
   const auto vertexFaceKept = [&](size_t b, int32_t v, int32_t t) {
-    const Body& body = bodies[b];
     const BodyMesh& mesh = meshes_[b];
-    const int32_t* corners = &mesh.triangles[3 * static_cast<size_t>(t)];
-    if (v == corners[0] || v == corners[1] || v == corners[2]) return false;
-    const std::span<const double> rest = body.model->contactMesh().restPositions;
-    if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return true;
-    const double r = touching(body, body) + mesh.restEdge[static_cast<size_t>(t)];
-    for (int k = 0; k < 3; ++k) {
-      if ((nodeAt(rest, v) - nodeAt(rest, corners[k])).squaredNorm() < r * r) return false;
-    }
-    return true;
+    const std::span<const int32_t> corners(&mesh.triangles[3 * static_cast<size_t>(t)], 3);
+    const double within = touching(bodies[b], bodies[b]) + mesh.restEdge[static_cast<size_t>(t)];
+    return !neighbours(bodies[b], {&v, 1}, corners, within);
   };
   const auto edgeEdgeKept = [&](size_t b, int32_t ea, int32_t eb) {
-    const Body& body = bodies[b];
     const BodyMesh& mesh = meshes_[b];
-    const int32_t p0 = mesh.edges[2 * static_cast<size_t>(ea)];
-    const int32_t p1 = mesh.edges[2 * static_cast<size_t>(ea) + 1];
-    const int32_t q0 = mesh.edges[2 * static_cast<size_t>(eb)];
-    const int32_t q1 = mesh.edges[2 * static_cast<size_t>(eb) + 1];
-    if (p0 == q0 || p0 == q1 || p1 == q0 || p1 == q1) return false;
-    const std::span<const double> rest = body.model->contactMesh().restPositions;
-    if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return true;
-    const double r = touching(body, body) + std::max(mesh.edgeRestLength[static_cast<size_t>(ea)],
-                                                     mesh.edgeRestLength[static_cast<size_t>(eb)]);
-    for (const int32_t u : {p0, p1}) {
-      for (const int32_t w : {q0, q1}) {
-        if ((nodeAt(rest, u) - nodeAt(rest, w)).squaredNorm() < r * r) return false;
-      }
-    }
-    return true;
+    const std::span<const int32_t> p(&mesh.edges[2 * static_cast<size_t>(ea)], 2);
+    const std::span<const int32_t> q(&mesh.edges[2 * static_cast<size_t>(eb)], 2);
+    const double within =
+        touching(bodies[b], bodies[b]) + std::max(mesh.edgeRestLength[static_cast<size_t>(ea)],
+                                                  mesh.edgeRestLength[static_cast<size_t>(eb)]);
+    return !neighbours(bodies[b], p, q, within);
+  };
+  const auto trianglesKept = [&](size_t b, int32_t ta, int32_t tb) {
+    const BodyMesh& mesh = meshes_[b];
+    const std::span<const int32_t> p(&mesh.triangles[3 * static_cast<size_t>(ta)], 3);
+    const std::span<const int32_t> q(&mesh.triangles[3 * static_cast<size_t>(tb)], 3);
+    const double within =
+        touching(bodies[b], bodies[b]) +
+        std::max(mesh.restEdge[static_cast<size_t>(ta)], mesh.restEdge[static_cast<size_t>(tb)]);
+    return !neighbours(bodies[b], p, q, within);
   };
   for (size_t i = 0; i < colliding.size(); ++i) {
     const size_t bi = colliding[i];
@@ -238,7 +227,7 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
     }
     // Triangle pairs for the intersection test, a body against itself always.
     mi.faces.forEachSelfPair([&](int32_t ta, int32_t tb) {
-      if (!excluded(bodies[bi], mi, ta, tb, touching(bodies[bi], bodies[bi]))) {
+      if (trianglesKept(bi, ta, tb)) {
         trianglePairCandidates_.push_back({ii, ta, ii, tb});
       }
     });
@@ -267,9 +256,7 @@ void MeshContact::findPairs(std::span<const Body> bodies, double margin,
                             std::vector<ContactPair>& pairs) {
   pairs.clear();
   if (!def_.enabled) return;
-  double widest = def_.thickness;
-  for (const Body& body : bodies) widest = std::max(widest, body.thickness);
-  (void)refreshCandidates(bodies, widest + margin);
+  (void)refreshCandidates(bodies, widestTouching(bodies) + margin);
   std::vector<std::pair<FeatureKey, ContactPair>>& found = found_;
   found.clear();
 

@@ -64,6 +64,8 @@ class MeshContact {
 
   [[nodiscard]] const ContactDef& def() const { return def_; }
   [[nodiscard]] bool enabled() const { return def_.enabled; }
+  // The largest touching distance any pair of these bodies can have, m.
+  [[nodiscard]] double widestTouching(std::span<const Body> bodies) const;
 
   // Every contact within its touching distance plus `margin` (m, >= 0) at the bodies'
   // current positions, in a fixed order; replaces `pairs`.
@@ -90,18 +92,18 @@ class MeshContact {
     AabbTree points;                     // over the vertices, inflated by the search distance
     AabbTree edgeBoxes;                  // over the edges, inflated by half of it
   };
-  // Refreshes the body's mesh and trees at its positions, every box inflated by search / 2
-  // (the vertex and edge trees only when search > 0).
+  // Refreshes the body's mesh and trees at its positions, every box inflated by search / 2.
   void update(const Body& body, size_t index, double search);
   double touching(const Body& a, const Body& b) const;
   // Makes the candidate list cover every primitive pair within `reach` (m) of each other;
   // true if it was rebuilt.
   bool refreshCandidates(std::span<const Body> bodies, double reach);
-  // Whether triangles ta and tb of one body are left out: they share a node, or two of
-  // their corners lie within gap plus the longer of their longest rest edges in the rest
-  // shape.
-  [[nodiscard]] static bool excluded(const Body& body, const BodyMesh& mesh, int32_t ta, int32_t tb,
-                                     double gap);
+  // Whether the body's mesh must be rebuilt: new topology, node or triangle count.
+  [[nodiscard]] static bool stale(const BodyMesh& mesh, const Body& body);
+  // Whether primitives with nodes a and b of one body are left out of contact: they share a
+  // node, or a node of each lies within `reach` of the other in the rest shape.
+  [[nodiscard]] static bool neighbours(const Body& body, std::span<const int32_t> a,
+                                       std::span<const int32_t> b, double reach);
 
   ContactDef def_;
   double stableStepSquared_ = 0;  // s^2
