@@ -81,15 +81,17 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
       known.valid = true;
     }
     const double elastic = known.energy.total();
-    double scale = 0;
-    const double phi = elastic + extraTerms(x, &scale);
-    scale += std::abs(elastic);
+    // The contact energy and its gradient in one pass over the pairs.
     const bool contact = !potential_.contact.empty();
+    double contactEnergy = 0;
     if (contact) {
       contactGradient_.assign(dofs, 0.0);
-      (void)addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body, x,
-                                   contactGradient_);
+      contactEnergy = addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body,
+                                             x, contactGradient_);
     }
+    double scale = 0;
+    const double phi = elastic + extraTerms(x, &scale, &contactEnergy);
+    scale += std::abs(elastic);
     for (size_t k = 0; k < dofs; ++k) {
       const int f = free_.index[k];
       if (f < 0) continue;
@@ -165,7 +167,8 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
   }
 }
 
-double NewtonSolver::extraTerms(std::span<const double> x, double* scale) const {
+double NewtonSolver::extraTerms(std::span<const double> x, double* scale,
+                                const double* knownContact) const {
   double inertia = 0, work = 0, workScale = 0;
   for (size_t k = 0; k < x.size(); ++k) {
     if (free_.index[k] < 0) continue;
@@ -181,7 +184,8 @@ double NewtonSolver::extraTerms(std::span<const double> x, double* scale) const 
   }
   inertia *= 0.5 * potential_.alpha;
   const double contact =
-      potential_.contact.empty()
+      knownContact != nullptr ? *knownContact
+      : potential_.contact.empty()
           ? 0.0
           : addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body, x, {});
   *scale = inertia + workScale + contact;

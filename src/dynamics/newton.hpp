@@ -111,8 +111,10 @@ class NewtonSolver {
   NewtonReport solve(double forceScale, KnownGradient& known);
 
  private:
-  // alpha/2 |x - y|_M^2 - f.x over free dofs; *scale gets the sum of magnitudes of its terms.
-  double extraTerms(std::span<const double> x, double* scale) const;
+  // alpha/2 |x - y|_M^2 - f.x over free dofs plus the contact energy (knownContact where the
+  // caller has it at x); *scale gets the sum of magnitudes of its terms.
+  double extraTerms(std::span<const double> x, double* scale,
+                    const double* knownContact = nullptr) const;
 
   double extraGradient(std::span<const double> x, size_t k) const;
 
@@ -172,8 +174,8 @@ class NewtonSolver {
   double time_;
   FreeDofs free_;
   std::span<const double> mass_;
-  Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
-  std::vector<double> trialGradient_;   // (nNodes, 3), the line search's full-step gradient
+  Vector diagonalMass_, baseDiagonal_;   // (nFree): m, and diag(H) without shift
+  std::vector<double> trialGradient_;    // (nNodes, 3), the line search's full-step gradient
   std::vector<double> contactGradient_;  // (nNodes, 3), of the contact pairs at the iterate
   std::vector<double> contactBlocks_;    // (nNodes, 3, 3), their Gauss-Newton diagonal blocks
 };
