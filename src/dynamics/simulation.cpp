@@ -267,20 +267,9 @@ int32_t addCheckedBody(Simulation::Impl& impl, Geometry geometry, const BodyDef&
   }
   impl.stableStep.reset();
   impl.replan = true;  // the new body's stable step may be smaller
-  // The penalty stiffness scales with the step (mesh_contact.hpp): the stable explicit
-  // step of the bodies as defined (before any fracture, so that a resumed run, which
-  // defines them again, gets the same), or the planned implicit step, which an implicit
-  // solve can resolve.
-  {
-    const double stable = shellsim::stableTimeStep(impl.world);
-    std::vector<std::string> ignored;
-    const double reference =
-        isImplicit(impl.settings.time)
-            ? std::max(stable, plannedTimeStep(impl.settings.time, stable,
-                                               1.0 / impl.settings.time.frameRate, ignored))
-            : stable;
-    impl.world.contact = MeshContact(impl.settings.contact, reference);
-  }
+  impl.world.contact =
+      MeshContact(impl.settings.contact,
+                  contactReferenceStep(impl.settings.time, shellsim::stableTimeStep(impl.world)));
   try {
     impl.refresh();
   } catch (...) {

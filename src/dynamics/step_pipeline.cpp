@@ -30,6 +30,12 @@ double plannedTimeStep(const TimeDef& time, double stableStep, double longest,
   return std::min(target, longest);
 }
 
+double contactReferenceStep(const TimeDef& time, double stableStep) {
+  if (!isImplicit(time)) return stableStep;
+  std::vector<std::string> ignored;
+  return std::max(stableStep, plannedTimeStep(time, stableStep, 1.0 / time.frameRate, ignored));
+}
+
 namespace {
 
 ImplicitSettings implicitSettings(const TimeDef& time) {

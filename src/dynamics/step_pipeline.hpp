@@ -78,6 +78,12 @@ inline constexpr double kImplicitStepFactor = 20.0;
 [[nodiscard]] double plannedTimeStep(const TimeDef& time, double stableStep, double longest,
                                      std::vector<std::string>& warnings);
 
+// The step the mesh contact's penalty stiffness is scaled with (mesh_contact.hpp), s: the
+// stable explicit step of the bodies as defined (before any fracture, so that a resumed
+// run, which defines them again, gets the same), or the planned step of an implicit
+// integrator where larger, which an implicit solve can resolve.
+[[nodiscard]] double contactReferenceStep(const TimeDef& time, double stableStep);
+
 class TimeIntegrator {
  public:
   // The integration strategy from time.integrator (validated); `timeStep` is the planned

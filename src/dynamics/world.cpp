@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/palette.hpp"
+#include "dynamics/step_pipeline.hpp"
 #include "geometry/primitives.hpp"
 #include "geometry/sampling.hpp"
 #include "models/registry.hpp"
@@ -239,7 +240,8 @@ World buildWorld(const SceneDef& scene) {
     const std::string label = bodyLabel(b, def);
     (void)addBody(world, def, loadBodyGeometry(def, label), label);
   }
-  world.contact = MeshContact(scene.contact, stableTimeStep(world));
+  world.contact =
+      MeshContact(scene.contact, contactReferenceStep(scene.time, stableTimeStep(world)));
   return world;
 }
 
