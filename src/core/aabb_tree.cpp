@@ -100,19 +100,4 @@ void AabbTree::refit(std::span<const double> boxes) {
   }
 }
 
-void AabbTree::selfPairs(std::vector<std::pair<int32_t, int32_t>>& out) const {
-  if (nodes_.empty()) return;
-  const size_t start = out.size();
-  forEachSelfPair([&](int32_t a, int32_t b) { out.emplace_back(a, b); });
-  std::sort(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
-}
-
-void AabbTree::pairsWith(const AabbTree& other,
-                         std::vector<std::pair<int32_t, int32_t>>& out) const {
-  if (nodes_.empty() || other.nodes_.empty()) return;
-  const size_t start = out.size();
-  forEachPairWith(other, [&](int32_t a, int32_t b) { out.emplace_back(a, b); });
-  std::sort(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
-}
-
 }  // namespace shellsim

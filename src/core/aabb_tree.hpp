@@ -1,7 +1,8 @@
 // A bounding-volume hierarchy of axis-aligned boxes (gingold2004 section 4.3 and notes
 // section 9): built top-down by median splits on the longest axis of the box centres,
 // refit bottom-up when the boxes move, and queried for overlapping pairs, within one tree
-// (self-collision) or between two (body-body). Deterministic: the pairs come out sorted.
+// (self-collision) or between two (body-body). Deterministic: the pairs come in an order fixed by
+// the tree.
 #pragma once
 
 #include <algorithm>
@@ -20,12 +21,9 @@ class AabbTree {
   void refit(std::span<const double> boxes);
   [[nodiscard]] int32_t size() const { return static_cast<int32_t>(order_.size()); }
 
-  // Every pair (i, j), i < j, of overlapping boxes of this tree, sorted; appended to out.
-  void selfPairs(std::vector<std::pair<int32_t, int32_t>>& out) const;
-  // Every pair (i of this tree, j of other) of overlapping boxes, sorted; appended to out.
-  void pairsWith(const AabbTree& other, std::vector<std::pair<int32_t, int32_t>>& out) const;
-  // The same pairs passed to visit(i, j) as the traversal meets them (i < j for self pairs),
-  // unsorted: in an order fixed by the tree, the same on every call for the same boxes.
+  // Every pair (i, j), i < j, of overlapping boxes of this tree (forEachSelfPair), or (i of
+  // this tree, j of other) (forEachPairWith), passed to visit(i, j) as the traversal meets
+  // them: in an order fixed by the tree, the same on every call for the same boxes.
   template <class Visit>
   void forEachSelfPair(const Visit& visit) const {
     if (nodes_.empty()) return;

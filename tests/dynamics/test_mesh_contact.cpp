@@ -96,8 +96,10 @@ TEST(AabbTree, FindsTheSamePairsAsBruteForceAfterBuildAndRefit) {
   otherTree.build(others);
   const auto check = [&] {
     std::vector<std::pair<int32_t, int32_t>> self, expected, cross, expectedCross;
-    tree.selfPairs(self);
-    tree.pairsWith(otherTree, cross);
+    tree.forEachSelfPair([&](int32_t i, int32_t j) { self.emplace_back(i, j); });
+    tree.forEachPairWith(otherTree, [&](int32_t i, int32_t j) { cross.emplace_back(i, j); });
+    std::sort(self.begin(), self.end());
+    std::sort(cross.begin(), cross.end());
     for (size_t i = 0; i < boxes.size() / 6; ++i) {
       for (size_t j = i + 1; j < boxes.size() / 6; ++j) {
         if (overlap(boxes, i, boxes, j))
