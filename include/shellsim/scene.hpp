@@ -21,6 +21,12 @@ using Vec3d = std::array<double, 3>;
 
 enum class ObstacleType { kPlane, kSphere, kBox };
 
+// How an obstacle pushes the nodes out (dynamics/contact.hpp).
+enum class ObstacleResponse {
+  kProjection,  // nodes inside are moved onto the surface, their velocity filtered
+  kPenalty,     // a stiff spring within the body's half thickness (gingold2004 section 4.3)
+};
+
 struct ObstacleDef {
   ObstacleType type = ObstacleType::kPlane;
   Vec3d point{0, 0, 0};              // plane: a point on it, m
@@ -30,6 +36,7 @@ struct ObstacleDef {
   Vec3d halfExtents{0.5, 0.5, 0.5};  // box: half side lengths, m
   double friction = 0.3;             // Coulomb coefficient, >= 0
   double restitution = 0.0;          // normal restitution, [0, 1]
+  ObstacleResponse response = ObstacleResponse::kProjection;
   // Optional scripted motion of the whole obstacle (translation only).
   struct Keyframe {
     double time = 0;

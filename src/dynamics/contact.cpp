@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "core/assembler.hpp"
 
@@ -61,6 +63,7 @@ int64_t projectOutOfObstacles(World& world) {
     body.contactNormal.resize(3 * n);
     for (size_t o = 0; o < world.obstacles.size(); ++o) {
       const Obstacle& obstacle = world.obstacles[o];
+      if (obstacle.def.response == ObstacleResponse::kPenalty) continue;
       const Vec3 offset = obstacle.path.offset(world.time);
       // Each node is handled independently: no shared writes, integer count reduction.
       contacts += tbb::parallel_reduce(
@@ -112,6 +115,116 @@ void applyContactVelocities(World& world) {
             if (tangentialSpeed > 0.0)
               newRelative -= tangentialChange / tangentialSpeed * tangential;
             v = obstacleVelocity + newRelative;
+          }
+        });
+  }
+}
+
+bool hasPenaltyObstacles(const World& world) {
+  return std::any_of(world.obstacles.begin(), world.obstacles.end(), [](const Obstacle& o) {
+    return o.def.response == ObstacleResponse::kPenalty;
+  });
+}
+
+ObstaclePenalty obstaclePenalty(const World& world, const Body& body) {
+  return {world.obstacles, world.time, world.contact.stiffnessPerMass(),
+          world.contact.obstacleClearance(body)};
+}
+
+namespace {
+
+// Nodes per chunk of the penalty's deterministic sum.
+constexpr size_t kPenaltyChunk = 1024;
+
+// The scripted offsets of the penalty obstacles at `time`, (nObstacles); absent ones skipped.
+std::vector<std::optional<Vec3>> penaltyOffsets(std::span<const Obstacle> obstacles, double time) {
+  std::vector<std::optional<Vec3>> offsets(obstacles.size());
+  for (size_t o = 0; o < obstacles.size(); ++o) {
+    if (obstacles[o].def.response == ObstacleResponse::kPenalty)
+      offsets[o] = obstacles[o].path.offset(time);
+  }
+  return offsets;
+}
+
+}  // namespace
+
+double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
+                          std::span<const double> x, std::span<double> gradient,
+                          std::span<double> diagonal) {
+  const std::vector<std::optional<Vec3>> offsets = penaltyOffsets(penalty.obstacles, penalty.time);
+  if (std::none_of(offsets.begin(), offsets.end(), [](const auto& o) { return o.has_value(); }))
+    return 0.0;
+  const auto mass = body.model->nodeMasses();
+  const size_t n = x.size() / 3;
+  const size_t chunks = (n + kPenaltyChunk - 1) / kPenaltyChunk;
+  std::vector<double> chunkEnergy(chunks, 0.0);
+  tbb::parallel_for(size_t{0}, chunks, [&](size_t c) {
+    double energy = 0;
+    for (size_t i = c * kPenaltyChunk; i < std::min(n, (c + 1) * kPenaltyChunk); ++i) {
+      if (body.pinned[i]) continue;
+      const Vec3 p(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+      const double k = penalty.stiffnessPerMass * mass[i];
+      for (size_t o = 0; o < offsets.size(); ++o) {
+        if (!offsets[o]) continue;
+        Vec3 normal;
+        const double phi =
+            obstacleSignedDistance(penalty.obstacles[o].def, *offsets[o], p, &normal);
+        const double depth = penalty.clearance - phi;
+        if (depth <= 0) continue;
+        energy += 0.5 * k * depth * depth;
+        if (!gradient.empty()) {
+          for (int a = 0; a < 3; ++a) gradient[3 * i + a] -= k * depth * normal[a];
+        }
+        if (!diagonal.empty()) {
+          for (int r = 0; r < 3; ++r) {
+            for (int a = 0; a < 3; ++a) diagonal[9 * i + 3 * r + a] += k * normal[r] * normal[a];
+          }
+        }
+      }
+    }
+    chunkEnergy[c] = energy;
+  });
+  double energy = 0;
+  for (const double e : chunkEnergy) energy += e;
+  return energy;
+}
+
+void dampObstaclePenalty(World& world, double dt) {
+  const std::vector<std::optional<Vec3>> offsets = penaltyOffsets(world.obstacles, world.time);
+  if (std::none_of(offsets.begin(), offsets.end(), [](const auto& o) { return o.has_value(); }))
+    return;
+  const double s = world.contact.stiffnessPerMass();
+  const double omega = std::sqrt(s);
+  for (Body& body : world.bodies) {
+    const double clearance = world.contact.obstacleClearance(body);
+    const size_t n = static_cast<size_t>(body.nodeCount());
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, n, kAssemblyGrain), [&](const tbb::blocked_range<size_t>& r) {
+          for (size_t i = r.begin(); i != r.end(); ++i) {
+            if (body.pinned[i]) continue;
+            const Eigen::Map<const Vec3> x(&body.positions[3 * i]);
+            Eigen::Map<Vec3> v(&body.velocities[3 * i]);
+            for (size_t o = 0; o < offsets.size(); ++o) {
+              if (!offsets[o]) continue;
+              const Obstacle& obstacle = world.obstacles[o];
+              Vec3 normal;
+              const double phi = obstacleSignedDistance(obstacle.def, *offsets[o], x, &normal);
+              const double depth = clearance - phi;
+              if (depth <= 0) continue;
+              const double e = obstacle.def.restitution;
+              const double logE = std::log(e);
+              const double zeta = e > 0 ? -logE / std::sqrt(M_PI * M_PI + logE * logE) : 1.0;
+              const Vec3 obstacleVelocity = obstacle.path.velocity(world.time);
+              const Vec3 relative = v - obstacleVelocity;
+              const double vn = relative.dot(normal);
+              const Vec3 tangential = relative - vn * normal;
+              const double tangentialSpeed = tangential.norm();
+              const double slowdown =
+                  std::min(tangentialSpeed, obstacle.def.friction * s * depth * dt);
+              Vec3 newRelative = vn * std::exp(-2 * zeta * omega * dt) * normal + tangential;
+              if (tangentialSpeed > 0) newRelative -= slowdown / tangentialSpeed * tangential;
+              v = obstacleVelocity + newRelative;
+            }
           }
         });
   }

@@ -1,6 +1,8 @@
 // Contact between body nodes and the scene's analytic obstacles.
 #pragma once
 
+#include <span>
+
 #include "core/vec3.hpp"
 #include "dynamics/world.hpp"
 
@@ -23,7 +25,40 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
 // Filtering after the kick (not before it) lets a node resting on a floor end the step
 // with zero normal velocity instead of the velocity gravity gave it in the last half kick.
 // Returns the number of nodes in contact.
+// Both skip obstacles with the penalty response.
 int64_t projectOutOfObstacles(World& world);
 void applyContactVelocities(World& world);
+
+// Penalty obstacles (ObstacleResponse::kPenalty; gingold2004 section 4.3, where the floor,
+// boxes and projectiles share the meshes' penalty). For every free node i of a body and
+// every penalty obstacle with signed distance phi_i < delta at x:
+//   E = sum_i 1/2 k_i (delta - phi_i)^2,  k_i = s m_i  (s = MeshContact::stiffnessPerMass),
+//   dE/dx_i = -k_i (delta - phi_i) n_i  (grad phi = n wherever phi is differentiable),
+//   Gauss-Newton Hessian block k_i n_i n_i^T. The exact Hessian adds
+//   -k_i (delta - phi_i) Hess(phi), negative semidefinite for the convex shapes (plane,
+//   sphere, box); left out, the blocks stay positive semidefinite for Newton.
+// The spring is conservative: its energy is part of World::contactEnergy.
+struct ObstaclePenalty {
+  std::span<const Obstacle> obstacles;  // all of the world's; projection ones are skipped
+  double time = 0;                      // s, where the scripted obstacles are
+  double stiffnessPerMass = 0;          // s, 1/s^2
+  double clearance = 0;                 // delta, m
+};
+[[nodiscard]] bool hasPenaltyObstacles(const World& world);
+[[nodiscard]] ObstaclePenalty obstaclePenalty(const World& world, const Body& body);
+// E at the body's positions x, (nNodes, 3); adds dE/dx into `gradient` and the
+// Gauss-Newton blocks into `diagonal`, (nNodes, 3, 3), each where not empty. The sum is
+// the same on any number of threads.
+double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
+                          std::span<const double> x, std::span<double> gradient,
+                          std::span<double> diagonal);
+// The penalty's dissipation, after a step of dt: for a free node within delta of a penalty
+// obstacle, the normal velocity relative to the obstacle decays as a linear damper of
+// ratio zeta on the spring's frequency w = sqrt(s) integrates it exactly,
+// v_n <- v_n exp(-2 zeta w dt), zeta = -ln e / sqrt(pi^2 + ln^2 e) (a spring-damper
+// contact then rebounds with restitution e; e = 0 gives zeta = 1); the tangential velocity
+// loses at most friction times the spring's normal impulse per mass, s (delta - phi) dt,
+// never reversing (Coulomb).
+void dampObstaclePenalty(World& world, double dt);
 
 }  // namespace shellsim

@@ -194,6 +194,7 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
         }
       }
       potential.contact = contactPairs;
+      if (hasPenaltyObstacles(world)) potential.obstacles = obstaclePenalty(world, body);
       potential.bodies = world.bodies;
       potential.body = b;
       NewtonSolver solver(body, potential, settings_.newton, *caches_[b], startTime);
@@ -248,6 +249,7 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
   {
     PhaseTimer timer(times.contact);
     applyContactVelocities(world);
+    dampObstaclePenalty(world, dt);
   }
   {
     PhaseTimer timer(times.checks);

@@ -35,6 +35,10 @@ double MeshContact::touching(const Body& a, const Body& b) const {
   return def_.thickness > 0 ? def_.thickness : 0.5 * (a.thickness + b.thickness);
 }
 
+double MeshContact::obstacleClearance(const Body& body) const {
+  return 0.5 * (def_.thickness > 0 ? def_.thickness : body.thickness);
+}
+
 double MeshContact::widestTouching(std::span<const Body> bodies) const {
   double widest = def_.thickness;
   for (const Body& body : bodies) widest = std::max(widest, body.thickness);

@@ -64,6 +64,11 @@ class MeshContact {
 
   [[nodiscard]] const ContactDef& def() const { return def_; }
   [[nodiscard]] bool enabled() const { return def_.enabled; }
+  // kappa / dt_s^2, 1/s^2: a node of mass m gets the penalty spring k = m times this, against
+  // another mesh (of the lighter side) or a penalty obstacle.
+  [[nodiscard]] double stiffnessPerMass() const { return def_.stiffness / stableStepSquared_; }
+  // Where a body's mid-surface touches a penalty obstacle, m: half its touching thickness.
+  [[nodiscard]] double obstacleClearance(const Body& body) const;
   // The largest touching distance any pair of these bodies can have, m.
   [[nodiscard]] double widestTouching(std::span<const Body> bodies) const;
 

@@ -82,12 +82,11 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
     }
     const double elastic = known.energy.total();
     // The contact energy and its gradient in one pass over the pairs.
-    const bool contact = !potential_.contact.empty();
+    const bool contact = hasContact();
     double contactEnergy = 0;
     if (contact) {
       contactGradient_.assign(dofs, 0.0);
-      contactEnergy = addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body,
-                                             x, contactGradient_);
+      contactEnergy = contactTerms(x, contactGradient_);
     }
     double scale = 0;
     const double phi = elastic + extraTerms(x, &scale, &contactEnergy);
@@ -183,13 +182,36 @@ double NewtonSolver::extraTerms(std::span<const double> x, double* scale,
     }
   }
   inertia *= 0.5 * potential_.alpha;
-  const double contact =
-      knownContact != nullptr ? *knownContact
-      : potential_.contact.empty()
-          ? 0.0
-          : addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body, x, {});
+  const double contact = knownContact != nullptr ? *knownContact
+                         : hasContact()          ? contactTerms(x, {})
+                                                 : 0.0;
   *scale = inertia + workScale + contact;
   return inertia - work + contact;
+}
+
+bool NewtonSolver::hasContact() const {
+  return !potential_.contact.empty() || !potential_.obstacles.obstacles.empty();
+}
+
+double NewtonSolver::contactTerms(std::span<const double> x, std::span<double> gradient) const {
+  double energy = 0;
+  if (!potential_.contact.empty()) {
+    energy +=
+        addBodyContactGradient(potential_.contact, potential_.bodies, potential_.body, x, gradient);
+  }
+  if (!potential_.obstacles.obstacles.empty()) {
+    energy += addObstaclePenalty(potential_.obstacles, body_, x, gradient, {});
+  }
+  return energy;
+}
+
+void NewtonSolver::addContactDiagonal(std::span<const double> x, std::span<double> diagonal) const {
+  if (!potential_.contact.empty()) {
+    addBodyContactDiagonal(potential_.contact, potential_.bodies, potential_.body, x, diagonal);
+  }
+  if (!potential_.obstacles.obstacles.empty()) {
+    (void)addObstaclePenalty(potential_.obstacles, body_, x, {}, diagonal);
+  }
 }
 
 double NewtonSolver::extraGradient(std::span<const double> x, size_t k) const {
@@ -257,10 +279,9 @@ bool NewtonSolver::assembleBlocks(std::span<const double> x) {
     const int f = free_.index[k];
     if (f >= 0) values[cache_.diagonal[static_cast<size_t>(f)]] += potential_.alpha * mass_[k / 3];
   }
-  if (!potential_.contact.empty()) {
+  if (hasContact()) {
     contactBlocks_.assign(3 * free_.index.size(), 0.0);
-    addBodyContactDiagonal(potential_.contact, potential_.bodies, potential_.body, x,
-                           contactBlocks_);
+    addContactDiagonal(x, contactBlocks_);
     // Into each free node's diagonal block (the layout always holds it).
     int32_t column = 0;
     for (size_t i = 0; 3 * i < free_.index.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/block_cholesky.hpp"
+#include "dynamics/contact.hpp"
 #include "dynamics/implicit.hpp"
 #include "dynamics/world.hpp"
 
@@ -77,6 +78,9 @@ struct Potential {
   std::span<const ContactPair> contact;
   std::span<const Body> bodies;
   size_t body = 0;  // this body's index in `bodies`
+  // Penalty obstacles (contact.hpp): Phi gains their energy, the Hessian their Gauss-Newton
+  // blocks. No obstacles: none.
+  ObstaclePenalty obstacles;
 };
 
 struct FreeDofs {
@@ -174,8 +178,14 @@ class NewtonSolver {
   double time_;
   FreeDofs free_;
   std::span<const double> mass_;
-  Vector diagonalMass_, baseDiagonal_;   // (nFree): m, and diag(H) without shift
-  std::vector<double> trialGradient_;    // (nNodes, 3), the line search's full-step gradient
+  Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
+  std::vector<double> trialGradient_;   // (nNodes, 3), the line search's full-step gradient
+  // Mesh contact or penalty obstacles in the potential.
+  [[nodiscard]] bool hasContact() const;
+  // Their energy at x; adds their gradient into `gradient` unless it is empty.
+  double contactTerms(std::span<const double> x, std::span<double> gradient) const;
+  // Adds their Gauss-Newton diagonal node blocks at x into `diagonal`, (nNodes, 3, 3).
+  void addContactDiagonal(std::span<const double> x, std::span<double> diagonal) const;
   std::vector<double> contactGradient_;  // (nNodes, 3), of the contact pairs at the iterate
   std::vector<double> contactBlocks_;    // (nNodes, 3, 3), their Gauss-Newton diagonal blocks
 };

@@ -139,6 +139,12 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known) {
     for (Body& body : world.bodies) gradients.emplace_back(body.accelerations);
     world.contactEnergy = addContactGradient(world.contactPairs, world.bodies, gradients);
   }
+  if (hasPenaltyObstacles(world)) {
+    for (Body& body : world.bodies) {
+      world.contactEnergy += addObstaclePenalty(obstaclePenalty(world, body), body, body.positions,
+                                                body.accelerations, {});
+    }
+  }
   for (Body& body : world.bodies) {
     const auto mass = body.model->nodeMasses();
     const bool loaded = !body.externalForces.empty();
@@ -202,6 +208,7 @@ void proposeStep(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.contact);
     applyContactVelocities(world);
+    dampObstaclePenalty(world, dt);
   }
   {
     PhaseTimer timer(times.checks);

@@ -32,6 +32,7 @@ using json_fields::Problems;
 using json_guard::parseJson;
 using scene_names::kFormats;
 using scene_names::kIntegrators;
+using scene_names::kObstacleResponses;
 using scene_names::kObstacleTypes;
 using scene_names::kPinShapes;
 using scene_names::kPrimitiveTypes;
@@ -116,6 +117,7 @@ ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problem
   o.halfExtents = r.vec3("half_extents");
   o.friction = r.number("friction");
   o.restitution = r.number("restitution");
+  o.response = toEnum(r.choice("response"), kObstacleResponses, ObstacleResponse::kProjection);
   o.path = readPath(r, problems);
   r.finish(type);
   return o;

@@ -9,6 +9,7 @@
 namespace shellsim::scene_names {
 
 inline constexpr std::string_view kObstacleTypes[] = {"plane", "sphere", "box"};
+inline constexpr std::string_view kObstacleResponses[] = {"projection", "penalty"};
 inline constexpr std::string_view kPrimitiveTypes[] = {"sheet", "sphere", "hemisphere", "cylinder",
                                                        "box"};
 inline constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};

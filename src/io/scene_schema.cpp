@@ -16,6 +16,7 @@ using json_fields::Range;
 using scene_names::kFormats;
 using scene_names::kIntegrators;
 using scene_names::kNewtonHessians;
+using scene_names::kObstacleResponses;
 using scene_names::kObstacleTypes;
 using scene_names::kOnOff;
 using scene_names::kPinShapes;
@@ -89,6 +90,20 @@ constexpr FieldSpec kObstacleFields[] = {
      .number = 0.0,
      .range = Range::closed(0, 1),
      .meaning = "Share of the normal speed kept on impact: 0 inelastic, 1 elastic."},
+    {.key = "response",
+     .kind = FieldKind::kChoice,
+     .text = "projection",
+     .choices = kObstacleResponses,
+     .meaning = "How nodes are kept out. `projection`: a node found inside is moved onto the "
+                "surface and its velocity filtered by restitution and friction (cheap, exact "
+                "at rest, but the jump strains a stiff shell). `penalty`: a spring "
+                "1/2 k (delta - d)^2 on each node closer than delta = half the contact "
+                "thickness (contact.thickness, else the body's material thickness), "
+                "k = contact.stiffness m / dt_s^2 as for mesh contact (gingold2004 section "
+                "4.3: floor, boxes and projectiles share the meshes' penalty); restitution "
+                "becomes a normal damper of ratio -ln e / sqrt(pi^2 + ln^2 e), friction a "
+                "Coulomb limit on the spring's impulse. Use it for stiff shells (metal, "
+                "glass) and with implicit integration."},
     {.key = "path",
      .kind = FieldKind::kObjectList,
      .object = "keyframe",

@@ -118,6 +118,7 @@ Json toJson(const ObstacleDef& o) {
   Json out = {{"type", word(o.type, scene_names::kObstacleTypes)},
               {"friction", o.friction},
               {"restitution", o.restitution},
+              {"response", word(o.response, scene_names::kObstacleResponses)},
               {"path", path(o.path)}};
   switch (o.type) {
     case ObstacleType::kPlane:

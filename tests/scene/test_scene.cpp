@@ -206,6 +206,7 @@ TEST(SceneDefaults, ValuesAreRead) {
   scene["bodies"][0]["initial_velocity"] = {0, 0, -1};
   scene["obstacles"][1]["path"] = {{{"time", 0}, {"offset", {0, 0, 0}}},
                                    {{"time", 1.5}, {"offset", {0, 0, 0.5}}}};
+  scene["obstacles"][1]["response"] = "penalty";
   scene["time"] = {{"duration", 5}, {"frame_rate", 60}, {"time_step", 0.001}};
   scene["output"] = {{"folder", "frames"}, {"formats", {"vtp", "obj"}}};
   const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
@@ -221,6 +222,8 @@ TEST(SceneDefaults, ValuesAreRead) {
   ASSERT_EQ(s.obstacles[1].path.size(), 2U);
   EXPECT_EQ(s.obstacles[1].path[1].time, 1.5);
   EXPECT_EQ(s.obstacles[1].path[1].offset, (Vec3d{0, 0, 0.5}));
+  EXPECT_EQ(s.obstacles[0].response, ObstacleResponse::kProjection);
+  EXPECT_EQ(s.obstacles[1].response, ObstacleResponse::kPenalty);
   EXPECT_EQ(s.time.duration, 5.0);
   EXPECT_EQ(s.time.frameRate, 60.0);
   EXPECT_EQ(s.time.timeStep, 0.001);
@@ -285,10 +288,15 @@ TEST(SceneErrors, CamelCaseKeySuggestsSnakeCase) {
 TEST(SceneErrors, UnknownEnumValuesSuggestTheClosest) {
   json scene = minimalScene();
   scene["obstacles"][1]["type"] = "sphre";
+  scene["obstacles"][0]["response"] = "penalt";
   scene["bodies"][0]["model"] = "mass_sprin";
   const std::string message = errorOfJson(scene);
   EXPECT_NE(message.find("scene.json: obstacles[1].type = \"sphre\": must be one of 'plane', "
                          "'sphere', 'box'; did you mean 'sphere'?"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("scene.json: obstacles[0].response = \"penalt\": must be one of "
+                         "'projection', 'penalty'; did you mean 'penalty'?"),
             std::string::npos)
       << message;
   EXPECT_NE(message.find("scene.json: bodies[0].model = \"mass_sprin\": must be one of "

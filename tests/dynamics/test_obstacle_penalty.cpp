@@ -1,0 +1,195 @@
+// Penalty obstacles (ObstacleResponse::kPenalty, dynamics/contact.hpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "dynamics/contact.hpp"
+#include "dynamics/dynamics_test_util.hpp"
+#include "dynamics/world.hpp"
+#include "shellsim/parallel.hpp"
+#include "shellsim/world.hpp"
+
+namespace shellsim {
+namespace {
+
+using testing::sceneWith;
+using testing::sheetBody;
+
+ObstacleDef penaltyFloor(double restitution, double friction) {
+  ObstacleDef floor;
+  floor.response = ObstacleResponse::kPenalty;
+  floor.restitution = restitution;
+  floor.friction = friction;
+  return floor;
+}
+
+// A sheet's nodes scattered in a 0.3 m cube around a plane, a sphere and a box, each a
+// penalty obstacle: the energy's gradient against central differences, node by node.
+TEST(ObstaclePenalty, GradientMatchesFiniteDifferences) {
+  SceneDef scene = sceneWith(sheetBody(4));
+  ObstacleDef plane = penaltyFloor(0, 0);
+  plane.normal = {0, 0.6, 0.8};
+  ObstacleDef ball = plane;
+  ball.type = ObstacleType::kSphere;
+  ball.center = {0.05, 0, 0.02};
+  ball.radius = 0.08;
+  ObstacleDef box = plane;
+  box.type = ObstacleType::kBox;
+  box.center = {-0.05, 0.04, 0};
+  box.halfExtents = {0.06, 0.03, 0.05};
+  scene.obstacles = {plane, ball, box};
+  World world = buildWorld(scene);
+  const Body& body = world.bodies[0];
+  std::vector<double> x = body.positions;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> spread(-0.15, 0.15);
+  for (double& c : x) c = spread(rng);
+  ObstaclePenalty penalty = obstaclePenalty(world, body);
+  penalty.stiffnessPerMass = 1e4;
+  penalty.clearance = 0.02;
+  std::vector<double> gradient(x.size(), 0.0);
+  const double energy = addObstaclePenalty(penalty, body, x, gradient, {});
+  ASSERT_GT(energy, 0.0);
+  int touching = 0;
+  const double h = 1e-7;
+  for (size_t k = 0; k < x.size(); ++k) {
+    std::vector<double> plus = x, minus = x;
+    plus[k] += h;
+    minus[k] -= h;
+    const double fd = (addObstaclePenalty(penalty, body, plus, {}, {}) -
+                       addObstaclePenalty(penalty, body, minus, {}, {})) /
+                      (2 * h);
+    EXPECT_NEAR(gradient[k], fd, 1e-6 * std::max(1.0, std::abs(fd))) << "dof " << k;
+    touching += gradient[k] != 0.0 ? 1 : 0;
+  }
+  EXPECT_GT(touching, 6);  // several nodes in the penalty layers
+}
+
+// On a plane the Gauss-Newton block is the exact Hessian: k n n^T, from differences of the
+// gradient.
+TEST(ObstaclePenalty, PlaneBlocksAreTheHessian) {
+  SceneDef scene = sceneWith(sheetBody(2));
+  ObstacleDef plane = penaltyFloor(0, 0);
+  plane.normal = {0.48, 0.6, 0.64};
+  scene.obstacles = {plane};
+  World world = buildWorld(scene);
+  const Body& body = world.bodies[0];
+  std::vector<double> x = body.positions;
+  ObstaclePenalty penalty = obstaclePenalty(world, body);
+  penalty.stiffnessPerMass = 1e4;
+  penalty.clearance = 0.5;  // every node in the layer
+  std::vector<double> blocks(3 * x.size(), 0.0);
+  (void)addObstaclePenalty(penalty, body, x, {}, blocks);
+  const double h = 1e-6;
+  for (size_t i = 0; i < x.size() / 3; ++i) {
+    for (int a = 0; a < 3; ++a) {
+      std::vector<double> plus = x, minus = x, gPlus(x.size(), 0.0), gMinus(x.size(), 0.0);
+      plus[3 * i + a] += h;
+      minus[3 * i + a] -= h;
+      (void)addObstaclePenalty(penalty, body, plus, gPlus, {});
+      (void)addObstaclePenalty(penalty, body, minus, gMinus, {});
+      for (int r = 0; r < 3; ++r) {
+        const double fd = (gPlus[3 * i + r] - gMinus[3 * i + r]) / (2 * h);
+        EXPECT_NEAR(blocks[9 * i + 3 * r + a], fd, 1e-6 * std::abs(fd) + 1e-9);
+      }
+    }
+  }
+}
+
+// A flat sheet falling at 1 m/s without gravity onto a penalty floor acts as one mass on
+// the spring-damper: it rebounds with the floor's restitution, and never sinks by more
+// than its speed over the spring's frequency, v / sqrt(s).
+// Returns the mean vertical velocity at the end; `deepest`: the lowest node of any frame
+// minus the clearance, over v / omega (0 at the clearance, -1 at the undamped bound).
+double reboundSpeed(double restitution, Integrator integrator, double* deepest) {
+  BodyDef sheet = sheetBody(4);
+  sheet.transform.translation = {0, 0, 0.01};
+  sheet.initialVelocity = {0, 0, -1};
+  SceneDef scene = sceneWith(sheet);
+  scene.gravity = {0, 0, 0};
+  scene.obstacles = {penaltyFloor(restitution, 0.5)};
+  scene.time.integrator = integrator;
+  scene.time.duration = 0.1;
+  scene.time.frameRate = 100;
+  if (integrator != Integrator::kVerlet) scene.time.timeStep = 1e-4;
+  const double omega = std::sqrt(buildWorld(scene).contact.stiffnessPerMass());
+  Simulation sim(scene);
+  double lowest = 1;
+  for (int frame = 0; frame < 100; ++frame) {
+    sim.advance(1e-3);
+    const std::span<const double> x = sim.positions(0);
+    for (size_t i = 2; i < x.size(); i += 3) lowest = std::min(lowest, x[i]);
+  }
+  *deepest = (lowest - 0.5e-3) * omega / 1.0;
+  const std::span<const double> v = sim.velocities(0);
+  double mean = 0;
+  for (size_t i = 2; i < v.size(); i += 3) mean += v[i];
+  return mean / static_cast<double>(v.size() / 3);
+}
+
+TEST(ObstaclePenalty, FlatImpactReboundsWithTheRestitution) {
+  for (const double e : {0.0, 0.5, 1.0}) {
+    double deepest = 0;
+    const double rebound = reboundSpeed(e, Integrator::kVerlet, &deepest);
+    EXPECT_NEAR(rebound, e, 0.03) << "restitution " << e;
+    // The clearance is half the 1 mm thickness; the spring stops 1 m/s within 1 / omega
+    // (less with damping), sampled every millisecond.
+    EXPECT_GT(deepest, -1.05) << "restitution " << e;
+    EXPECT_LT(deepest, e == 1.0 ? -0.8 : 0.0) << "restitution " << e;
+  }
+}
+
+TEST(ObstaclePenalty, ImplicitImpactReboundsAndStopsAbove) {
+  // Newmark (beta 1/4) keeps the spring's energy; backward Euler damps it, so only the
+  // upward rebound is asked of it.
+  double deepest = 0;
+  EXPECT_NEAR(reboundSpeed(1.0, Integrator::kNewmark, &deepest), 1.0, 0.05);
+  EXPECT_GT(deepest, -1.05);
+  EXPECT_GT(reboundSpeed(1.0, Integrator::kBackwardEuler, &deepest), 0.2);
+}
+
+// Under gravity, backward Euler at 1/240 s: the sheet settles where the spring holds its
+// weight, delta - g / s, every node, with the floor's friction holding it in place.
+TEST(ObstaclePenalty, ImplicitSheetRestsWhereTheSpringHoldsItsWeight) {
+  BodyDef sheet = sheetBody(6);
+  sheet.transform.translation = {0, 0, 0.02};
+  SceneDef scene = sceneWith(sheet);
+  scene.obstacles = {penaltyFloor(0, 0.5)};
+  scene.time.integrator = Integrator::kBackwardEuler;
+  scene.time.timeStep = 1.0 / 240;
+  scene.time.frameRate = 30;
+  scene.contact.stiffness = 2.0;
+  Simulation sim(scene);
+  sim.advance(1.0);
+  const double dtRef = 1.0 / 240;  // the planned step, above the stable one
+  const double sag = 9.81 * dtRef * dtRef / 2.0;
+  const double expected = 0.5e-3 - sag;
+  const std::span<const double> x = sim.positions(0);
+  const std::span<const double> v = sim.velocities(0);
+  for (size_t i = 0; i < x.size() / 3; ++i) {
+    EXPECT_NEAR(x[3 * i + 2], expected, 0.01 * sag) << "node " << i;
+    EXPECT_LT(std::hypot(v[3 * i], v[3 * i + 1], v[3 * i + 2]), 1e-3) << "node " << i;
+  }
+}
+
+// The energy's sum is chunked, not reduced across threads: the same frames bit for bit.
+TEST(ObstaclePenalty, TheSameFramesOnOneAndTwoThreads) {
+  std::vector<std::vector<double>> frames;
+  for (const int threads : {1, 2}) {
+    const ThreadLimit limit(threads);
+    BodyDef sheet = sheetBody(48);  // 2401 nodes: three chunks
+    sheet.transform.translation = {0, 0, 0.01};
+    sheet.transform.rotationDegrees = {10, 5, 0};
+    SceneDef scene = sceneWith(sheet);
+    scene.obstacles = {penaltyFloor(0.3, 0.5)};
+    Simulation sim(scene);
+    sim.advance(0.1);
+    frames.emplace_back(sim.positions(0).begin(), sim.positions(0).end());
+  }
+  EXPECT_EQ(frames[0], frames[1]);
+}
+
+}  // namespace
+}  // namespace shellsim
