@@ -56,7 +56,8 @@ struct PrimitiveDef {
   // box: size[0] x size[1] x size[2], centred. Other types ignore it.
   Vec3d size{1, 1, 1};      // m
   double radius = 0.5;      // sphere, hemisphere (open at z = 0, dome up), cylinder, m
-  double height = 1.0;      // cylinder along z, open ends, centred, m
+  double height = 1.0;      // cylinder along z, centred, m
+  bool caps = false;        // cylinder: closed by two flat discs (a can), else open ends
   int32_t resolution = 16;  // subdivisions along the largest dimension, >= 1
 
   bool operator==(const PrimitiveDef&) const = default;

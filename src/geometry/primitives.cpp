@@ -170,6 +170,78 @@ Geometry makeHemisphere(const PrimitiveDef& def) {
   return geodesicSphere(corners, faces, f, def.radius);
 }
 
+// Closes the rim of `around` vertices from `first` on (the circle of `radius` at height z)
+// with a flat disc facing `side` (+1: +z, -1: -z): concentric rings of about `cell` spacing
+// whose vertex counts fall in proportion to their radius (at least 6), each joined to the
+// next by a zipper that always advances the ring whose next vertex comes first in angle,
+// and a fan around the centre. The triangles' edges stay near `cell` long: no slivers.
+void addCap(Geometry& g, int32_t first, int32_t around, double cell, double z, double radius,
+            double side) {
+  const int32_t bands = std::max(1, static_cast<int32_t>(std::lround(radius / cell)));
+  struct Ring {
+    int32_t first, count;
+    double phase;  // angle of vertex 0, rad
+  };
+  std::vector<Ring> ring{{first, around, 0.0}};
+  for (int32_t b = 1; b < bands; ++b) {
+    const double r = radius * (1.0 - static_cast<double>(b) / bands);
+    const int32_t count = std::max(6, static_cast<int32_t>(std::lround(around * r / radius)));
+    // Every other ring turned by half a spacing, so that the zippers do not line up into
+    // spokes; within one spacing, so that the walk below starts at the outer vertex 0.
+    const double phase = (b % 2) * std::numbers::pi / count;
+    const int32_t start = static_cast<int32_t>(g.positions.size() / 3);
+    for (int32_t i = 0; i < count; ++i) {
+      const double theta = phase + 2 * std::numbers::pi * i / count;
+      pushVector(g.positions, Eigen::Vector3d(r * std::cos(theta), r * std::sin(theta), z));
+      pushVector(g.normals, Eigen::Vector3d(0, 0, side));
+    }
+    ring.push_back({start, count, phase});
+  }
+  const int32_t centre = static_cast<int32_t>(g.positions.size() / 3);
+  pushVector(g.positions, Eigen::Vector3d(0, 0, z));
+  pushVector(g.normals, Eigen::Vector3d(0, 0, side));
+  // Appends the triangle turned to face `side`.
+  const auto face = [&](int32_t a, int32_t b, int32_t c) {
+    const auto p = [&](int32_t v) {
+      return Eigen::Vector3d(g.positions[3 * static_cast<size_t>(v)],
+                             g.positions[3 * static_cast<size_t>(v) + 1], 0.0);
+    };
+    const double turn = (p(b) - p(a)).cross(p(c) - p(a)).z();
+    if (turn * side > 0) {
+      pushTriangle(g.triangles, a, b, c);
+    } else {
+      pushTriangle(g.triangles, a, c, b);
+    }
+  };
+  for (size_t k = 0; k + 1 < ring.size(); ++k) {
+    const Ring& outer = ring[k];
+    const Ring& inner = ring[k + 1];
+    const auto angle = [](const Ring& r, int32_t i) {
+      return r.phase + 2 * std::numbers::pi * i / r.count;
+    };
+    // Vertex i of a ring is r.first + i % r.count. The walk starts on the edge from outer
+    // vertex 0 to inner vertex 0 (at or just after it in angle) and goes once around.
+    int32_t i = 0, j = 0;
+    while (i < outer.count || j < inner.count) {
+      const double nextOuter = angle(outer, i + 1);
+      const double nextInner = angle(inner, j + 1);
+      const int32_t a = outer.first + i % outer.count;
+      const int32_t b = inner.first + j % inner.count;
+      if (j >= inner.count || (i < outer.count && nextOuter <= nextInner)) {
+        face(a, outer.first + (i + 1) % outer.count, b);
+        ++i;
+      } else {
+        face(a, inner.first + (j + 1) % inner.count, b);
+        ++j;
+      }
+    }
+  }
+  const Ring& last = ring.back();
+  for (int32_t i = 0; i < last.count; ++i) {
+    face(last.first + i, last.first + (i + 1) % last.count, centre);
+  }
+}
+
 Geometry makeCylinder(const PrimitiveDef& def) {
   requirePositive(def.radius, "radius");
   requirePositive(def.height, "height");
@@ -193,6 +265,10 @@ Geometry makeCylinder(const PrimitiveDef& def) {
   // counter-clockwise in (i, j) faces outward. Column `around` is column 0 again.
   triangulateGrid(
       around, rings, [&](int32_t i, int32_t j) { return j * around + i % around; }, g.triangles);
+  if (def.caps) {
+    addCap(g, 0, around, cell, -0.5 * def.height, def.radius, -1.0);
+    addCap(g, rings * around, around, cell, 0.5 * def.height, def.radius, 1.0);
+  }
   return g;
 }
 

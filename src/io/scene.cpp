@@ -139,6 +139,7 @@ PrimitiveDef readPrimitive(ObjectReader& r, Problems& problems) {
   }
   p.radius = r.number("radius");
   p.height = r.number("height");
+  p.caps = r.choice("caps") == "on";
   p.resolution = r.integer("resolution");
   r.finish(type);
   return p;

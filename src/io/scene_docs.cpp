@@ -48,7 +48,8 @@ std::string sceneReferenceMarkdown() {
       "\n"
       "```json\n" +
       std::string(kDefaultSceneJson) + "```\n";
-  for (const json_fields::ObjectSpec* spec : allSpecs()) out += "\n" + json_fields::markdownSection(*spec);
+  for (const json_fields::ObjectSpec* spec : allSpecs())
+    out += "\n" + json_fields::markdownSection(*spec);
   return out;
 }
 

@@ -140,6 +140,13 @@ constexpr FieldSpec kPrimitiveFields[] = {
      .range = Range::above(0),
      .variants = "cylinder",
      .meaning = "Length along z."},
+    {.key = "caps",
+     .kind = FieldKind::kChoice,
+     .text = "off",
+     .choices = kOnOff,
+     .variants = "cylinder",
+     .meaning = "`on`: both ends closed by flat discs meshed in rings of about the side's cell "
+                "size (a closed can); `off`: open ends (a tube)."},
     {.key = "resolution",
      .kind = FieldKind::kInteger,
      .number = 16,

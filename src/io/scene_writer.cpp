@@ -52,6 +52,7 @@ Json primitive(const PrimitiveDef& p) {
     case PrimitiveType::kBox: out["size"] = vec(p.size); break;
     case PrimitiveType::kCylinder:
       out["height"] = p.height;
+      out["caps"] = p.caps ? "on" : "off";
       out["radius"] = p.radius;
       break;
     case PrimitiveType::kSphere:

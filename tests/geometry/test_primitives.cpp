@@ -202,6 +202,24 @@ TEST(Primitives, CylinderIsOpenTube) {
   EXPECT_DOUBLE_EQ(b.max[2], 1.0);
 }
 
+// A can: the tube closed by two discs of rings, no slivers, at low and high resolution.
+TEST(Primitives, CappedCylinderIsAClosedCan) {
+  for (const int32_t resolution : {12, 40, 96}) {
+    PrimitiveDef def = primitive(PrimitiveType::kCylinder, resolution);
+    def.radius = 0.033;
+    def.height = 0.12;
+    def.caps = true;
+    const Geometry g = makePrimitive(def);
+    SCOPED_TRACE(resolution);
+    expectClosedSingleComponent(g);
+    const Measures m = measure(g);
+    const double r = def.radius, h = def.height;
+    EXPECT_NEAR(m.signedVolume, kPi * r * r * h, 0.06 * kPi * r * r * h);
+    EXPECT_NEAR(m.area, 2 * kPi * r * (r + h), 0.06 * 2 * kPi * r * (r + h));
+    EXPECT_GT(m.minQuality, 0.4);
+  }
+}
+
 TEST(Primitives, BoxIsClosedAndExact) {
   PrimitiveDef def = primitive(PrimitiveType::kBox, 8);
   def.size = {2.0, 1.0, 0.5};
