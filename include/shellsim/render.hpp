@@ -103,6 +103,13 @@ class Renderer {
 // from frame to frame. `offset` shifts the palette (one per body).
 [[nodiscard]] std::vector<float> componentColors(const Geometry& mesh, int32_t offset);
 
+// Plastic flow (the frames' `plastic_strain` vertex property) tints a mesh's vertex colours
+// toward dark red on a log scale: untouched up to kPlasticTintFrom, fully red from
+// kPlasticTintFull on, so that dents and creases show in every frame whatever their depth.
+inline constexpr float kPlasticTintFrom = 1e-4F;
+inline constexpr float kPlasticTintFull = 1e-2F;
+void tintPlasticFlow(Geometry& geometry);
+
 // A camera that looks at `bounds` (min, max corners, m) from the front-right and above,
 // at the given aspect ratio, with the whole box in view.
 [[nodiscard]] Camera fitCamera(const Bounds& bounds, const Vec3d& up, double aspect);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -310,6 +312,13 @@ Slot slotOf(const std::string& name) {
   return Slot::kNone;
 }
 
+// A vertex scalar's name: letters, digits and '_' (VertexScalar).
+bool isScalarName(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  });
+}
+
 const Property* findIndexList(const Element& e) {
   for (const Property& p : e.properties) {
     if (p.isList && (p.name == "vertex_indices" || p.name == "vertex_index")) return &p;
@@ -375,8 +384,15 @@ class PlyParser {
   void readVertices(Reader& r, const Element& e) {
     std::vector<Slot> slots;
     bool has[10] = {};
+    // Other floating-point vertex properties are named per-vertex quantities (shellsim's
+    // frames write `plastic_strain`, `damage`): kept as vertex scalars, per property, or -1.
+    std::vector<int> scalarOf;
     for (const Property& p : e.properties) {
       const Slot s = p.isList ? Slot::kNone : slotOf(p.name);
+      const bool scalar =
+          s == Slot::kNone && !p.isList && !isInteger(p.type) && isScalarName(p.name);
+      scalarOf.push_back(scalar ? static_cast<int>(geometry_.vertexScalars.size()) : -1);
+      if (scalar) geometry_.vertexScalars.push_back({p.name, {}});
       slots.push_back(s);
       has[static_cast<int>(s)] = true;
     }
@@ -389,6 +405,7 @@ class PlyParser {
     geometry_.positions.resize(3 * n);
     if (normals) geometry_.normals.resize(3 * n);
     if (colors) geometry_.colors.resize(3 * n);
+    for (VertexScalar& scalar : geometry_.vertexScalars) scalar.values.resize(n);
 
     for (size_t i = 0; i < n; ++i) {
       for (size_t k = 0; k < slots.size(); ++k) {
@@ -398,6 +415,16 @@ class PlyParser {
           continue;
         }
         const Slot s = slots[k];
+        if (scalarOf[k] >= 0) {
+          const double value = r.read(p.type);
+          if (!(std::abs(value) <= std::numeric_limits<float>::max())) {
+            r.failValue(p.type, "vertex " + std::to_string(i) + ": '" + p.name +
+                                    "' is not a finite single-precision number");
+          }
+          geometry_.vertexScalars[static_cast<size_t>(scalarOf[k])].values[i] =
+              static_cast<float>(value);
+          continue;
+        }
         if (s == Slot::kNone) {
           r.skip(p.type, 1);
           continue;

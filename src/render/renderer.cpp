@@ -167,6 +167,26 @@ std::vector<float> componentColors(const Geometry& mesh, int32_t offset) {
   return colors;
 }
 
+void tintPlasticFlow(Geometry& geometry) {
+  const auto plastic =
+      std::find_if(geometry.vertexScalars.begin(), geometry.vertexScalars.end(),
+                   [](const VertexScalar& s) { return s.name == "plastic_strain"; });
+  if (plastic == geometry.vertexScalars.end()) return;
+  const size_t n = static_cast<size_t>(geometry.vertexCount());
+  if (plastic->values.size() != n || geometry.colors.size() != 3 * n) return;
+  constexpr float kDentColor[3] = {0.55F, 0.08F, 0.06F};
+  for (size_t i = 0; i < n; ++i) {
+    const float strain = plastic->values[i];
+    if (!(strain > kPlasticTintFrom)) continue;
+    const float t = std::min(1.0F, std::log10(strain / kPlasticTintFrom) /
+                                       std::log10(kPlasticTintFull / kPlasticTintFrom));
+    for (size_t c = 0; c < 3; ++c) {
+      float& value = geometry.colors[3 * i + c];
+      value += t * (kDentColor[c] - value);
+    }
+  }
+}
+
 std::array<float, 3> detail::paletteColor(int32_t index) {
   const float* c = piecePaletteColor(index);
   return {c[0], c[1], c[2]};

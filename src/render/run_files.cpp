@@ -182,6 +182,7 @@ std::vector<RenderBody> loadFrame(const RunInfo& run, const RunFrame& frame,
       body.geometry.colors =
           componentColors(body.geometry, paletteOffset + static_cast<int32_t>(b));
     }
+    tintPlasticFlow(body.geometry);
     body.pinned = run.bodies[b].pinned;
     bodies.push_back(std::move(body));
   }

@@ -185,6 +185,9 @@ TEST(Writers, VertexScalarsArePlyPropertiesAndVtpPointArrays) {
   EXPECT_EQ(back.vertexCount(), g.vertexCount());
   EXPECT_EQ(back.triangles, g.triangles);
   expectNear(back.positions, g.positions, 1e-6);
+  // The PLY reader gives them back (the renderer tints plastic strain with them).
+  ASSERT_EQ(back.vertexScalars.size(), 1U);
+  EXPECT_EQ(back.vertexScalars[0], g.vertexScalars[0]);
   std::ifstream vtp(dir.file("s.vtp"));
   const std::string text(std::istreambuf_iterator<char>(vtp), {});
   const size_t array = text.find("<DataArray type=\"Float32\" Name=\"damage\" format=\"ascii\">\n");

@@ -208,6 +208,31 @@ TEST(RenderColors, PiecesAfterFractureGetDistinctColours) {
   EXPECT_NE(colorOf(0), colorOf(offset));
 }
 
+// Plastic strain tints toward dark red on a log scale: none up to 1e-4, half at 1e-3, all
+// from 1e-2; a vertex without plastic flow keeps its colour.
+TEST(RenderColors, PlasticFlowTintsTowardDarkRed) {
+  Geometry g = meshSphere(0.2, {0, 0, 0}, 4);
+  g.colors = componentColors(g, 0);
+  const std::vector<float> before = g.colors;
+  VertexScalar plastic{"plastic_strain",
+                       std::vector<float>(static_cast<size_t>(g.vertexCount()), 0.0F)};
+  plastic.values[1] = 1e-4F;
+  plastic.values[2] = 1e-3F;
+  plastic.values[3] = 1e-2F;
+  plastic.values[4] = 1.0F;
+  g.vertexScalars.push_back(plastic);
+  tintPlasticFlow(g);
+  for (const int v : {0, 1}) {
+    for (int c = 0; c < 3; ++c) EXPECT_FLOAT_EQ(g.colors[3 * v + c], before[3 * v + c]) << v;
+  }
+  const float dark[3] = {0.55F, 0.08F, 0.06F};
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(g.colors[6 + c], 0.5F * (before[6 + c] + dark[c]), 1e-5F);
+    EXPECT_NEAR(g.colors[9 + c], dark[c], 1e-6F);
+    EXPECT_NEAR(g.colors[12 + c], dark[c], 1e-6F);
+  }
+}
+
 // A scene with every kind of thing the renderer draws: mesh, surfels, pins, a sphere and
 // a box obstacle, the ground with its grid and shadows. `lift` raises the bodies (m).
 struct MixedScene {
