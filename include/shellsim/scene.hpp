@@ -37,6 +37,11 @@ struct ObstacleDef {
   double friction = 0.3;             // Coulomb coefficient, >= 0
   double restitution = 0.0;          // normal restitution, [0, 1]
   ObstacleResponse response = ObstacleResponse::kProjection;
+  // A thrown obstacle: mass > 0 makes it free, moved by gravity and the penalty springs'
+  // reactions (translation only), starting with `velocity`; 0 keeps it where its path puts
+  // it. A free obstacle needs the penalty response and no path.
+  double mass = 0;          // kg, >= 0
+  Vec3d velocity{0, 0, 0};  // m/s, of a free obstacle at time 0
   // Optional scripted motion of the whole obstacle (translation only).
   struct Keyframe {
     double time = 0;

@@ -125,6 +125,10 @@ class Simulation {
 
   [[nodiscard]] int32_t bodyCount() const;
   [[nodiscard]] int32_t obstacleCount() const;
+  // Where an obstacle is now, as a displacement from its definition (its path's offset, or a
+  // thrown obstacle's flight), m; and its velocity, m/s. InputError for a bad index.
+  [[nodiscard]] Vec3d obstacleOffset(int32_t obstacle) const;
+  [[nodiscard]] Vec3d obstacleVelocity(int32_t obstacle) const;
   // Index of the body with this name; throws InputError when there is none.
   [[nodiscard]] int32_t bodyIndex(const std::string& name) const;
   [[nodiscard]] const std::string& bodyName(int32_t body) const;

@@ -64,7 +64,7 @@ int64_t projectOutOfObstacles(World& world) {
     for (size_t o = 0; o < world.obstacles.size(); ++o) {
       const Obstacle& obstacle = world.obstacles[o];
       if (obstacle.def.response == ObstacleResponse::kPenalty) continue;
-      const Vec3 offset = obstacle.path.offset(world.time);
+      const Vec3 offset = obstacle.offset(world.time);
       // Each node is handled independently: no shared writes, integer count reduction.
       contacts += tbb::parallel_reduce(
           tbb::blocked_range<size_t>(0, n, kAssemblyGrain), int64_t{0},
@@ -98,7 +98,7 @@ void applyContactVelocities(World& world) {
             const int32_t o = body.contactObstacle[i];
             if (o < 0 || body.pinned[i]) continue;
             const Obstacle& obstacle = world.obstacles[static_cast<size_t>(o)];
-            const Vec3 obstacleVelocity = obstacle.path.velocity(world.time);
+            const Vec3 obstacleVelocity = obstacle.velocity(world.time);
             const Vec3 normal(body.contactNormal[3 * i], body.contactNormal[3 * i + 1],
                               body.contactNormal[3 * i + 2]);
             Eigen::Map<Vec3> v(&body.velocities[3 * i]);
@@ -141,7 +141,7 @@ std::vector<std::optional<Vec3>> penaltyOffsets(std::span<const Obstacle> obstac
   std::vector<std::optional<Vec3>> offsets(obstacles.size());
   for (size_t o = 0; o < obstacles.size(); ++o) {
     if (obstacles[o].def.response == ObstacleResponse::kPenalty)
-      offsets[o] = obstacles[o].path.offset(time);
+      offsets[o] = obstacles[o].offset(time);
   }
   return offsets;
 }
@@ -150,7 +150,7 @@ std::vector<std::optional<Vec3>> penaltyOffsets(std::span<const Obstacle> obstac
 
 double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
                           std::span<const double> x, std::span<double> gradient,
-                          std::span<double> diagonal) {
+                          std::span<double> diagonal, std::span<Vec3> reactions) {
   const std::vector<std::optional<Vec3>> offsets = penaltyOffsets(penalty.obstacles, penalty.time);
   if (std::none_of(offsets.begin(), offsets.end(), [](const auto& o) { return o.has_value(); }))
     return 0.0;
@@ -158,6 +158,9 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
   const size_t n = x.size() / 3;
   const size_t chunks = (n + kPenaltyChunk - 1) / kPenaltyChunk;
   std::vector<double> chunkEnergy(chunks, 0.0);
+  const size_t obstacles = offsets.size();
+  // (chunks, nObstacles): each chunk's share of the reactions, summed in chunk order.
+  std::vector<Vec3> chunkReactions(reactions.empty() ? 0 : chunks * obstacles, Vec3::Zero());
   tbb::parallel_for(size_t{0}, chunks, [&](size_t c) {
     double energy = 0;
     for (size_t i = c * kPenaltyChunk; i < std::min(n, (c + 1) * kPenaltyChunk); ++i) {
@@ -172,6 +175,7 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
         const double depth = penalty.clearance - phi;
         if (depth <= 0) continue;
         energy += 0.5 * k * depth * depth;
+        if (!reactions.empty()) chunkReactions[c * obstacles + o] -= k * depth * normal;
         if (!gradient.empty()) {
           for (int a = 0; a < 3; ++a) gradient[3 * i + a] -= k * depth * normal[a];
         }
@@ -186,6 +190,7 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
   });
   double energy = 0;
   for (const double e : chunkEnergy) energy += e;
+  for (size_t c = 0; c < chunkReactions.size(); ++c) reactions[c % obstacles] += chunkReactions[c];
   return energy;
 }
 
@@ -195,39 +200,72 @@ void dampObstaclePenalty(World& world, double dt) {
     return;
   const double s = world.contact.stiffnessPerMass();
   const double omega = std::sqrt(s);
+  const size_t obstacles = offsets.size();
+  const bool anyFree = std::any_of(world.obstacles.begin(), world.obstacles.end(),
+                                   [](const Obstacle& o) { return o.isFree(); });
   for (Body& body : world.bodies) {
     const double clearance = world.contact.obstacleClearance(body);
     const size_t n = static_cast<size_t>(body.nodeCount());
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, n, kAssemblyGrain), [&](const tbb::blocked_range<size_t>& r) {
-          for (size_t i = r.begin(); i != r.end(); ++i) {
-            if (body.pinned[i]) continue;
-            const Eigen::Map<const Vec3> x(&body.positions[3 * i]);
-            Eigen::Map<Vec3> v(&body.velocities[3 * i]);
-            for (size_t o = 0; o < offsets.size(); ++o) {
-              if (!offsets[o]) continue;
-              const Obstacle& obstacle = world.obstacles[o];
-              Vec3 normal;
-              const double phi = obstacleSignedDistance(obstacle.def, *offsets[o], x, &normal);
-              const double depth = clearance - phi;
-              if (depth <= 0) continue;
-              const double e = obstacle.def.restitution;
-              const double logE = std::log(e);
-              const double zeta = e > 0 ? -logE / std::sqrt(M_PI * M_PI + logE * logE) : 1.0;
-              const Vec3 obstacleVelocity = obstacle.path.velocity(world.time);
-              const Vec3 relative = v - obstacleVelocity;
-              const double vn = relative.dot(normal);
-              const Vec3 tangential = relative - vn * normal;
-              const double tangentialSpeed = tangential.norm();
-              const double slowdown =
-                  std::min(tangentialSpeed, obstacle.def.friction * s * depth * dt);
-              Vec3 newRelative = vn * std::exp(-2 * zeta * omega * dt) * normal + tangential;
-              if (tangentialSpeed > 0) newRelative -= slowdown / tangentialSpeed * tangential;
-              v = obstacleVelocity + newRelative;
-            }
-          }
-        });
+    const auto mass = body.model->nodeMasses();
+    const size_t chunks = (n + kPenaltyChunk - 1) / kPenaltyChunk;
+    // (chunks, nObstacles): the momentum the nodes of each chunk lost to each obstacle.
+    std::vector<Vec3> chunkMomentum(anyFree ? chunks * obstacles : 0, Vec3::Zero());
+    tbb::parallel_for(size_t{0}, chunks, [&](size_t chunk) {
+      for (size_t i = chunk * kPenaltyChunk; i < std::min(n, (chunk + 1) * kPenaltyChunk); ++i) {
+        if (body.pinned[i]) continue;
+        const Eigen::Map<const Vec3> x(&body.positions[3 * i]);
+        Eigen::Map<Vec3> v(&body.velocities[3 * i]);
+        for (size_t o = 0; o < offsets.size(); ++o) {
+          if (!offsets[o]) continue;
+          const Obstacle& obstacle = world.obstacles[o];
+          Vec3 normal;
+          const double phi = obstacleSignedDistance(obstacle.def, *offsets[o], x, &normal);
+          const double depth = clearance - phi;
+          if (depth <= 0) continue;
+          const double e = obstacle.def.restitution;
+          const double logE = std::log(e);
+          const double zeta = e > 0 ? -logE / std::sqrt(M_PI * M_PI + logE * logE) : 1.0;
+          const Vec3 obstacleVelocity = obstacle.velocity(world.time);
+          const Vec3 relative = v - obstacleVelocity;
+          const double vn = relative.dot(normal);
+          const Vec3 tangential = relative - vn * normal;
+          const double tangentialSpeed = tangential.norm();
+          const double slowdown = std::min(tangentialSpeed, obstacle.def.friction * s * depth * dt);
+          Vec3 newRelative = vn * std::exp(-2 * zeta * omega * dt) * normal + tangential;
+          if (tangentialSpeed > 0) newRelative -= slowdown / tangentialSpeed * tangential;
+          if (obstacle.isFree())
+            chunkMomentum[chunk * obstacles + o] += mass[i] * (relative - newRelative);
+          v = obstacleVelocity + newRelative;
+        }
+      }
+    });
+    for (size_t c = 0; c < chunkMomentum.size(); ++c) {
+      Obstacle& obstacle = world.obstacles[c % obstacles];
+      if (obstacle.isFree()) obstacle.free.velocity += chunkMomentum[c] / obstacle.def.mass;
+    }
   }
+}
+
+void kickFreeObstacles(World& world, double dt) {
+  for (Obstacle& obstacle : world.obstacles) {
+    if (obstacle.isFree()) obstacle.free.velocity += dt * obstacle.free.acceleration;
+  }
+}
+
+void driftFreeObstacles(World& world, double dt) {
+  for (Obstacle& obstacle : world.obstacles) {
+    if (obstacle.isFree()) obstacle.free.offset += dt * obstacle.free.velocity;
+  }
+}
+
+double freeObstacleEnergy(const World& world) {
+  double energy = 0;
+  for (const Obstacle& obstacle : world.obstacles) {
+    if (!obstacle.isFree()) continue;
+    energy += 0.5 * obstacle.def.mass * obstacle.free.velocity.squaredNorm() -
+              obstacle.def.mass * world.gravity.dot(obstacle.free.offset);
+  }
+  return energy;
 }
 
 }  // namespace shellsim

@@ -47,18 +47,30 @@ struct ObstaclePenalty {
 [[nodiscard]] bool hasPenaltyObstacles(const World& world);
 [[nodiscard]] ObstaclePenalty obstaclePenalty(const World& world, const Body& body);
 // E at the body's positions x, (nNodes, 3); adds dE/dx into `gradient` and the
-// Gauss-Newton blocks into `diagonal`, (nNodes, 3, 3), each where not empty. The sum is
-// the same on any number of threads.
+// Gauss-Newton blocks into `diagonal`, (nNodes, 3, 3), and the springs' forces on each
+// obstacle, -k_i (delta - phi_i) n_i (= -dE/d offset), into `reactions`, (nObstacles),
+// each where not empty. The sums are the same on any number of threads.
 double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
                           std::span<const double> x, std::span<double> gradient,
-                          std::span<double> diagonal);
+                          std::span<double> diagonal, std::span<Vec3> reactions = {});
 // The penalty's dissipation, after a step of dt: for a free node within delta of a penalty
 // obstacle, the normal velocity relative to the obstacle decays as a linear damper of
 // ratio zeta on the spring's frequency w = sqrt(s) integrates it exactly,
 // v_n <- v_n exp(-2 zeta w dt), zeta = -ln e / sqrt(pi^2 + ln^2 e) (a spring-damper
 // contact then rebounds with restitution e; e = 0 gives zeta = 1); the tangential velocity
 // loses at most friction times the spring's normal impulse per mass, s (delta - phi) dt,
-// never reversing (Coulomb).
+// never reversing (Coulomb). The momentum the nodes lose goes to a thrown obstacle (the
+// damper sees it as infinitely heavy within the step: projectiles are much heavier than
+// the nodes they touch).
 void dampObstaclePenalty(World& world, double dt);
+
+// Thrown obstacles (ObstacleDef::mass > 0) step by velocity Verlet with the bodies: a half
+// kick v += dt/2 a and a drift x += dt v before the force evaluation, which sets
+// a = g + (sum of the penalty reactions) / mass (computeAccelerations), a half kick after.
+void kickFreeObstacles(World& world, double dt);
+void driftFreeObstacles(World& world, double dt);
+// The kinetic and gravitational energy of the thrown obstacles, J (the latter zero where
+// they started).
+[[nodiscard]] double freeObstacleEnergy(const World& world);
 
 }  // namespace shellsim

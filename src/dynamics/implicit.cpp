@@ -87,6 +87,9 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
     std::vector<std::vector<double>> start(world.bodies.size());
     for (size_t b = 0; b < world.bodies.size(); ++b) start[b] = world.bodies[b].positions;
     const double startTime = world.time;
+    // Thrown obstacles go first, explicitly: held where this puts them during the solve.
+    kickFreeObstacles(world, 0.5 * dt);
+    driftFreeObstacles(world, dt);
     world.time += dt;
     applyScriptedMotion(world);
     // Mesh contact: the pairs within reach of the step, found once at its start, frozen
@@ -229,6 +232,7 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
   {
     PhaseTimer timer(times.forces);
     computeAccelerations(world, knownGradients);
+    kickFreeObstacles(world, 0.5 * dt);
   }
   if (explicitNewmark) {
     PhaseTimer timer(times.integrate);

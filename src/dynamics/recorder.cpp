@@ -81,10 +81,10 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
   record.staticFrame = staticFrame;
   record.wallSeconds = wallSeconds;
   const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
-                                         [](const Obstacle& o) { return !o.path.isStatic(); });
+                                         [](const Obstacle& o) { return o.moves(); });
   if (obstaclesMove) {
     for (const Obstacle& o : world.obstacles) {
-      record.obstacleOffsets.push_back(o.path.offset(world.time));
+      record.obstacleOffsets.push_back(o.offset(world.time));
     }
   }
   for (size_t bodyIndex = 0; bodyIndex < world.bodies.size(); ++bodyIndex) {

@@ -77,9 +77,10 @@ struct SimulationState::Data {
     std::shared_ptr<const BodyNodeSets> nodeSets;
   };
   std::vector<BodyState> bodies;
-  StepCounts counts;           // the integrator's, over the whole run
-  int64_t recomputations = 0;  // StepStatistics::recomputations
-  bool hasGuard = false;       // the energy guard existed (its values below)
+  std::vector<FreeMotion> obstacles;  // per obstacle (thrown ones move)
+  StepCounts counts;                  // the integrator's, over the whole run
+  int64_t recomputations = 0;         // StepStatistics::recomputations
+  bool hasGuard = false;              // the energy guard existed (its values below)
   EnergyGuard::Values guard;
 };
 
@@ -300,7 +301,7 @@ int32_t Simulation::addObstacle(const ObstacleDef& obstacle) {
   Impl& impl = *impl_;
   const size_t index = impl.world.obstacles.size();
   validateObstacle(obstacle, "obstacles[" + std::to_string(index) + "]");
-  impl.world.obstacles.push_back({obstacle, KinematicPath(obstacle.path)});
+  impl.world.obstacles.emplace_back(obstacle);
   SceneDef probe;
   probe.obstacles.push_back(obstacle);
   mixFingerprint(impl.fingerprint, "obstacle " + sceneToJson(probe));
@@ -357,6 +358,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
   data->recomputations = impl.statistics.recomputations;
   data->hasGuard = impl.energyGuard.has_value();
   if (impl.energyGuard) data->guard = impl.energyGuard->values();
+  for (const Obstacle& obstacle : impl.world.obstacles) data->obstacles.push_back(obstacle.free);
   for (const Body& body : impl.world.bodies) {
     SimulationState::Data::BodyState& state = data->bodies.emplace_back();
     saveKinematics(body, state.kinematics);
@@ -375,6 +377,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
 void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
   World& world = impl.world;
   world.time = data.time;
+  for (size_t o = 0; o < world.obstacles.size(); ++o) world.obstacles[o].free = data.obstacles[o];
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     Body& body = world.bodies[b];
     const SimulationState::Data::BodyState& state = data.bodies[b];
@@ -405,7 +408,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 4;
+constexpr uint32_t kStateFormatVersion = 5;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -481,6 +484,12 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
   out.value<uint8_t>(data.guard.enabled ? 1 : 0);
   out.value(data.guard.initialEnergy);
   out.value(data.guard.scale);
+  out.value<uint64_t>(data.obstacles.size());
+  for (const FreeMotion& motion : data.obstacles) {
+    for (const Vec3* v : {&motion.offset, &motion.velocity, &motion.acceleration}) {
+      for (int c = 0; c < 3; ++c) out.value((*v)[c]);
+    }
+  }
   out.value<uint64_t>(data.bodies.size());
   for (const SimulationState::Data::BodyState& body : data.bodies) {
     const BodyKinematics& k = body.kinematics;
@@ -523,6 +532,18 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
   data->guard.scale = in.value<double>("energy guard");
   if (!std::isfinite(data->time) || !(data->timeStep >= 0) || !std::isfinite(data->timeStep)) {
     in.fail("the time or the step is not a finite number");
+  }
+  const auto obstacles = in.value<uint64_t>("obstacle count");
+  if (obstacles != impl.world.obstacles.size()) {
+    in.fail("holds " + std::to_string(obstacles) + " obstacles, the simulation has " +
+            std::to_string(impl.world.obstacles.size()));
+  }
+  for (uint64_t o = 0; o < obstacles; ++o) {
+    FreeMotion& motion = data->obstacles.emplace_back();
+    for (Vec3* v : {&motion.offset, &motion.velocity, &motion.acceleration}) {
+      for (int c = 0; c < 3; ++c) (*v)[c] = in.value<double>("obstacle motion");
+      if (!v->allFinite()) in.fail("an obstacle's motion is not finite");
+    }
   }
   const auto bodies = in.value<uint64_t>("body count");
   if (bodies != impl.world.bodies.size()) {
@@ -855,6 +876,30 @@ int32_t Simulation::obstacleCount() const {
   return static_cast<int32_t>(impl_->world.obstacles.size());
 }
 
+namespace {
+
+const Obstacle& obstacleAt(const World& world, int32_t index) {
+  if (index < 0 || static_cast<size_t>(index) >= world.obstacles.size()) {
+    throw InputError("obstacle " + std::to_string(index) + " does not exist (the simulation has " +
+                     std::to_string(world.obstacles.size()) + ")");
+  }
+  return world.obstacles[static_cast<size_t>(index)];
+}
+
+Vec3d toArray(const Vec3& v) {
+  return {v.x(), v.y(), v.z()};
+}
+
+}  // namespace
+
+Vec3d Simulation::obstacleOffset(int32_t obstacle) const {
+  return toArray(obstacleAt(impl_->world, obstacle).offset(impl_->world.time));
+}
+
+Vec3d Simulation::obstacleVelocity(int32_t obstacle) const {
+  return toArray(obstacleAt(impl_->world, obstacle).velocity(impl_->world.time));
+}
+
 int32_t Simulation::bodyIndex(const std::string& name) const {
   for (size_t b = 0; b < impl_->world.bodies.size(); ++b) {
     if (impl_->world.bodies[b].name == name) return static_cast<int32_t>(b);
@@ -1002,6 +1047,11 @@ void Simulation::restoreState(const SimulationState& state) {
     throw InputError("restoreState: the state was saved with " +
                      std::to_string(data.bodies.size()) + " bodies, the simulation has " +
                      std::to_string(impl.world.bodies.size()));
+  }
+  if (data.obstacles.size() != impl.world.obstacles.size()) {
+    throw InputError("restoreState: the state was saved with " +
+                     std::to_string(data.obstacles.size()) + " obstacles, the simulation has " +
+                     std::to_string(impl.world.obstacles.size()));
   }
   for (size_t b = 0; b < data.bodies.size(); ++b) {
     // A model that changes its nodes restores its node count with its state.

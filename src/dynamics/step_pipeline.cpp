@@ -217,6 +217,8 @@ void TimeIntegrator::save(const World& world, StepStart& start) const {
   start.contactEnergy = world.contactEnergy;
   start.bodies.resize(world.bodies.size());
   for (size_t b = 0; b < world.bodies.size(); ++b) saveKinematics(world.bodies[b], start.bodies[b]);
+  start.obstacles.clear();
+  for (const Obstacle& obstacle : world.obstacles) start.obstacles.push_back(obstacle.free);
 }
 
 void TimeIntegrator::restore(World& world, const StepStart& start) {
@@ -224,6 +226,7 @@ void TimeIntegrator::restore(World& world, const StepStart& start) {
   world.contactEnergy = start.contactEnergy;
   for (size_t b = 0; b < world.bodies.size(); ++b)
     restoreKinematics(world.bodies[b], start.bodies[b]);
+  for (size_t o = 0; o < world.obstacles.size(); ++o) world.obstacles[o].free = start.obstacles[o];
 }
 
 }  // namespace shellsim

@@ -123,6 +123,7 @@ class TimeIntegrator {
     double time = 0;                     // s
     std::vector<BodyKinematics> bodies;  // per body
     double contactEnergy = 0;            // J
+    std::vector<FreeMotion> obstacles;   // per obstacle
   };
 
   // One step of length dt through propose / accept? / commit, split on rejection.

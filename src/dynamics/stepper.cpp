@@ -140,9 +140,15 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known) {
     world.contactEnergy = addContactGradient(world.contactPairs, world.bodies, gradients);
   }
   if (hasPenaltyObstacles(world)) {
+    std::vector<Vec3> reactions(world.obstacles.size(), Vec3::Zero());
     for (Body& body : world.bodies) {
       world.contactEnergy += addObstaclePenalty(obstaclePenalty(world, body), body, body.positions,
-                                                body.accelerations, {});
+                                                body.accelerations, {}, reactions);
+    }
+    for (size_t o = 0; o < world.obstacles.size(); ++o) {
+      Obstacle& obstacle = world.obstacles[o];
+      if (obstacle.isFree())
+        obstacle.free.acceleration = world.gravity + reactions[o] / obstacle.def.mass;
     }
   }
   for (Body& body : world.bodies) {
@@ -190,6 +196,8 @@ void proposeStep(World& world, double dt, PhaseTimes& times) {
       halfKick(body, dt);
       drift(body, dt);
     }
+    kickFreeObstacles(world, 0.5 * dt);
+    driftFreeObstacles(world, dt);
     world.time += dt;
     applyScriptedMotion(world);
   }
@@ -204,6 +212,7 @@ void proposeStep(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.integrate);
     for (Body& body : world.bodies) halfKick(body, dt);
+    kickFreeObstacles(world, 0.5 * dt);
   }
   {
     PhaseTimer timer(times.contact);
@@ -261,7 +270,7 @@ void checkState(const World& world) {
 }
 
 double totalEnergy(const World& world) {
-  double energy = world.contactEnergy;
+  double energy = world.contactEnergy + freeObstacleEnergy(world);
   for (const Body& body : world.bodies) {
     energy += kineticEnergy(body) + body.elastic.total() + gravitationalEnergy(body, world.gravity);
   }

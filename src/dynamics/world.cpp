@@ -231,10 +231,14 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
   return index;
 }
 
+Obstacle::Obstacle(const ObstacleDef& definition) : def(definition), path(definition.path) {
+  free.velocity = toVec3(definition.velocity);
+}
+
 World buildWorld(const SceneDef& scene) {
   World world;
   world.gravity = toVec3(scene.gravity);
-  for (const auto& o : scene.obstacles) world.obstacles.push_back({o, KinematicPath(o.path)});
+  for (const auto& o : scene.obstacles) world.obstacles.emplace_back(o);
   for (size_t b = 0; b < scene.bodies.size(); ++b) {
     const BodyDef& def = scene.bodies[b];
     const std::string label = bodyLabel(b, def);

@@ -114,9 +114,29 @@ struct Body {
   [[nodiscard]] int32_t nodeCount() const { return model->nodeCount(); }
 };
 
+// A thrown obstacle's motion (ObstacleDef::mass > 0), integrated by velocity Verlet with
+// the bodies' steps under gravity and the reactions of the penalty springs (contact.hpp).
+struct FreeMotion {
+  Vec3 offset = Vec3::Zero();        // m, from the definition's position
+  Vec3 velocity = Vec3::Zero();      // m/s
+  Vec3 acceleration = Vec3::Zero();  // m/s^2, at the last force evaluation
+  bool operator==(const FreeMotion&) const = default;
+};
+
 struct Obstacle {
   ObstacleDef def;
   KinematicPath path;
+  FreeMotion free;  // used when isFree()
+
+  explicit Obstacle(const ObstacleDef& definition);
+  [[nodiscard]] bool isFree() const { return def.mass > 0; }
+  [[nodiscard]] bool moves() const { return isFree() || !path.isStatic(); }
+  [[nodiscard]] Vec3 offset(double time) const {
+    return isFree() ? free.offset : path.offset(time);
+  }
+  [[nodiscard]] Vec3 velocity(double time) const {
+    return isFree() ? free.velocity : path.velocity(time);
+  }
 };
 
 struct World {

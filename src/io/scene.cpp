@@ -118,7 +118,17 @@ ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problem
   o.friction = r.number("friction");
   o.restitution = r.number("restitution");
   o.response = toEnum(r.choice("response"), kObstacleResponses, ObstacleResponse::kProjection);
+  o.mass = r.number("mass");
+  o.velocity = r.vec3("velocity");
   o.path = readPath(r, problems);
+  if (o.mass > 0 && o.response != ObstacleResponse::kPenalty) {
+    problems.add(r.pathOf("mass"), *r.find("mass"),
+                 "a thrown obstacle (mass > 0) needs \"response\": \"penalty\"");
+  }
+  if (o.mass > 0 && !o.path.empty()) {
+    problems.add(r.pathOf("mass"), *r.find("mass"),
+                 "a thrown obstacle (mass > 0) cannot also follow a path");
+  }
   r.finish(type);
   return o;
 }

@@ -104,6 +104,20 @@ constexpr FieldSpec kObstacleFields[] = {
                 "becomes a normal damper of ratio -ln e / sqrt(pi^2 + ln^2 e), friction a "
                 "Coulomb limit on the spring's impulse. Use it for stiff shells (metal, "
                 "glass) and with implicit integration."},
+    {.key = "mass",
+     .unit = "kg",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .rule = "> 0 needs response penalty and no path",
+     .meaning = "0: the obstacle goes where its path puts it, whatever pushes it. > 0: a thrown "
+                "obstacle (a projectile), free to translate under gravity and the reactions "
+                "of the penalty springs that push the bodies, from `velocity` at time 0; it "
+                "does not rotate (a box stays axis-aligned)."},
+    {.key = "velocity",
+     .kind = FieldKind::kVec3,
+     .unit = "m/s",
+     .vec = {0, 0, 0},
+     .meaning = "Velocity of a thrown obstacle (mass > 0) at time 0."},
     {.key = "path",
      .kind = FieldKind::kObjectList,
      .object = "keyframe",

@@ -120,6 +120,8 @@ Json toJson(const ObstacleDef& o) {
               {"friction", o.friction},
               {"restitution", o.restitution},
               {"response", word(o.response, scene_names::kObstacleResponses)},
+              {"mass", o.mass},
+              {"velocity", vec(o.velocity)},
               {"path", path(o.path)}};
   switch (o.type) {
     case ObstacleType::kPlane:

@@ -193,3 +193,116 @@ TEST(ObstaclePenalty, TheSameFramesOnOneAndTwoThreads) {
 
 }  // namespace
 }  // namespace shellsim
+
+namespace shellsim {
+namespace {
+
+// A 0.2 kg ball thrown at 5 m/s at a free sheet without gravity: the penalty springs act
+// equally on both, and the damper's and friction's impulses go to the ball too, so the
+// momentum of sheet and ball together is kept.
+struct Throw {
+  Vec3 momentum = Vec3::Zero();  // kg m/s, sheet plus ball
+  double energy = 0;             // J, kinetic of both plus the sheet's elastic
+  double ballSpeed = 0;          // m/s, along z
+  double sheetSpeed = 0;         // m/s, the sheet's mean along z
+};
+
+Throw throwBall(double restitution, double friction, double seconds) {
+  BodyDef sheet = sheetBody(8);
+  sheet.material.youngModulus = 1e6;
+  SceneDef scene = sceneWith(sheet);
+  scene.gravity = {0, 0, 0};
+  ObstacleDef ball = penaltyFloor(restitution, friction);
+  ball.type = ObstacleType::kSphere;
+  ball.center = {0.02, 0.01, -0.06};
+  ball.radius = 0.05;
+  ball.mass = 0.2;
+  ball.velocity = {0, 0, 5};
+  scene.obstacles = {ball};
+  Simulation sim(scene);
+  sim.advance(seconds);
+  Throw t;
+  const std::span<const double> v = sim.velocities(0);
+  const std::span<const double> m = sim.masses(0);
+  double mass = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    t.momentum += m[i] * Vec3(v[3 * i], v[3 * i + 1], v[3 * i + 2]);
+    mass += m[i];
+  }
+  t.sheetSpeed = t.momentum.z() / mass;
+  const Vec3d ballVelocity = sim.obstacleVelocity(0);
+  t.ballSpeed = ballVelocity[2];
+  t.momentum += 0.2 * Vec3(ballVelocity[0], ballVelocity[1], ballVelocity[2]);
+  const BodyEnergies e = sim.energies(0);
+  const Vec3 ballVelocity3(ballVelocity[0], ballVelocity[1], ballVelocity[2]);
+  t.energy = e.kinetic + e.stretching + e.bending + 0.5 * 0.2 * ballVelocity3.squaredNorm();
+  return t;
+}
+
+TEST(ThrownObstacle, KeepsTheMomentumOfBallAndSheet) {
+  for (const auto& [restitution, friction] : {std::pair{1.0, 0.0}, std::pair{0.3, 0.5}}) {
+    const Throw t = throwBall(restitution, friction, 0.05);
+    EXPECT_GT(t.sheetSpeed, 0.5) << restitution;  // the ball hit the sheet and pushed it
+    EXPECT_LT(t.ballSpeed, 4.9) << restitution;   // and slowed down
+    EXPECT_NEAR(t.momentum.z(), 0.2 * 5.0, 1e-9) << restitution;
+    EXPECT_NEAR(t.momentum.x(), 0.0, 1e-9) << restitution;
+    EXPECT_NEAR(t.momentum.y(), 0.0, 1e-9) << restitution;
+  }
+}
+
+TEST(ThrownObstacle, ElasticHitKeepsTheEnergyAndDampedLosesSome) {
+  const double thrown = 0.5 * 0.2 * 25;
+  EXPECT_NEAR(throwBall(1.0, 0.0, 0.05).energy, thrown, 0.01 * thrown);
+  EXPECT_LT(throwBall(0.0, 0.0, 0.05).energy, 0.97 * thrown);
+}
+
+// Alone, under gravity, a thrown obstacle flies the parabola exactly (velocity Verlet is
+// exact for a constant acceleration), with explicit and implicit bodies alike.
+TEST(ThrownObstacle, FliesTheParabola) {
+  for (const Integrator integrator : {Integrator::kVerlet, Integrator::kBackwardEuler}) {
+    BodyDef sheet = sheetBody(2);
+    sheet.transform.translation = {5, 0, 0};
+    SceneDef scene = sceneWith(sheet);
+    scene.time.integrator = integrator;
+    scene.time.timeStep = 1e-3;
+    ObstacleDef ball = penaltyFloor(0, 0);
+    ball.type = ObstacleType::kSphere;
+    ball.radius = 0.05;
+    ball.mass = 1;
+    ball.velocity = {1, 0, 3};
+    scene.obstacles = {ball};
+    Simulation sim(scene);
+    sim.advance(0.5);
+    const Vec3d at = sim.obstacleOffset(0);
+    EXPECT_NEAR(at[0], 0.5, 1e-12);
+    EXPECT_NEAR(at[2], 3 * 0.5 - 0.5 * 9.81 * 0.25, 1e-12);
+    EXPECT_NEAR(sim.obstacleVelocity(0)[2], 3 - 9.81 * 0.5, 1e-12);
+  }
+}
+
+// The flight is part of the saved state: restored, the run goes on bit for bit.
+TEST(ThrownObstacle, ItsFlightIsSavedAndRestored) {
+  BodyDef sheet = sheetBody(6);
+  SceneDef scene = sceneWith(sheet);
+  ObstacleDef ball = penaltyFloor(0.5, 0.3);
+  ball.type = ObstacleType::kSphere;
+  ball.center = {0, 0, 0.1};
+  ball.radius = 0.04;
+  ball.mass = 0.1;
+  ball.velocity = {0, 0, -3};
+  scene.obstacles = {ball};
+  Simulation sim(scene);
+  sim.advance(0.02);
+  const SimulationState saved = sim.saveState();
+  sim.advance(0.03);
+  const Vec3d first = sim.obstacleOffset(0);
+  const std::vector<double> x(sim.positions(0).begin(), sim.positions(0).end());
+  sim.restoreState(saved);
+  sim.advance(0.03);
+  EXPECT_EQ(sim.obstacleOffset(0), first);
+  EXPECT_EQ(std::vector<double>(sim.positions(0).begin(), sim.positions(0).end()), x);
+  EXPECT_LT(first[2], -0.05);  // it reached the sheet
+}
+
+}  // namespace
+}  // namespace shellsim

@@ -156,7 +156,7 @@ TEST(Contact, RestitutionAndFrictionActOnTheRelativeVelocity) {
   floor.restitution = 0.5;
   floor.friction = 0.2;
   World world;
-  world.obstacles.push_back({floor, KinematicPath()});
+  world.obstacles.emplace_back(floor);
   SceneDef scene = sceneWith(sheetBody(1));
   World built = buildWorld(scene);
   world.bodies = std::move(built.bodies);

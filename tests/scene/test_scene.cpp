@@ -442,6 +442,30 @@ INSTANTIATE_TEST_SUITE_P(Ranges, SceneValueErrors, testing::ValuesIn(kRangeCases
 
 // JSON has no NaN or infinity; a number too large for a double is the only way to write
 // one, and the JSON reader already rejects it, with its place in the file.
+TEST(SceneErrors, AThrownObstacleNeedsThePenaltyAndNoPath) {
+  json scene = minimalScene();
+  scene["obstacles"][0]["mass"] = 0.5;
+  scene["obstacles"][1]["mass"] = 0.5;
+  scene["obstacles"][1]["response"] = "penalty";
+  scene["obstacles"][1]["velocity"] = {0, 0, 3};
+  scene["obstacles"][1]["path"] = {{{"time", 0}, {"offset", {0, 0, 0}}},
+                                   {{"time", 1}, {"offset", {0, 0, 1}}}};
+  const std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("scene.json: obstacles[0].mass = 0.5: a thrown obstacle (mass > 0) "
+                         "needs \"response\": \"penalty\""),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("scene.json: obstacles[1].mass = 0.5: a thrown obstacle (mass > 0) "
+                         "cannot also follow a path"),
+            std::string::npos)
+      << message;
+  scene["obstacles"][1].erase("path");
+  scene["obstacles"][0]["response"] = "penalty";
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.obstacles[1].mass, 0.5);
+  EXPECT_EQ(s.obstacles[1].velocity, (Vec3d{0, 0, 3}));
+}
+
 TEST(SceneErrors, NonFiniteNumbersAreRejected) {
   const std::string text =
       "{\"bodies\": [{\"primitive\": {\"type\": \"sheet\"},\n"
