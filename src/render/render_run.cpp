@@ -56,9 +56,12 @@ double frameRateOf(const detail::RunInfo& run) {
   return 30.0;
 }
 
-std::string timeLabel(int32_t frame, double time) {
+// The time with as many decimals as the frame interval needs (at least 2): frames of a
+// 1000 fps impact read 0.003 s, 0.004 s, not 0.00 s twice.
+std::string timeLabel(int32_t frame, double time, double frameRate) {
+  const int decimals = std::clamp(static_cast<int>(std::ceil(std::log10(frameRate) - 1e-9)), 2, 6);
   char text[64];
-  std::snprintf(text, sizeof text, "frame %d  t = %.2f s", frame, time);
+  std::snprintf(text, sizeof text, "frame %d  t = %.*f s", frame, decimals, time);
   return text;
 }
 
@@ -259,7 +262,7 @@ RenderReport renderRun(const fs::path& runFolder, const RenderOptions& options) 
                    writePng(framePath(report.framesFolder, i), job->image);
                    if (std::find(picks.begin(), picks.end(), i) != picks.end()) {
                      thumbnails.push_back(detail::downscale(job->image, thumbnailFactor(s.width)));
-                     labels.push_back(timeLabel(frame.frame, frame.time));
+                     labels.push_back(timeLabel(frame.frame, frame.time, frameRateOf(run)));
                    }
                    report.framesRendered = i + 1;
                    if (options.onFrame) options.onFrame(i, count);
@@ -315,7 +318,7 @@ RenderReport compareRuns(const fs::path& runA, const fs::path& runB, const fs::p
     writePng(framePath(report.framesFolder, i), image);
     if (std::find(picks.begin(), picks.end(), i) != picks.end()) {
       thumbnails.push_back(detail::downscale(image, thumbnailFactor(options.settings.width)));
-      labels.push_back(timeLabel(i, time));
+      labels.push_back(timeLabel(i, time, frameRateOf(a)));
     }
     report.framesRendered = i + 1;
     if (options.onFrame) options.onFrame(i, count);
@@ -385,7 +388,7 @@ void PreviewRecorder::addFrame(int32_t frame, int32_t frameCount) {
   writePng(framePath(p.report.framesFolder, frame), image);
   if (std::find(p.picks.begin(), p.picks.end(), frame) != p.picks.end()) {
     p.thumbnails.push_back(detail::downscale(image, thumbnailFactor(s.width)));
-    p.labels.push_back(timeLabel(frame, it->time));
+    p.labels.push_back(timeLabel(frame, it->time, frameRateOf(run)));
   }
   p.frameRate = frameRateOf(run);
   p.report.framesRendered = std::max(p.report.framesRendered, frame + 1);
