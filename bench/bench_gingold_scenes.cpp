@@ -1,0 +1,42 @@
+// The gingold2004 scenes as a user runs them: time per step and per simulated second.
+//
+// BM_TubeDrop: scenes/inelastic_tube_drop.json (Fig. 12; 880 nodes, 1,680 faces, Newmark
+// at 20 us, penalty obstacles), the first 30 ms: the fall onto the box edge, the dent and
+// the rebound, one 10 ms frame (500 steps) per iteration. The paper gives 11 minutes for its
+// whole tube run on a 1.7 GHz P4, without its length or mesh.
+// Run (Release build):
+//   build/release/bench/shellsim_bench --benchmark_filter=TubeDrop
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <string>
+
+#include "shellsim/parallel.hpp"
+#include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
+
+namespace {
+
+void BM_TubeDrop(benchmark::State& state) {
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(0)));
+  const shellsim::SceneDef scene =
+      shellsim::loadScene(std::string(SHELLSIM_SCENES_DIR) + "/inelastic_tube_drop.json");
+  shellsim::Simulation sim(scene);
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    sim.advanceFrames(1);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const shellsim::StepStatistics& s = sim.statistics();
+  const auto steps = static_cast<double>(s.steps);
+  state.counters["steps"] = steps;
+  state.counters["ms_per_step"] = 1e3 * seconds / steps;
+  state.counters["s_per_simulated_s"] = seconds / sim.time();
+  state.counters["newton_per_step"] = static_cast<double>(s.newtonIterations) / steps;
+  state.counters["factorizations_per_step"] = static_cast<double>(s.factorizations) / steps;
+}
+
+BENCHMARK(BM_TubeDrop)->Arg(2)->ArgName("threads")->Iterations(3)->Unit(benchmark::kSecond);
+
+}  // namespace
