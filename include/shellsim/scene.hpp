@@ -258,7 +258,8 @@ struct SceneDef {
 void validateBody(const BodyDef& body, const std::string& path, bool geometryGiven);
 void validateObstacle(const ObstacleDef& obstacle, const std::string& path);
 void validateTime(const TimeDef& time, const std::string& path);
-void validateContact(const ContactDef& contact, const std::string& path);
+// `time`: the integrator, which bounds the stiffness (below 4 for explicit ones).
+void validateContact(const ContactDef& contact, const std::string& path, const TimeDef& time = {});
 
 // Markdown reference of every scene key with unit, default, range and meaning.
 [[nodiscard]] std::string sceneReferenceMarkdown();

@@ -207,7 +207,7 @@ Body& Simulation::Impl::body(int32_t index) {
 
 Simulation::Simulation(const SimulationSettings& settings) : impl_(std::make_unique<Impl>()) {
   validateTime(settings.time, "time");
-  validateContact(settings.contact, "contact");
+  validateContact(settings.contact, "contact", settings.time);
   for (const double g : settings.gravity) {
     if (!std::isfinite(g)) throw InputError("shellsim: gravity must be finite");
   }

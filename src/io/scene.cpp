@@ -345,12 +345,21 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   return t;
 }
 
-ContactDef readContact(ObjectReader& r) {
+// `time`: the scene's, whose integrator bounds the stiffness.
+ContactDef readContact(ObjectReader& r, Problems& problems, const TimeDef& time) {
   ContactDef c;
   c.enabled = r.choice("enabled") == "on";
   c.self = r.choice("self") == "on";
   c.thickness = r.number("thickness");
   c.stiffness = r.number("stiffness");
+  const bool implicitSteps = time.integrator == Integrator::kBackwardEuler ||
+                             time.integrator == Integrator::kStatic ||
+                             (time.integrator == Integrator::kNewmark && time.newmarkBeta > 0);
+  if (!implicitSteps && c.stiffness >= 4 && r.has("stiffness")) {
+    problems.add(r.pathOf("stiffness"), *r.find("stiffness"),
+                 "must be < 4 with an explicit integrator (the penalty springs would be "
+                 "unstable at the stable step); implicit integrators take any value");
+  }
   c.rejectIntersections = r.choice("reject_intersections") == "on";
   r.finish();
   return c;
@@ -435,7 +444,7 @@ SceneDef readScene(const Json& root, const fs::path& sceneFolder, Problems& prob
   }
   {
     ObjectReader cr = r.object("contact", kContactSpec);
-    scene.contact = readContact(cr);
+    scene.contact = readContact(cr, problems, scene.time);
   }
   {
     ObjectReader outr = r.object("output", kOutputSpec);
@@ -530,11 +539,11 @@ void validateTime(const TimeDef& time, const std::string& path) {
   problems.throwIfAny();
 }
 
-void validateContact(const ContactDef& contact, const std::string& path) {
+void validateContact(const ContactDef& contact, const std::string& path, const TimeDef& time) {
   Problems problems(kApiSource);
   const Json json = scene_writer::toJson(contact);
   ObjectReader reader(&json, path, kContactSpec, problems);
-  (void)readContact(reader);
+  (void)readContact(reader, problems, time);
   problems.throwIfAny();
 }
 

@@ -526,12 +526,16 @@ constexpr FieldSpec kContactFields[] = {
                 "bodies' material thicknesses (mid-surfaces touch at h)."},
     {.key = "stiffness",
      .number = 0.25,
-     .range = {0, 4, true, true},
+     .range = Range::above(0),
+     .rule = "< 4 with an explicit integrator",
      .meaning = "Penalty stiffness as a fraction kappa of the explicit limit: a pair's spring is "
                 "k = kappa m / dt_s^2, m the mass of its lighter side, dt_s the stable explicit "
                 "step at the start (below 4 the penalty never limits an explicit step), or the "
                 "planned step of an implicit integrator where it is larger. The energy "
-                "1/2 k (thickness - d)^2 enters the implicit solves too."},
+                "1/2 k (thickness - d)^2 enters the implicit solves too; there kappa may be "
+                "larger: a node then sags g dt^2 / kappa into what holds it, and a projectile "
+                "much heavier than the nodes it meets needs kappa of about its mass over "
+                "theirs to be stopped rather than plough through."},
     {.key = "reject_intersections",
      .kind = FieldKind::kChoice,
      .text = "on",

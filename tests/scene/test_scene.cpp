@@ -466,6 +466,19 @@ TEST(SceneErrors, AThrownObstacleNeedsThePenaltyAndNoPath) {
   EXPECT_EQ(s.obstacles[1].velocity, (Vec3d{0, 0, 3}));
 }
 
+// The penalty's kappa is bounded by 4 only where explicit steps would make it unstable.
+TEST(SceneErrors, ContactStiffnessOf4OrMoreNeedsAnImplicitIntegrator) {
+  json scene = minimalScene();
+  scene["contact"] = {{"stiffness", 50}};
+  const std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("scene.json: contact.stiffness = 50: must be < 4 with an explicit "
+                         "integrator"),
+            std::string::npos)
+      << message;
+  scene["time"] = {{"integrator", "backward_euler"}};
+  EXPECT_EQ(parseScene(scene.dump(), "scene.json", ".").contact.stiffness, 50.0);
+}
+
 TEST(SceneErrors, NonFiniteNumbersAreRejected) {
   const std::string text =
       "{\"bodies\": [{\"primitive\": {\"type\": \"sheet\"},\n"
