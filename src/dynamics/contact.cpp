@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
+#include <numbers>
 #include <vector>
 
 #include "core/assembler.hpp"
@@ -63,7 +63,7 @@ int64_t projectOutOfObstacles(World& world) {
     body.contactNormal.resize(3 * n);
     for (size_t o = 0; o < world.obstacles.size(); ++o) {
       const Obstacle& obstacle = world.obstacles[o];
-      if (obstacle.def.response == ObstacleResponse::kPenalty) continue;
+      if (obstacle.isPenalty()) continue;
       const Vec3 offset = obstacle.offset(world.time);
       // Each node is handled independently: no shared writes, integer count reduction.
       contacts += tbb::parallel_reduce(
@@ -121,9 +121,8 @@ void applyContactVelocities(World& world) {
 }
 
 bool hasPenaltyObstacles(const World& world) {
-  return std::any_of(world.obstacles.begin(), world.obstacles.end(), [](const Obstacle& o) {
-    return o.def.response == ObstacleResponse::kPenalty;
-  });
+  return std::any_of(world.obstacles.begin(), world.obstacles.end(),
+                     [](const Obstacle& o) { return o.isPenalty(); });
 }
 
 ObstaclePenalty obstaclePenalty(const World& world, const Body& body) {
@@ -133,17 +132,56 @@ ObstaclePenalty obstaclePenalty(const World& world, const Body& body) {
 
 namespace {
 
-// Nodes per chunk of the penalty's deterministic sum.
+// Nodes per chunk of the penalty's deterministic sums.
 constexpr size_t kPenaltyChunk = 1024;
 
-// The scripted offsets of the penalty obstacles at `time`, (nObstacles); absent ones skipped.
-std::vector<std::optional<Vec3>> penaltyOffsets(std::span<const Obstacle> obstacles, double time) {
-  std::vector<std::optional<Vec3>> offsets(obstacles.size());
+// A penalty obstacle where it is at one time.
+struct PenaltyPlace {
+  size_t index = 0;  // in the world's obstacles
+  Vec3 offset;       // m
+  Vec3 velocity;     // m/s
+};
+
+// The penalty obstacles' places at `time`, in the obstacles' order.
+std::vector<PenaltyPlace> penaltyPlaces(std::span<const Obstacle> obstacles, double time) {
+  std::vector<PenaltyPlace> places;
   for (size_t o = 0; o < obstacles.size(); ++o) {
-    if (obstacles[o].def.response == ObstacleResponse::kPenalty)
-      offsets[o] = obstacles[o].offset(time);
+    if (obstacles[o].isPenalty())
+      places.push_back({o, obstacles[o].offset(time), obstacles[o].velocity(time)});
   }
-  return offsets;
+  return places;
+}
+
+// Calls contact(i, place, depth, normal) for every free node i of chunk `chunk` within
+// `clearance` of a placed obstacle (depth = clearance - phi > 0, normal outward), node by
+// node in order, obstacle by obstacle.
+template <class Contact>
+void forEachPenaltyContact(std::span<const Obstacle> obstacles,
+                           std::span<const PenaltyPlace> places, double clearance, const Body& body,
+                           std::span<const double> x, size_t chunk, const Contact& contact) {
+  const size_t n = x.size() / 3;
+  for (size_t i = chunk * kPenaltyChunk; i < std::min(n, (chunk + 1) * kPenaltyChunk); ++i) {
+    if (body.pinned[i]) continue;
+    const Vec3 p(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+    for (const PenaltyPlace& place : places) {
+      Vec3 normal;
+      const double phi =
+          obstacleSignedDistance(obstacles[place.index].def, place.offset, p, &normal);
+      const double depth = clearance - phi;
+      if (depth > 0) contact(i, place, depth, normal);
+    }
+  }
+}
+
+size_t penaltyChunks(size_t nodes) {
+  return (nodes + kPenaltyChunk - 1) / kPenaltyChunk;
+}
+
+// The damper ratio that makes a linear spring-damper contact rebound with restitution e.
+double dampingRatio(double restitution) {
+  if (restitution <= 0) return 1.0;
+  const double logE = std::log(restitution);
+  return -logE / std::sqrt(std::numbers::pi * std::numbers::pi + logE * logE);
 }
 
 }  // namespace
@@ -151,41 +189,31 @@ std::vector<std::optional<Vec3>> penaltyOffsets(std::span<const Obstacle> obstac
 double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
                           std::span<const double> x, std::span<double> gradient,
                           std::span<double> diagonal, std::span<Vec3> reactions) {
-  const std::vector<std::optional<Vec3>> offsets = penaltyOffsets(penalty.obstacles, penalty.time);
-  if (std::none_of(offsets.begin(), offsets.end(), [](const auto& o) { return o.has_value(); }))
-    return 0.0;
+  const std::vector<PenaltyPlace> places = penaltyPlaces(penalty.obstacles, penalty.time);
+  if (places.empty()) return 0.0;
   const auto mass = body.model->nodeMasses();
-  const size_t n = x.size() / 3;
-  const size_t chunks = (n + kPenaltyChunk - 1) / kPenaltyChunk;
+  const size_t chunks = penaltyChunks(x.size() / 3);
+  const size_t obstacles = penalty.obstacles.size();
   std::vector<double> chunkEnergy(chunks, 0.0);
-  const size_t obstacles = offsets.size();
   // (chunks, nObstacles): each chunk's share of the reactions, summed in chunk order.
   std::vector<Vec3> chunkReactions(reactions.empty() ? 0 : chunks * obstacles, Vec3::Zero());
   tbb::parallel_for(size_t{0}, chunks, [&](size_t c) {
     double energy = 0;
-    for (size_t i = c * kPenaltyChunk; i < std::min(n, (c + 1) * kPenaltyChunk); ++i) {
-      if (body.pinned[i]) continue;
-      const Vec3 p(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
-      const double k = penalty.stiffnessPerMass * mass[i];
-      for (size_t o = 0; o < offsets.size(); ++o) {
-        if (!offsets[o]) continue;
-        Vec3 normal;
-        const double phi =
-            obstacleSignedDistance(penalty.obstacles[o].def, *offsets[o], p, &normal);
-        const double depth = penalty.clearance - phi;
-        if (depth <= 0) continue;
-        energy += 0.5 * k * depth * depth;
-        if (!reactions.empty()) chunkReactions[c * obstacles + o] -= k * depth * normal;
-        if (!gradient.empty()) {
-          for (int a = 0; a < 3; ++a) gradient[3 * i + a] -= k * depth * normal[a];
-        }
-        if (!diagonal.empty()) {
-          for (int r = 0; r < 3; ++r) {
-            for (int a = 0; a < 3; ++a) diagonal[9 * i + 3 * r + a] += k * normal[r] * normal[a];
+    forEachPenaltyContact(
+        penalty.obstacles, places, penalty.clearance, body, x, c,
+        [&](size_t i, const PenaltyPlace& place, double depth, const Vec3& normal) {
+          const double k = penalty.stiffnessPerMass * mass[i];
+          energy += 0.5 * k * depth * depth;
+          if (!reactions.empty()) chunkReactions[c * obstacles + place.index] -= k * depth * normal;
+          if (!gradient.empty()) {
+            for (int a = 0; a < 3; ++a) gradient[3 * i + a] -= k * depth * normal[a];
           }
-        }
-      }
-    }
+          if (!diagonal.empty()) {
+            for (int r = 0; r < 3; ++r) {
+              for (int a = 0; a < 3; ++a) diagonal[9 * i + 3 * r + a] += k * normal[r] * normal[a];
+            }
+          }
+        });
     chunkEnergy[c] = energy;
   });
   double energy = 0;
@@ -195,53 +223,51 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
 }
 
 void dampObstaclePenalty(World& world, double dt) {
-  const std::vector<std::optional<Vec3>> offsets = penaltyOffsets(world.obstacles, world.time);
-  if (std::none_of(offsets.begin(), offsets.end(), [](const auto& o) { return o.has_value(); }))
-    return;
+  std::vector<PenaltyPlace> places = penaltyPlaces(world.obstacles, world.time);
+  if (places.empty()) return;
   const double s = world.contact.stiffnessPerMass();
   const double omega = std::sqrt(s);
-  const size_t obstacles = offsets.size();
+  const size_t obstacles = world.obstacles.size();
+  // Per obstacle: the factor a step leaves of the normal velocity (the damper).
+  std::vector<double> normalDecay(obstacles, 1.0);
+  for (const PenaltyPlace& place : places) {
+    const double zeta = dampingRatio(world.obstacles[place.index].def.restitution);
+    normalDecay[place.index] = std::exp(-2 * zeta * omega * dt);
+  }
   const bool anyFree = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                    [](const Obstacle& o) { return o.isFree(); });
   for (Body& body : world.bodies) {
-    const double clearance = world.contact.obstacleClearance(body);
-    const size_t n = static_cast<size_t>(body.nodeCount());
     const auto mass = body.model->nodeMasses();
-    const size_t chunks = (n + kPenaltyChunk - 1) / kPenaltyChunk;
+    const size_t chunks = penaltyChunks(static_cast<size_t>(body.nodeCount()));
     // (chunks, nObstacles): the momentum the nodes of each chunk lost to each obstacle.
     std::vector<Vec3> chunkMomentum(anyFree ? chunks * obstacles : 0, Vec3::Zero());
-    tbb::parallel_for(size_t{0}, chunks, [&](size_t chunk) {
-      for (size_t i = chunk * kPenaltyChunk; i < std::min(n, (chunk + 1) * kPenaltyChunk); ++i) {
-        if (body.pinned[i]) continue;
-        const Eigen::Map<const Vec3> x(&body.positions[3 * i]);
-        Eigen::Map<Vec3> v(&body.velocities[3 * i]);
-        for (size_t o = 0; o < offsets.size(); ++o) {
-          if (!offsets[o]) continue;
-          const Obstacle& obstacle = world.obstacles[o];
-          Vec3 normal;
-          const double phi = obstacleSignedDistance(obstacle.def, *offsets[o], x, &normal);
-          const double depth = clearance - phi;
-          if (depth <= 0) continue;
-          const double e = obstacle.def.restitution;
-          const double logE = std::log(e);
-          const double zeta = e > 0 ? -logE / std::sqrt(M_PI * M_PI + logE * logE) : 1.0;
-          const Vec3 obstacleVelocity = obstacle.velocity(world.time);
-          const Vec3 relative = v - obstacleVelocity;
-          const double vn = relative.dot(normal);
-          const Vec3 tangential = relative - vn * normal;
-          const double tangentialSpeed = tangential.norm();
-          const double slowdown = std::min(tangentialSpeed, obstacle.def.friction * s * depth * dt);
-          Vec3 newRelative = vn * std::exp(-2 * zeta * omega * dt) * normal + tangential;
-          if (tangentialSpeed > 0) newRelative -= slowdown / tangentialSpeed * tangential;
-          if (obstacle.isFree())
-            chunkMomentum[chunk * obstacles + o] += mass[i] * (relative - newRelative);
-          v = obstacleVelocity + newRelative;
-        }
-      }
+    tbb::parallel_for(size_t{0}, chunks, [&](size_t c) {
+      forEachPenaltyContact(
+          world.obstacles, places, world.contact.obstacleClearance(body), body, body.positions, c,
+          [&](size_t i, const PenaltyPlace& place, double depth, const Vec3& normal) {
+            const Obstacle& obstacle = world.obstacles[place.index];
+            Eigen::Map<Vec3> v(&body.velocities[3 * i]);
+            const Vec3 relative = v - place.velocity;
+            const double vn = relative.dot(normal);
+            const Vec3 tangential = relative - vn * normal;
+            const double tangentialSpeed = tangential.norm();
+            const double slowdown =
+                std::min(tangentialSpeed, obstacle.def.friction * s * depth * dt);
+            Vec3 newRelative = vn * normalDecay[place.index] * normal + tangential;
+            if (tangentialSpeed > 0) newRelative -= slowdown / tangentialSpeed * tangential;
+            if (obstacle.isFree())
+              chunkMomentum[c * obstacles + place.index] += mass[i] * (relative - newRelative);
+            v = place.velocity + newRelative;
+          });
     });
     for (size_t c = 0; c < chunkMomentum.size(); ++c) {
       Obstacle& obstacle = world.obstacles[c % obstacles];
       if (obstacle.isFree()) obstacle.free.velocity += chunkMomentum[c] / obstacle.def.mass;
+    }
+    // The next body meets the thrown obstacles as this one left them.
+    if (anyFree) {
+      for (PenaltyPlace& place : places)
+        place.velocity = world.obstacles[place.index].velocity(world.time);
     }
   }
 }

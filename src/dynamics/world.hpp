@@ -130,6 +130,7 @@ struct Obstacle {
 
   explicit Obstacle(const ObstacleDef& definition);
   [[nodiscard]] bool isFree() const { return def.mass > 0; }
+  [[nodiscard]] bool isPenalty() const { return def.response == ObstacleResponse::kPenalty; }
   [[nodiscard]] bool moves() const { return isFree() || !path.isStatic(); }
   [[nodiscard]] Vec3 offset(double time) const {
     return isFree() ? free.offset : path.offset(time);
