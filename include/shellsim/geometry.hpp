@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shellsim {
@@ -10,10 +11,14 @@ namespace shellsim {
 // A named quantity per vertex that a model reports (a fiber body's `damage`, its
 // `plastic_strain`), written with the frames: a PLY vertex property, a VTP point array.
 struct VertexScalar {
-  std::string name;           // letters, digits and '_'
+  std::string name;           // letters, digits and '_' (isVertexScalarName)
   std::vector<float> values;  // (nVertices)
   bool operator==(const VertexScalar&) const = default;
 };
+
+// Whether `name` may name a vertex scalar: not empty, letters, digits and '_' only (a PLY
+// property or VTP array name the readers of both formats accept).
+[[nodiscard]] bool isVertexScalarName(std::string_view name);
 
 // A triangle mesh (triangles non-empty) or a point cloud (triangles empty).
 // Flat arrays, row-major; the shape of each is written beside it.

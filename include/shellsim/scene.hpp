@@ -180,6 +180,13 @@ struct TimeDef {
   bool operator==(const TimeDef&) const = default;
 };
 
+// Whether the settings integrate implicitly (need a Newton solve per step): backward Euler,
+// or Newmark with beta > 0.
+[[nodiscard]] inline bool isImplicit(const TimeDef& time) {
+  return time.integrator == Integrator::kBackwardEuler ||
+         (time.integrator == Integrator::kNewmark && time.newmarkBeta > 0);
+}
+
 // Penalty contact between the triangle meshes of the bodies, each against itself and
 // against the others (gingold2004 section 4.3; dynamics/mesh_contact.hpp). The analytic
 // obstacles keep their own contact either way.

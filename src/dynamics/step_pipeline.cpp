@@ -9,11 +9,6 @@
 
 namespace shellsim {
 
-bool isImplicit(const TimeDef& time) {
-  return time.integrator == Integrator::kBackwardEuler ||
-         (time.integrator == Integrator::kNewmark && time.newmarkBeta > 0);
-}
-
 double plannedTimeStep(const TimeDef& time, double stableStep, double longest,
                        std::vector<std::string>& warnings) {
   const bool implicit = isImplicit(time);

@@ -69,9 +69,6 @@ inline constexpr double kImplicitStepFactor = 20.0;
   return std::max(1.0, std::ceil(interval / longest - 1e-9));
 }
 
-// Whether the settings integrate implicitly (need a Newton solve per step).
-[[nodiscard]] bool isImplicit(const TimeDef& time);
-
 // The planned step: time.timeStep when given, else the automatic one from the stable
 // explicit step, never above `longest` (a frame interval). Adds a warning when a requested
 // explicit step exceeds the stable estimate.

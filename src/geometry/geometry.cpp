@@ -2,6 +2,7 @@
 #include "shellsim/geometry.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -227,6 +228,12 @@ void computeVertexNormals(Geometry& mesh) {
     }
   }
   mesh.normals = std::move(normals);
+}
+
+bool isVertexScalarName(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  });
 }
 
 }  // namespace shellsim

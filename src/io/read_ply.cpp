@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -312,13 +311,6 @@ Slot slotOf(const std::string& name) {
   return Slot::kNone;
 }
 
-// A vertex scalar's name: letters, digits and '_' (VertexScalar).
-bool isScalarName(const std::string& name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
-  });
-}
-
 const Property* findIndexList(const Element& e) {
   for (const Property& p : e.properties) {
     if (p.isList && (p.name == "vertex_indices" || p.name == "vertex_index")) return &p;
@@ -390,7 +382,7 @@ class PlyParser {
     for (const Property& p : e.properties) {
       const Slot s = p.isList ? Slot::kNone : slotOf(p.name);
       const bool scalar =
-          s == Slot::kNone && !p.isList && !isInteger(p.type) && isScalarName(p.name);
+          s == Slot::kNone && !p.isList && !isInteger(p.type) && isVertexScalarName(p.name);
       scalarOf.push_back(scalar ? static_cast<int>(geometry_.vertexScalars.size()) : -1);
       if (scalar) geometry_.vertexScalars.push_back({p.name, {}});
       slots.push_back(s);

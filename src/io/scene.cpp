@@ -352,10 +352,9 @@ ContactDef readContact(ObjectReader& r, Problems& problems, const TimeDef& time)
   c.self = r.choice("self") == "on";
   c.thickness = r.number("thickness");
   c.stiffness = r.number("stiffness");
-  const bool implicitSteps = time.integrator == Integrator::kBackwardEuler ||
-                             time.integrator == Integrator::kStatic ||
-                             (time.integrator == Integrator::kNewmark && time.newmarkBeta > 0);
-  if (!implicitSteps && c.stiffness >= 4 && r.has("stiffness")) {
+  // A static solve has no steps to make unstable.
+  const bool explicitSteps = !isImplicit(time) && time.integrator != Integrator::kStatic;
+  if (explicitSteps && c.stiffness >= 4 && r.has("stiffness")) {
     problems.add(r.pathOf("stiffness"), *r.find("stiffness"),
                  "must be < 4 with an explicit integrator (the penalty springs would be "
                  "unstable at the stable step); implicit integrators take any value");

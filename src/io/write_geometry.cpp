@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -33,9 +32,7 @@ void checkShape(const std::filesystem::path& path, const Geometry& g) {
   if (g.triangles.size() % 3 != 0) fail("triangles must hold 3 indices each");
   if (!g.pieces.empty() && 3 * g.pieces.size() != n) fail("pieces must be empty or one per vertex");
   for (const VertexScalar& scalar : g.vertexScalars) {
-    if (scalar.name.empty() || !std::all_of(scalar.name.begin(), scalar.name.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-        })) {
+    if (!isVertexScalarName(scalar.name)) {
       fail("vertex scalar '" + scalar.name + "': a name is letters, digits and '_'");
     }
     if (3 * scalar.values.size() != n)
