@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/mesh_contact.hpp"
 #include "dynamics/step_pipeline.hpp"
 #include "dynamics/stepper.hpp"
@@ -18,36 +19,9 @@
 namespace shellsim {
 namespace {
 
+// The upper sheet starts 6 mm above the lower one.
 SceneDef sheetOnSheet(int cells, bool contact) {
-  SceneDef scene;
-  for (int s = 0; s < 2; ++s) {
-    BodyDef body;
-    body.name = s == 0 ? "lower" : "upper";
-    PrimitiveDef sheet;
-    sheet.type = PrimitiveType::kSheet;
-    sheet.size = s == 0 ? Vec3d{0.4, 0.4, 0} : Vec3d{0.2, 0.2, 0};
-    sheet.resolution = s == 0 ? cells : cells / 2;
-    body.primitive = sheet;
-    body.model = "discrete_shell";
-    body.material.youngModulus = 5e6;
-    body.material.thickness = 0.004;
-    body.material.density = 500;
-    body.material.damping = 1;
-    body.transform.translation = {0, 0, s == 0 ? 0.1 : 0.106};
-    if (s == 1) body.transform.rotationDegrees = {0, 0, 30};
-    if (s == 0) {
-      for (const double x : {-0.2, 0.2}) {
-        PinDef pin;
-        pin.shape = PinShape::kBox;
-        pin.center = {x, 0, 0.1};
-        pin.halfExtents = {0.01, 0.3, 0.01};
-        body.pins.push_back(pin);
-      }
-    }
-    scene.bodies.push_back(body);
-  }
-  scene.contact.enabled = contact;
-  return scene;
+  return testing::twoSheets(cells, cells / 2, 0.106, contact);
 }
 
 // The world after 0.05 s, the upper sheet (started 6 mm above) lying on the lower one.

@@ -62,6 +62,37 @@ inline SceneDef pulledInelasticStrip() {
   return scene;
 }
 
+// Two discrete-shell sheets, 4 mm thick, E = 5 MPa: a 40 cm sheet of lowerCells x
+// lowerCells at z = 0.1 m held at two edges, and a 20 cm sheet of upperCells x upperCells
+// turned 30 degrees with its plane at upperHeight (m), free; mesh contact on or off. The
+// mesh-contact tests drop the upper one (bench_mesh_contact.cpp rests it on the lower).
+inline SceneDef twoSheets(int lowerCells, int upperCells, double upperHeight, bool contact) {
+  SceneDef scene;
+  for (int s = 0; s < 2; ++s) {
+    BodyDef body = sheetBody(s == 0 ? lowerCells : upperCells);
+    body.name = s == 0 ? "lower" : "upper";
+    body.model = "discrete_shell";
+    body.primitive->size = s == 0 ? Vec3d{0.4, 0.4, 0} : Vec3d{0.2, 0.2, 0};
+    body.material.youngModulus = 5e6;
+    body.material.thickness = 0.004;
+    body.material.damping = 1;
+    body.transform.translation = {0, 0, s == 0 ? 0.1 : upperHeight};
+    if (s == 1) body.transform.rotationDegrees = {0, 0, 30};
+    if (s == 0) {
+      for (const double x : {-0.2, 0.2}) {
+        PinDef pin;
+        pin.shape = PinShape::kBox;
+        pin.center = {x, 0, 0.1};
+        pin.halfExtents = {0.01, 0.3, 0.01};
+        body.pins.push_back(pin);
+      }
+    }
+    scene.bodies.push_back(body);
+  }
+  scene.contact.enabled = contact;
+  return scene;
+}
+
 inline SceneDef sceneWith(BodyDef body) {
   SceneDef scene;
   scene.bodies.push_back(std::move(body));

@@ -284,29 +284,7 @@ TEST(MeshContact, AStripFoldedOntoItselfRepelsItself) {
 
 // The two-sheet drop: a 20 cm sheet falls 6 cm onto a 40 cm sheet held at two edges.
 SceneDef sheetOnSheet(Integrator integrator, bool contact) {
-  SceneDef scene;
-  for (int s = 0; s < 2; ++s) {
-    BodyDef body = testing::sheetBody(s == 0 ? 12 : 8);
-    body.name = s == 0 ? "lower" : "upper";
-    body.model = "discrete_shell";
-    body.primitive->size = s == 0 ? Vec3d{0.4, 0.4, 0} : Vec3d{0.2, 0.2, 0};
-    body.material.youngModulus = 5e6;
-    body.material.thickness = 0.004;
-    body.material.damping = 1;
-    body.transform.translation = {0, 0, s == 0 ? 0.1 : 0.16};
-    if (s == 1) body.transform.rotationDegrees = {0, 0, 30};
-    if (s == 0) {
-      for (const double x : {-0.2, 0.2}) {
-        PinDef pin;
-        pin.shape = PinShape::kBox;
-        pin.center = {x, 0, 0.1};
-        pin.halfExtents = {0.01, 0.3, 0.01};
-        body.pins.push_back(pin);
-      }
-    }
-    scene.bodies.push_back(body);
-  }
-  scene.contact.enabled = contact;
+  SceneDef scene = testing::twoSheets(12, 8, 0.16, contact);
   scene.time.integrator = integrator;
   scene.time.frameRate = 30;
   return scene;
