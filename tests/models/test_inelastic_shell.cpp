@@ -684,6 +684,90 @@ TEST(InelasticShellFracture, BudgingMovesAVertexOntoTheCrackWithoutChangingStrai
   EXPECT_LT(with, without);
 }
 
+// A crack that would meet an edge next to a vertex on the mesh's fringe, where budging may not
+// move that vertex (it would leave the boundary), runs along the existing edge to it instead
+// of splitting a sliver off (inelastic_shell_fracture.cpp, tryBudge): such a pass adds no
+// face and no edge point, only the copy of the fringe vertex that opens the edge, and the two
+// faces along the edge keep half their membrane strain (absorption 0.5) while every other
+// face keeps all of it. On a jittered lattice pulled across, with budging on; off, no pass
+// cuts along an edge.
+TEST(InelasticShellFracture, CracksMeetingTheFringeNearAVertexRunAlongTheEdgeUnmoved) {
+  // The nodes on a boundary of a mesh (its rim, or a crack's fringe).
+  const auto boundaryOf = [](const Geometry& mesh) {
+    const TriangleMeshTopology topology = checkedTriangleMesh(mesh, "lattice");
+    std::vector<uint8_t> boundary(static_cast<size_t>(mesh.vertexCount()), 0);
+    for (size_t e = 0; e < topology.faceNeighbour.size(); ++e) {
+      if (topology.faceNeighbour[e] >= 0) continue;
+      const size_t face = e / 3, corner = e % 3;
+      boundary[static_cast<size_t>(mesh.triangles[3 * face + (corner + 1) % 3])] = 1;
+      boundary[static_cast<size_t>(mesh.triangles[3 * face + (corner + 2) % 3])] = 1;
+    }
+    return boundary;
+  };
+  Geometry lattice = makeEquilateralLattice(8, 9, 0.01);
+  const std::vector<uint8_t> rim = boundaryOf(lattice);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> jitter(-0.002, 0.002);  // 20 % of an edge
+  for (size_t i = 0; i < rim.size(); ++i) {
+    if (rim[i] != 0) continue;
+    lattice.positions[3 * i] += jitter(rng);
+    lattice.positions[3 * i + 1] += jitter(rng);
+  }
+  const auto edgeCutPasses = [&](double budgeLimit, bool check) {
+    InelasticShellParams params = fractureParams();
+    params.fracture->budgeLimit = budgeLimit;
+    InelasticShellModel model(lattice, aluminium(), params);
+    std::vector<double> x = stretchedAlong(lattice.positions, 0.013, 90);
+    int passes = 0;
+    for (int pass = 0; pass < 30; ++pass) {
+      const auto faces = static_cast<size_t>(model.elementCount());
+      std::vector<std::array<double, 4>> before(faces);
+      for (size_t f = 0; f < faces; ++f) {
+        double em[4], ec[4];
+        model.faceStrains(x, f, em, ec);
+        std::copy(em, em + 4, before[f].begin());
+      }
+      const int32_t nodesBefore = model.nodeCount();
+      const std::vector<uint8_t> boundary = boundaryOf(model.surface(x));
+      const InelasticReport report = model.updateInelastic(x, 1e-4);
+      if (!report.edit.changesNodes()) continue;
+      x = blended(x, report.edit);
+      // Every node has one source: no edge point, no budge; the new ones copy a fringe node.
+      bool unmoved = report.edit.elementsAdded == 0;
+      for (size_t n = 0; n + 1 < report.edit.sourceOffsets.size() && unmoved; ++n) {
+        unmoved = report.edit.sourceOffsets[n + 1] - report.edit.sourceOffsets[n] == 1;
+      }
+      if (!unmoved) continue;
+      ++passes;
+      if (!check) continue;
+      EXPECT_GT(model.nodeCount(), nodesBefore);
+      for (int32_t n = nodesBefore; n < model.nodeCount(); ++n) {
+        const auto source = report.edit.sourceNodes[static_cast<size_t>(
+            report.edit.sourceOffsets[static_cast<size_t>(n)])];
+        EXPECT_EQ(boundary[static_cast<size_t>(source)], 1) << "copy of node " << source;
+      }
+      int halved = 0;
+      for (size_t f = 0; f < faces; ++f) {
+        double em[4], ec[4];
+        model.faceStrains(x, f, em, ec);
+        const Eigen::Matrix2d after = Eigen::Map<const Eigen::Matrix2d>(em);
+        const Eigen::Matrix2d was = Eigen::Map<const Eigen::Matrix2d>(before[f].data());
+        if ((after - was).norm() < 1e-12) continue;
+        EXPECT_LT((after - 0.5 * was).norm(), 1e-12) << "face " << f;
+        ++halved;
+      }
+      EXPECT_EQ(halved, 2) << "pass " << pass;
+    }
+    EXPECT_NO_THROW((void)checkedTriangleMesh(model.surface(x), "torn lattice"));
+    return passes;
+  };
+  const int with = edgeCutPasses(0.2, true), without = edgeCutPasses(0, false);
+  std::cout << "[ measured ] passes cutting along an edge unmoved: " << with << " with budging, "
+            << without << " without\n";
+  EXPECT_GE(with, 1);
+  EXPECT_EQ(without, 0);
+}
+
 // The step search (gingold2004 sections 4.1-4.2): a step at whose end a face breaks, or whose
 // largest node force grows by more than the ratio, is rejected to be resolved in time (and
 // accepted at the deepest split); a step that changes little is accepted.

@@ -86,10 +86,12 @@ constexpr FieldSpec kInelasticShellFields[] = {
                 "opposite edge within this fraction of its length from a vertex, that vertex "
                 "moves onto the crack line instead (rest and current position; the strain "
                 "change is absorbed plastically, so strains do not jump) and the crack runs along "
-                "the existing edge: smooth crack fringes without slivers. Where a budge is refused "
-                "(it would flip a face or leave an angle under 10 degrees, pull a boundary "
-                "vertex inwards, or open an edge with both ends inside) the face is split at least "
-                "this far from the vertex. 0: never budge."},
+                "the existing edge: smooth crack fringes without slivers. Where the vertex may not "
+                "move (it would flip a face or leave an angle under 10 degrees, or pull a boundary "
+                "vertex inwards) the crack runs along that edge unmoved; where the edge cannot "
+                "open (both ends inside, or it is on the boundary) the face is split at least "
+                "this far from the vertex. 0: never budge (every crack splits its face, at least "
+                "minimum_split from a vertex)."},
     {.key = "max_cracks_per_step",
      .kind = FieldKind::kInteger,
      .number = 1,
