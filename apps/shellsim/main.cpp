@@ -89,12 +89,15 @@ class ProgressPrinter {
 struct PreviewOptions {
   std::string size = "1280x720";
   bool pins = false;
+  bool wireframe = false;
   bool noVideo = false;
 };
 
 void addPreviewOptions(CLI::App* command, PreviewOptions& preview) {
   command->add_option("--size", preview.size, "Image size WIDTHxHEIGHT")->capture_default_str();
   command->add_flag("--pins", preview.pins, "Mark pinned nodes with red dots");
+  command->add_flag("--wireframe", preview.wireframe,
+                    "Draw the edges of triangle meshes (to see cuts, budges, slivers)");
   command->add_flag("--no-video", preview.noVideo, "PNG frames and contact sheet only");
 }
 
@@ -108,6 +111,7 @@ shellsim::RenderOptions renderOptions(const PreviewOptions& preview, const Commo
   options.settings.width = width;
   options.settings.height = height;
   options.settings.showPins = preview.pins;
+  options.settings.wireframe = preview.wireframe;
   options.video = !preview.noVideo;
   options.onMessage = [](const std::string& m) { std::cerr << "shellsim: " << m << '\n'; };
   if (!common.quiet) {

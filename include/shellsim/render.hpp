@@ -69,7 +69,8 @@ struct RenderBody {
 struct RenderSettings {
   int32_t width = 1280;
   int32_t height = 720;
-  bool showPins = false;  // draw pinned nodes
+  bool showPins = false;   // draw pinned nodes
+  bool wireframe = false;  // draw the edges of triangle meshes (about a pixel wide)
 };
 
 // Renders bodies on the stage. Deterministic: the image does not depend on the number of

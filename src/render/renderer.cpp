@@ -235,6 +235,29 @@ Camera fitCamera(const Bounds& bounds, const Vec3d& up, double aspect) {
 namespace {
 
 // What a hit on each Embree geometry means.
+// Whether the hit at barycentrics (1 - u - v, u, v) of triangle `face` lies within
+// kWireWidth pixels of one of its edges, for a pixel `footprint` wide (m) at the hit: the
+// distance to the edge opposite corner c is w_c times the triangle's height over it,
+// w_c |e_1 x e_2| / |edge|.
+constexpr float kWireWidth = 0.6F;
+constexpr float kWireShade = 0.3F;
+bool onEdge(const Geometry& g, uint32_t face, float u, float v, float footprint) {
+  const int32_t* tri = &g.triangles[3 * static_cast<size_t>(face)];
+  V3 p[3];
+  for (int c = 0; c < 3; ++c) {
+    p[c] = V3(g.positions[3 * static_cast<size_t>(tri[c])],
+              g.positions[3 * static_cast<size_t>(tri[c]) + 1],
+              g.positions[3 * static_cast<size_t>(tri[c]) + 2]);
+  }
+  const double twiceArea = (p[1] - p[0]).cross(p[2] - p[0]).norm();
+  const double w[3] = {1.0 - u - v, u, v};
+  for (int c = 0; c < 3; ++c) {
+    const double edge = (p[(c + 2) % 3] - p[(c + 1) % 3]).norm();
+    if (edge > 0 && w[c] * twiceArea / edge < kWireWidth * footprint) return true;
+  }
+  return false;
+}
+
 struct GeometryInfo {
   enum Kind { kMesh, kSurfels, kSpheres, kBox } kind = kMesh;
   const Geometry* geometry = nullptr;  // kMesh: smooth normals; kMesh/kSurfels: colours
@@ -1169,6 +1192,11 @@ Image Renderer::render(const std::vector<RenderBody>& bodies, const Stage& stage
             } else if (info.kind == GeometryInfo::kSurfels && info.colors != nullptr) {
               std::copy(info.colors + 3 * static_cast<size_t>(prim),
                         info.colors + 3 * static_cast<size_t>(prim) + 3, color);
+            }
+            if (info.kind == GeometryInfo::kMesh && s.wireframe &&
+                onEdge(*info.geometry, prim, rh.hit.u[k], rh.hit.v[k],
+                       rh.ray.tfar[k] * pixelAngleF)) {
+              for (float& ch : color) ch *= kWireShade;
             }
             const float ndl = dot(n, light);
             const float lit = ndl > 0 && !blocked ? 1.0f : 0.0f;

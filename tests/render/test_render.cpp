@@ -192,6 +192,41 @@ TEST(RenderSilhouette, SurfelRadiiFollowThePointSpacing) {
   EXPECT_GT(radii[centre], std::sqrt(0.5) * h);  // discs cover the holes of the grid
 }
 
+// --wireframe: a unit square of two triangles facing the camera, 220 pixels a side. The
+// pixels that change are those within about 0.6 pixel of an edge: along the outline (inside
+// only) and across the diagonal, about 4 * 220 * 0.6 + 311 * 1.2 = 900; the diagonal's
+// pixel at the centre is darkened, a pixel inside a triangle is not touched.
+TEST(RenderWireframe, DarkensThePixelsOnTheEdgesOnly) {
+  const SilhouetteSetup setup;
+  Geometry square;
+  square.positions = {-0.5, 0, -0.5, 0.5, 0, -0.5, 0.5, 0, 0.5, -0.5, 0, 0.5};
+  square.triangles = {0, 1, 2, 0, 2, 3};
+  RenderSettings settings;
+  settings.width = 480;
+  settings.height = 480;
+  Renderer plain(settings);
+  settings.wireframe = true;
+  Renderer wired(settings);
+  const Image a = plain.render(redBody(square), setup.stage, setup.camera);
+  const Image b = wired.render(redBody(square), setup.stage, setup.camera);
+  ASSERT_EQ(a.rgb.size(), b.rgb.size());
+  size_t changed = 0;
+  for (size_t i = 0; i < a.rgb.size(); i += 3) {
+    changed += a.rgb[i] != b.rgb[i] || a.rgb[i + 1] != b.rgb[i + 1] || a.rgb[i + 2] != b.rgb[i + 2];
+  }
+  RecordProperty("changed_pixels", std::to_string(changed));
+  EXPECT_GT(changed, 500U);
+  EXPECT_LT(changed, 2000U);
+  // Pixel (240, 239) lies on the diagonal (0, 2); (-0.25, 0, 0.25) is inside triangle (0, 2, 3),
+  // 55 pixels from its nearest edge.
+  const auto red = [&](const Image& image, int x, int y) {
+    return image.rgb[3 * (static_cast<size_t>(y) * 480 + static_cast<size_t>(x))];
+  };
+  EXPECT_LT(red(b, 240, 239), 0.6 * red(a, 240, 239));  // centre (240.5, 239.5)
+  EXPECT_EQ(red(b, 185, 185), red(a, 185, 185));
+  EXPECT_GT(red(a, 185, 185), 0);
+}
+
 TEST(RenderColors, PiecesAfterFractureGetDistinctColours) {
   Geometry two = meshSphere(0.2, {-0.5, 0, 0}, 8);
   const Geometry other = meshSphere(0.2, {0.5, 0, 0}, 8);
