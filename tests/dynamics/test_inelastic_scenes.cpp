@@ -1,8 +1,13 @@
 // The gingold2004 example scenes, coarsened, hold what their figures' captions say.
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <iostream>
+#include <map>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -58,6 +63,62 @@ TEST(InelasticScenes, TubeDentsAndBounces) {
   EXPECT_LT(kinetic, impactKinetic);  // the dent and the floor's damping took their share
   EXPECT_GT(kinetic, 0.1 * impactKinetic);
   EXPECT_GT(lowest, boxTop - scene.bodies[0].material.thickness);
+}
+
+// What a torn sheet's fringe looks like: faces with an angle under 10 degrees, and the
+// faces of the two largest pieces (those the tear leaves) and of all pieces.
+struct TearShape {
+  int slivers = 0;
+  int64_t faces = 0, inTwoLargest = 0;
+  size_t pieces = 0;
+};
+TearShape tearShape(const Simulation& sim) {
+  const Geometry surface = sim.surface(0);
+  const std::vector<int32_t> piece = sim.nodePieces(0);
+  TearShape shape;
+  std::map<int32_t, int64_t> facesOf;
+  for (size_t t = 0; t < surface.triangles.size(); t += 3) {
+    Eigen::Vector3d p[3];
+    for (size_t c = 0; c < 3; ++c) {
+      const auto n = static_cast<size_t>(surface.triangles[t + c]);
+      p[c] = {surface.positions[3 * n], surface.positions[3 * n + 1], surface.positions[3 * n + 2]};
+    }
+    double smallest = std::numbers::pi;
+    for (int c = 0; c < 3; ++c) {
+      const Eigen::Vector3d e1 = p[(c + 1) % 3] - p[c], e2 = p[(c + 2) % 3] - p[c];
+      smallest = std::min(smallest, std::atan2(e1.cross(e2).norm(), e1.dot(e2)));
+    }
+    shape.slivers += smallest < 10 * std::numbers::pi / 180;
+    ++facesOf[piece[static_cast<size_t>(surface.triangles[t])]];
+    ++shape.faces;
+  }
+  std::vector<int64_t> sizes;
+  for (const auto& [id, count] : facesOf) sizes.push_back(count);
+  std::sort(sizes.rbegin(), sizes.rend());
+  shape.pieces = sizes.size();
+  shape.inTwoLargest = sizes[0] + (sizes.size() > 1 ? sizes[1] : 0);
+  return shape;
+}
+
+// Fig. 8: "budging drastically improves the quality of fracture edges". The notched sheet
+// torn by a pull, with and without budging, to 8 ms (the tear crosses it at about 5 ms):
+// both leave two halves holding nearly every face, and with budging far fewer slivers
+// (measured in Release: 9 and 57 of about 1,700 faces).
+TEST(InelasticScenesSlow, SheetTearBudgingLeavesFewerSlivers) {
+  const auto torn = [](const char* name) {
+    Simulation sim(loadScene(fs::path(SHELLSIM_SOURCE_DIR) / "scenes" / name));
+    sim.advance(0.008);
+    return tearShape(sim);
+  };
+  const TearShape with = torn("inelastic_sheet_tear.json");
+  const TearShape without = torn("inelastic_sheet_tear_no_budging.json");
+  std::cout << "[ measured ] slivers " << with.slivers << " with budging, " << without.slivers
+            << " without; pieces " << with.pieces << ", " << without.pieces << "\n";
+  for (const TearShape& shape : {with, without}) {
+    EXPECT_GE(shape.pieces, 2U);
+    EXPECT_GT(static_cast<double>(shape.inTwoLargest), 0.95 * static_cast<double>(shape.faces));
+  }
+  EXPECT_LT(2 * with.slivers, without.slivers);
 }
 
 }  // namespace
