@@ -103,7 +103,7 @@ TearShape tearShape(const Simulation& sim) {
 // Fig. 8: "budging drastically improves the quality of fracture edges". The notched sheet
 // torn by a pull, with and without budging, to 8 ms (the tear crosses it at about 5 ms):
 // both leave two halves holding nearly every face, and with budging far fewer slivers
-// (measured in Release: 9 and 57 of about 1,700 faces).
+// (measured in Release: 5 and 43 of about 1,700 faces).
 TEST(InelasticScenesSlow, SheetTearBudgingLeavesFewerSlivers) {
   const auto torn = [](const char* name) {
     Simulation sim(loadScene(fs::path(SHELLSIM_SOURCE_DIR) / "scenes" / name));

@@ -542,6 +542,42 @@ TEST(InelasticShellFracture, OneCutAcrossThePullConservesMassAndMomentum) {
   EXPECT_EQ(model.updateInelastic(y, 1e-4).brokenElements, 1);
 }
 
+// The refractory wait of a crack's children is counted in steps of the longest step so far:
+// a step of a 64th (the step search's split) takes a 64th off it, a full step one.
+TEST(InelasticShellFracture, RefractoryWaitCountsSplitStepsForTheirShare) {
+  const Geometry lattice = makeEquilateralLattice(8, 9, 0.01);
+  InelasticShellModel model(lattice, aluminium(), fractureParams());
+  std::vector<double> x = stretchedAlongX(lattice.positions, 0.013);
+  const InelasticReport first = model.updateInelastic(x, 1e-4);
+  ASSERT_EQ(first.brokenElements, 1);
+  x = blended(x, first.edit);
+  const auto waits = [&] {
+    const ModelState state = model.state();
+    return std::get<std::vector<double>>(state.find("refractory")->value);
+  };
+  // The halves of the first cut (faces keep their index through later cuts).
+  std::vector<size_t> halves;
+  const std::vector<double> start = waits();
+  for (size_t f = 0; f < start.size(); ++f) {
+    if (start[f] > 0) halves.push_back(f);
+  }
+  ASSERT_GE(halves.size(), 2U);
+  const auto expectWait = [&](double expected) {
+    const std::vector<double> now = waits();
+    for (const size_t f : halves) EXPECT_NEAR(now[f], expected, 1e-12) << "face " << f;
+  };
+  const auto step = [&](double dt) {
+    const InelasticReport report = model.updateInelastic(x, dt);
+    if (report.edit.changesNodes()) x = blended(x, report.edit);
+  };
+  expectWait(10.0);
+  step(1e-4 / 64);
+  expectWait(10.0 - 1.0 / 64);
+  step(1e-4 / 64);
+  step(1e-4);
+  expectWait(9.0 - 2.0 / 64);
+}
+
 // The lattice stretched by `strain` along the direction at `degrees` from x.
 std::vector<double> stretchedAlong(std::span<const double> rest, double strain, double degrees) {
   const double angle = degrees * std::numbers::pi / 180;
@@ -822,7 +858,7 @@ TEST(InelasticShellFracture, TornStateRoundTrips) {
   auto plasticPhi = std::get<std::vector<double>>(values("plastic_phi"));
   auto rest = std::get<std::vector<double>>(values("rest_positions"));
   auto triangles = std::get<std::vector<int32_t>>(values("triangles"));
-  auto refractory = std::get<std::vector<int32_t>>(values("refractory"));
+  auto refractory = std::get<std::vector<double>>(values("refractory"));
   triangles[7] = 100000;
   StateFields hostile;
   hostile.add("plastic_squared_length", &plasticLength, StateShape::kPerElement, 3);
@@ -830,6 +866,8 @@ TEST(InelasticShellFracture, TornStateRoundTrips) {
   hostile.add("rest_positions", &rest, StateShape::kPerNode, 3);
   hostile.add("triangles", &triangles, StateShape::kPerElement, 3);
   hostile.add("refractory", &refractory, StateShape::kPerElement);
+  auto refractoryStep = std::get<std::vector<double>>(values("refractory_step"));
+  hostile.add("refractory_step", &refractoryStep);
   InelasticShellModel intact(lattice, aluminium(), fractureParams());
   try {
     intact.setState(ModelState("inelastic_shell", torn.nodeCount(), hostile));

@@ -117,7 +117,6 @@ double InelasticShellModel::yieldNorm(std::span<const double> x, size_t f) const
 
 InelasticReport InelasticShellModel::updateInelastic(std::span<const double> x, double dt,
                                                      ModelWorkspace* workspace) {
-  (void)dt;
   (void)workspace;
   InelasticReport report;
   if (plasticity_) {
@@ -149,7 +148,7 @@ InelasticReport InelasticShellModel::updateInelastic(std::span<const double> x, 
     report.yieldingElements = std::count(yielded.begin(), yielded.end(), uint8_t{1});
   }
   // Fracture tests the strains after the plastic update (notes section 5.2, item 7).
-  if (fracture_) report.edit = fracturePass(x, report.brokenElements);
+  if (fracture_) report.edit = fracturePass(x, dt, report.brokenElements);
   return report;
 }
 
@@ -161,6 +160,7 @@ void InelasticShellModel::listStateFields(StateFields& fields) {
   fields.add("rest_positions", &restPositions_, StateShape::kPerNode, 3);
   fields.add("triangles", &triangles_, StateShape::kPerElement, 3);
   fields.add("refractory", &refractory_, StateShape::kPerElement);
+  fields.add("refractory_step", &refractoryStep_);
 }
 
 void InelasticShellModel::stateAssigned() {
@@ -180,7 +180,7 @@ void InelasticShellModel::stateAssigned() {
   }
   const size_t faces = triangles_.size() / 3;
   if (plasticSquaredLength_.size() != 3 * faces || plasticPhi_.size() != 3 * faces ||
-      (fracture_ && refractory_.size() != faces)) {
+      (fracture_ && (refractory_.size() != faces || refractoryStep_.size() != 1))) {
     throw InputError("inelastic_shell: the state's plastic strains do not fit its " +
                      std::to_string(faces) + " faces");
   }

@@ -59,7 +59,7 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
   const size_t faces = triangles_.size() / 3;
   plasticSquaredLength_.assign(3 * faces, 0.0);
   plasticPhi_.assign(3 * faces, 0.0);
-  refractory_.assign(faces, 0);
+  refractory_.assign(faces, 0.0);
 
   computeStableStep();
 }

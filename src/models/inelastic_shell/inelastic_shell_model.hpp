@@ -238,7 +238,7 @@ class InelasticShellModel : public Model {
   void computeStableStep();
   // One fracture pass at positions x (inelastic_shell_fracture.cpp); the edit is empty when
   // nothing broke.
-  TopologyEdit fracturePass(std::span<const double> x, int64_t& broken);
+  TopologyEdit fracturePass(std::span<const double> x, double dt, int64_t& broken);
   // The face that would break first at x (largest overstrain > 1, not refractory), or -1.
   [[nodiscard]] int64_t firstToBreak(std::span<const double> x) const;
   // Elastic strains E_m (1) and E_c (1/m) of face f at x, in its rest frame (faceStrains).
@@ -285,7 +285,10 @@ class InelasticShellModel : public Model {
   MaterialDef material_;
   std::vector<double> restPositions_;   // (nNodes, 3), m
   std::vector<int32_t> faceNeighbour_;  // (nFaces, 3): across edge i, 3 u + j or -1
-  std::vector<int32_t> refractory_;     // (nFaces): steps before the face may break
+  // (nFaces): steps of refractoryStep_ before the face may break; a step of dt counts for
+  // dt / refractoryStep_, so that the step search's split steps do not shorten the wait.
+  std::vector<double> refractory_;
+  std::vector<double> refractoryStep_{0.0};  // (1): the longest step so far, s
   uint64_t topologyVersion_ = 0;
   // The elastic rest values l_i^2 (m^2) and phi(theta0_i) of every face, (nFaces, 3) each,
   // and the plastic triples p_i (m^2) and q_i (1), (nFaces, 3) each (zero when elastic).

@@ -73,7 +73,8 @@ constexpr FieldSpec kInelasticShellFields[] = {
      .kind = FieldKind::kInteger,
      .number = 10,
      .range = Range::closed(0, 1000000),
-     .meaning = "Steps during which the faces a crack made cannot break again."},
+     .meaning = "Steps during which the faces a crack made cannot break again, counted in "
+                "the run's full time step: a step the step search splits counts for its share."},
     {.key = "minimum_split",
      .number = 0.15,
      .range = Range::closed(0.01, 0.45),
