@@ -8,7 +8,8 @@ far stiffer, its flexural rigidity comes from the curvature of the section). Usa
 """
 import math
 import os
-import sys
+
+from quad_mesh import output_folder, quad_faces, write_obj
 
 
 def write_strip(path, fold_degrees):
@@ -24,15 +25,10 @@ def write_strip(path, fold_degrees):
             a = i * (across + 1) + j + 1
             b, c, d = a + across + 1, a + across + 2, a + 1
             # alternate the diagonal so the mesh has no preferred direction
-            if (i + j) % 2 == 0:
-                lines += [f"f {a} {b} {c}", f"f {a} {c} {d}"]
-            else:
-                lines += [f"f {a} {b} {d}", f"f {b} {c} {d}"]
-    with open(path, "w") as out:
-        out.write("\n".join(lines) + "\n")
+            lines += quad_faces(a, b, c, d, (i + j) % 2 == 0)
+    write_obj(path, lines)
 
 
-folder = sys.argv[1] if len(sys.argv) > 1 else "scenes/meshes"
-os.makedirs(folder, exist_ok=True)
+folder = output_folder()
 write_strip(os.path.join(folder, "flat_beam.obj"), 0)
 write_strip(os.path.join(folder, "v_beam.obj"), 30)

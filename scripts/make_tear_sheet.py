@@ -14,7 +14,8 @@ four times the faces: the paper's comparison of budging with a finer mesh).
 """
 import os
 import random
-import sys
+
+from quad_mesh import output_folder, quad_faces, write_obj
 
 WIDTH, HEIGHT = 0.2, 0.1
 NOTCH_DEPTH, NOTCH_HALF_OPENING = 0.02, 0.001
@@ -56,15 +57,10 @@ def write_sheet(path, across, up, seed):
         for i in range(across):
             a, b = vertex(i, j, below), vertex(i + 1, j, below)
             c, d = vertex(i + 1, j + 1, below), vertex(i, j + 1, below)
-            if rng.random() < 0.5:
-                lines += [f"f {a} {b} {c}", f"f {a} {c} {d}"]
-            else:
-                lines += [f"f {a} {b} {d}", f"f {b} {c} {d}"]
-    with open(path, "w") as out:
-        out.write("\n".join(lines) + "\n")
+            lines += quad_faces(a, b, c, d, rng.random() < 0.5)
+    write_obj(path, lines)
 
 
-folder = sys.argv[1] if len(sys.argv) > 1 else "scenes/meshes"
-os.makedirs(folder, exist_ok=True)
+folder = output_folder()
 write_sheet(os.path.join(folder, "tear_sheet.obj"), 40, 20, seed=8)
 write_sheet(os.path.join(folder, "tear_sheet_fine.obj"), 80, 40, seed=8)
