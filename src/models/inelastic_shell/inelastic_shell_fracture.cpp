@@ -69,7 +69,7 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
   // The refractory wait is counted in steps of the longest step so far: a run whose search
   // splits steps 64-fold around a crack would otherwise let the crack's children break
   // again 64 times sooner (an eggshell hit at 2 m/s broke into 35 pieces with the search,
-  // 5 without; 6 with this).
+  // 5 without; 13 with this).
   double& reference = refractoryStep_[0];
   reference = std::max(reference, dt);
   const double spent = reference > 0 ? dt / reference : 1.0;
