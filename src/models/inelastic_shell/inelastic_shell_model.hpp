@@ -47,12 +47,13 @@
 // budgeLimit of a vertex, the vertex is budged onto the crack line instead (Fig. 7, reading
 // (ii) of the notes' section 7: rest and current position move, every face whose stencil
 // holds it absorbs its strain change plastically) and the crack runs along the existing edge
-// (tryBudge). A corner whose fan the cut
-// separates (a boundary vertex) gets a copy per fan. Faces are processed one pass per step
-// in descending order of overstrain (then by index), a face touched this pass waits for the
-// next step; the children absorb part of the parent's elastic strain plastically and cannot
-// break for a few steps (runaway guards, notes section 6.6). The edit (new nodes with their
-// parents' weights) goes to the world as a TopologyEdit.
+// (tryBudge); where the vertex may not move, the crack runs along that edge unmoved. A
+// corner whose fan the cut separates (a boundary vertex) gets a copy per fan. Faces are
+// processed one pass per step in descending order of overstrain (then by index), a face
+// touched this pass waits for the next step; the children absorb part of the parent's
+// elastic strain plastically and cannot break for a few steps of the longest step so far
+// (runaway guards, notes section 6.6). The edit (new nodes with their parents' weights)
+// goes to the world as a TopologyEdit.
 #pragma once
 
 #include <Eigen/Core>
