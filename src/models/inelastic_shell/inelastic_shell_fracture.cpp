@@ -18,6 +18,17 @@ namespace {
 using Mat2 = Eigen::Matrix2d;
 using Vec2 = Eigen::Vector2d;
 
+// Marks face `face` and the faces across its edges (faceNeighbour: 3 u + j or -1 per edge) as
+// touched this pass.
+void markWithNeighbours(size_t face, std::span<const int32_t> faceNeighbour,
+                        std::vector<uint8_t>& touched) {
+  touched[face] = 1;
+  for (size_t i = 0; i < 3; ++i) {
+    const int32_t across = faceNeighbour[3 * face + i];
+    if (across >= 0) touched[static_cast<size_t>(across / 3)] = 1;
+  }
+}
+
 // The candidate's overstrain and principal direction from its elastic strains: the largest
 // counted eigenvalue of E(z) = E_m + z E_c at z = +-h/2 over the limit.
 void overstrain(InelasticShellModel::FractureCandidate& c, const InelasticShellFracture& params,
@@ -135,13 +146,6 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
     triangles_[3 * face + 1] = q;
     triangles_[3 * face + 2] = r;
   };
-  const auto markAround = [&](size_t face) {
-    touched[face] = 1;
-    for (size_t i = 0; i < 3; ++i) {
-      const int32_t across = faceNeighbour_[3 * face + i];
-      if (across >= 0) touched[static_cast<size_t>(across / 3)] = 1;
-    }
-  };
   for (const int32_t fi : order) {
     const auto f = static_cast<size_t>(fi);
     if (broken >= params.maxCracksPerStep) break;
@@ -202,8 +206,8 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
     };
     const auto [fm, fc] = carried(f);
     const inelastic_shell::RestFrame frameF = faceRestFrame(f);
-    markAround(f);
-    if (across >= 0) markAround(g);
+    markWithNeighbours(f, faceNeighbour_, touched);
+    if (across >= 0) markWithNeighbours(g, faceNeighbour_, touched);
     const int32_t v0 = addNode(b, c, t);  // on b's side
     const int32_t v1 = addNode(b, c, t);  // on c's side
     size_t next = triangles_.size() / 3;
@@ -418,20 +422,18 @@ bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
     tips.push_back(a);
     tips.push_back(moved);
   };
-  // The faces along the crack take the same stress relief as a split's children.
-  const auto relieve = [&](size_t face) {
+  // Face `face` will take its strain change plastically: along the crack (f and g) it keeps
+  // of its elastic strain what a split's children keep, elsewhere all of it.
+  const auto absorb = [&](size_t face) {
     const FractureCandidate& c = candidates[face];
-    absorbed.push_back({static_cast<int32_t>(face), c.membrane, c.bending, 1 - params.absorption,
-                        faceRestFrame(face)});
+    const double kept = face == f || face == g ? 1 - params.absorption : 1.0;
+    absorbed.push_back(
+        {static_cast<int32_t>(face), c.membrane, c.bending, kept, faceRestFrame(face)});
   };
   const auto cutUnmoved = [&] {
     for (const size_t face : {f, g}) {
-      relieve(face);
-      touched[face] = 1;
-      for (size_t i = 0; i < 3; ++i) {
-        const int32_t neighbour = faceNeighbour_[3 * face + i];
-        if (neighbour >= 0) touched[static_cast<size_t>(neighbour / 3)] = 1;
-      }
+      absorb(face);
+      markWithNeighbours(face, faceNeighbour_, touched);
     }
     cutAlong();
     return true;
@@ -474,19 +476,11 @@ bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
     }
   }
   for (const size_t face : affected) {
-    const FractureCandidate& c = candidates[face];
-    const bool alongCrack = face == f || face == g;
-    absorbed.push_back({static_cast<int32_t>(face), c.membrane, c.bending,
-                        alongCrack ? 1 - params.absorption : 1.0, faceRestFrame(face)});
+    absorb(face);
     touched[face] = 1;
     if (bending_ == InelasticShellBending::kQuadraticPatch) patch_[face].nodes = 0;  // rebuilt
   }
-  for (const size_t face : around) {
-    for (size_t i = 0; i < 3; ++i) {
-      const int32_t neighbour = faceNeighbour_[3 * face + i];
-      if (neighbour >= 0) touched[static_cast<size_t>(neighbour / 3)] = 1;
-    }
-  }
+  for (const size_t face : around) markWithNeighbours(face, faceNeighbour_, touched);
   for (size_t c = 0; c < 3; ++c) restPositions_[3 * static_cast<size_t>(moved) + c] = to[c];
   budges.push_back({moved, other, s});
   cutAlong();
