@@ -121,5 +121,29 @@ TEST(InelasticScenesSlow, SheetTearBudgingLeavesFewerSlivers) {
   EXPECT_LT(2 * with.slivers, without.slivers);
 }
 
+// Fig. 11: "by varying the fracture threshold, we obtain different behaviors". The three
+// punctures (crack_pacing "wave") to 5 ms, when the ball is through: at 0.02 a hole whose rim
+// stays one piece (petals), at 0.001 a crater of shards in a sheet that holds, at 0.0001
+// several times as many shards (measured in Release: 1, 156 and 536 pieces).
+TEST(InelasticScenesSlow, PunctureThresholdsGivePetalsThenACraterThenShards) {
+  const auto punctured = [](const char* name) {
+    Simulation sim(loadScene(fs::path(SHELLSIM_SOURCE_DIR) / "scenes" / name));
+    const int64_t facesBefore = sim.surface(0).triangles.size() / 3;
+    sim.advance(0.005);
+    const TearShape shape = tearShape(sim);
+    EXPECT_GT(shape.faces, facesBefore) << name << ": no crack";
+    return shape;
+  };
+  const TearShape petals = punctured("inelastic_sheet_puncture.json");
+  const TearShape crater = punctured("inelastic_sheet_puncture_crater.json");
+  const TearShape shards = punctured("inelastic_sheet_puncture_shatter.json");
+  std::cout << "[ measured ] pieces " << petals.pieces << ", " << crater.pieces << ", "
+            << shards.pieces << "\n";
+  EXPECT_EQ(petals.pieces, 1U);
+  EXPECT_GT(crater.pieces, 20U);
+  EXPECT_GT(static_cast<double>(crater.inTwoLargest), 0.8 * static_cast<double>(crater.faces));
+  EXPECT_GT(shards.pieces, 2 * crater.pieces);
+}
+
 }  // namespace
 }  // namespace shellsim

@@ -578,6 +578,56 @@ TEST(InelasticShellFracture, RefractoryWaitCountsSplitStepsForTheirShare) {
   expectWait(9.0 - 2.0 / 64);
 }
 
+// crack_pacing "wave": the faces one step cuts lie farther apart than the membrane wave travels
+// in the step. On a uniformly overstrained lattice (8 x 8 cm) a step of 3 cm / c cuts several
+// faces, pairwise more than 3 cm apart, where the unpaced count cuts many more, and a step
+// whose wave crosses the whole lattice cuts one.
+TEST(InelasticShellFracture, WavePacingKeepsOneStepsCutsFartherApartThanTheWaveTravels) {
+  const Geometry lattice = makeEquilateralLattice(8, 9, 0.01);
+  const MaterialDef material = aluminium();
+  const double waveSpeed = std::sqrt(
+      material.youngModulus / (material.density * (1 - material.poisson * material.poisson)));
+  const std::vector<double> x = stretchedAlongX(lattice.positions, 0.013);
+  const double reach = 0.03;
+  const auto cutsOf = [&](bool wave, double dt, std::vector<Vec3>* centroids) {
+    InelasticShellParams params = fractureParams(1000);
+    params.fracture->waveSpacing = wave;
+    InelasticShellModel model(lattice, material, params);
+    const InelasticReport report = model.updateInelastic(x, dt);
+    if (centroids != nullptr) {
+      // The faces of this step's cuts wait out the refractory time.
+      const ModelState state = model.state();
+      const auto& waits = std::get<std::vector<double>>(state.find("refractory")->value);
+      const auto rest = model.restPositions();
+      const size_t width = model.stencilWidth();
+      for (size_t f = 0; f < waits.size(); ++f) {
+        if (waits[f] == 0) continue;
+        const auto corners = model.faceStencils().subspan(width * f, 3);
+        Vec3 c = Vec3::Zero();
+        for (const int32_t node : corners) c += row(rest, static_cast<size_t>(node)) / 3;
+        centroids->push_back(c);
+      }
+    }
+    return report.brokenElements;
+  };
+  const double dt = reach / waveSpeed;
+  std::vector<Vec3> centroids;
+  const int64_t paced = cutsOf(true, dt, &centroids);
+  const int64_t unpaced = cutsOf(false, dt, nullptr);
+  EXPECT_GE(paced, 2);
+  EXPECT_GT(unpaced, 2 * paced);
+  // The children of one cut lie within a cell of each other; those of two cuts more than the
+  // reach apart, less the shift of a child's centroid from its parent's (under half a cell).
+  for (size_t i = 0; i < centroids.size(); ++i) {
+    for (size_t j = i + 1; j < centroids.size(); ++j) {
+      const double distance = (centroids[i] - centroids[j]).norm();
+      EXPECT_TRUE(distance < 0.012 || distance > reach - 0.006)
+          << i << ", " << j << ": " << distance;
+    }
+  }
+  EXPECT_EQ(cutsOf(true, 0.2 / waveSpeed, nullptr), 1);
+}
+
 // The lattice stretched by `strain` along the direction at `degrees` from x.
 std::vector<double> stretchedAlong(std::span<const double> rest, double strain, double degrees) {
   const double angle = degrees * std::numbers::pi / 180;

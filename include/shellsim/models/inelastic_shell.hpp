@@ -25,6 +25,7 @@ struct InelasticShellDef {
   int32_t refractorySteps = 10;       // steps a new face cannot break
   double minimumSplit = 0.15;         // the crack's end on the opposite edge, t in [m, 1 - m]
   int32_t maxCracksPerStep = 1;       // faces cut in one step at most
+  bool waveSpacing = false;           // cuts of one step farther apart than the wave travels
   double budgeLimit = 0.2;            // budge a vertex when the crack ends within t of it
   std::optional<double> stepSearch;   // the step search's force ratio (> 1); none: off
   bool projectHessian = false;        // clamp each face's Hessian to PSD

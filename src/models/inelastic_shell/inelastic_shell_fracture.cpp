@@ -146,10 +146,31 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
     triangles_[3 * face + 1] = q;
     triangles_[3 * face + 2] = r;
   };
+  // crack_pacing "wave": the rest centroids of the faces cut this pass, and the distance the
+  // membrane wave travels in the step, c dt (c = sqrt(E / (rho (1 - nu^2))), the plate's
+  // longitudinal wave speed).
+  std::vector<Vec3> cutAt;
+  const double reliefReach =
+      params.waveSpacing
+          ? dt * std::sqrt(material_.youngModulus /
+                           (material_.density * (1 - material_.poisson * material_.poisson)))
+          : 0.0;
+  const auto centroid = [&](size_t face) -> Vec3 {
+    return (row(restPositions_, static_cast<size_t>(triangles_[3 * face])) +
+            row(restPositions_, static_cast<size_t>(triangles_[3 * face + 1])) +
+            row(restPositions_, static_cast<size_t>(triangles_[3 * face + 2]))) /
+           3.0;
+  };
   for (const int32_t fi : order) {
     const auto f = static_cast<size_t>(fi);
     if (broken >= params.maxCracksPerStep) break;
     if (touched[f] != 0) continue;
+    const Vec3 at = centroid(f);
+    if (params.waveSpacing && std::any_of(cutAt.begin(), cutAt.end(), [&](const Vec3& other) {
+          return (other - at).norm() <= reliefReach;
+        })) {
+      continue;
+    }
     const FractureCandidate& cand = candidates[f];
     // The rest frame of the face (first axis along X1 - X0), its corners in it, and the crack
     // direction c = d rotated by 90 degrees.
@@ -181,6 +202,7 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
     const auto k = static_cast<size_t>(corner);
     if (params.budgeLimit > 0 && (t < params.budgeLimit || t > 1 - params.budgeLimit) &&
         tryBudge(f, k, t, candidates, touched, onBoundary, tips, budges, cutEdges, absorbed)) {
+      cutAt.push_back(at);
       ++broken;
       continue;
     }
@@ -228,6 +250,7 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
       tips.push_back(d);
     }
     tips.push_back(a);
+    cutAt.push_back(at);
     ++broken;
   }
   if (broken == 0) {

@@ -89,6 +89,11 @@ struct InelasticShellFracture {
   // sheet reaches the limit everywhere at once, and one pass would shatter it where the
   // first crack's relief has not arrived yet.
   int32_t maxCracksPerStep = 1;
+  // Faces cut in one step must lie (rest centroids) farther apart than the membrane wave
+  // c = sqrt(E / (rho (1 - nu^2))) travels in the step: nearer, one crack's relief reaches the
+  // other within the step, so they are not independent; farther, they are (a fast impact
+  // cracks in many places at once, and a large step still cuts one face per region).
+  bool waveSpacing = false;
   // Vertex budging (section 3.4, Fig. 7): where the crack would meet the opposite edge at t <
   // budgeLimit from one of its ends, that vertex moves onto the crack line instead (its strain
   // change absorbed plastically) and the crack runs along the existing edge; 0: never.

@@ -23,6 +23,7 @@ using json_fields::Range;
 using scene_names::kHessianKinds;
 
 constexpr std::string_view kFractureStrainKinds[] = {"tensile", "absolute"};
+constexpr std::string_view kCrackPacingKinds[] = {"count", "wave"};
 constexpr std::string_view kBendingKinds[] = {"quadratic_patch", "shape_operator"};
 
 #pragma GCC diagnostic push
@@ -99,6 +100,17 @@ constexpr FieldSpec kInelasticShellFields[] = {
      .range = Range::closed(1, 1000000),
      .meaning = "The most faces a step cuts, the most overstrained first (a uniformly strained "
                 "sheet would otherwise shatter where the first crack's relief has not arrived)."},
+    {.key = "crack_pacing",
+     .kind = FieldKind::kChoice,
+     .text = "count",
+     .choices = kCrackPacingKinds,
+     .meaning = "`count`: a step cuts up to max_cracks_per_step faces, the most overstrained "
+                "first, wherever they are. `wave`: besides, the faces cut in one step lie "
+                "farther apart (rest centroids) than the membrane wave travels in the step, "
+                "c dt with c = sqrt(E / (density (1 - poisson^2))): a crack's stress relief "
+                "cannot reach a face beyond that within the step, so a fast impact cracks in "
+                "many places at once while a large step cuts one face per region (set "
+                "max_cracks_per_step high to leave the pace to the wave)."},
     {.key = "step_search",
      .range = Range::above(1),
      .optional = true,
@@ -135,6 +147,7 @@ void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   options.refractorySteps = r.integer("refractory_steps");
   options.minimumSplit = r.number("minimum_split");
   options.maxCracksPerStep = r.integer("max_cracks_per_step");
+  options.waveSpacing = r.choice("crack_pacing") == "wave";
   options.budgeLimit = r.number("budge_limit");
   options.stepSearch = r.tryNumber("step_search");
   options.projectHessian = r.choice("hessian") == "projected";
@@ -153,6 +166,7 @@ Json writeInelasticShell(const BodyDef& body) {
   out["refractory_steps"] = d.refractorySteps;
   out["minimum_split"] = d.minimumSplit;
   out["max_cracks_per_step"] = d.maxCracksPerStep;
+  out["crack_pacing"] = d.waveSpacing ? "wave" : "count";
   out["budge_limit"] = d.budgeLimit;
   if (d.stepSearch) out["step_search"] = *d.stepSearch;
   return out;
@@ -172,9 +186,10 @@ Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
   }
   if (options.stepSearch) params.stepSearch = InelasticShellStepSearch{*options.stepSearch, true};
   if (options.strainLimit) {
-    params.fracture = InelasticShellFracture{
-        *options.strainLimit, options.tensileOnly,      options.absorption, options.refractorySteps,
-        options.minimumSplit, options.maxCracksPerStep, options.budgeLimit};
+    params.fracture = InelasticShellFracture{*options.strainLimit, options.tensileOnly,
+                                             options.absorption,   options.refractorySteps,
+                                             options.minimumSplit, options.maxCracksPerStep,
+                                             options.waveSpacing,  options.budgeLimit};
   }
   d.model = std::make_unique<InelasticShellModel>(geometry, def.material, params);
   d.nodePositions = std::move(geometry.positions);
