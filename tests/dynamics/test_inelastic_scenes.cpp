@@ -126,7 +126,7 @@ TEST(InelasticScenesSlow, SheetTearBudgingLeavesFewerSlivers) {
 // Fig. 11: "by varying the fracture threshold, we obtain different behaviors". The three
 // punctures (crack_pacing "wave") to 5 ms, when the ball is through: at 0.02 a hole whose rim
 // stays one piece (petals), at 0.001 a crater of shards in a sheet that holds, at 0.0001
-// several times as many shards (measured in Release: 1, 156 and 536 pieces).
+// several times as many shards (measured in Release: 1, 156 and 540 pieces).
 TEST(InelasticScenesSlow, PunctureThresholdsGivePetalsThenACraterThenShards) {
   const auto punctured = [](const char* name) {
     Simulation sim(loadScene(fs::path(SHELLSIM_SOURCE_DIR) / "scenes" / name));

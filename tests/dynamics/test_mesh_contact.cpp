@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <iostream>
 #include <random>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
 #include "shellsim/parallel.hpp"
+#include "shellsim/scene.hpp"
 #include "shellsim/world.hpp"
 
 namespace shellsim {
@@ -406,6 +409,39 @@ TEST(MeshContact, FollowsFractureAndLeavesTheCrackSidesAlone) {
   world.contact.findPairs(world.bodies, 0.0, pairs);
   EXPECT_TRUE(pairs.empty()) << pairs.size() << " contacts in a flat, torn strip";
   EXPECT_EQ(world.contactEnergy, 0.0);
+}
+
+// gingold2004 section 4.3, the issue's "no triangle pair of any surface intersects in any
+// written frame": the inelastic example scenes through their impacts (the punctures to
+// 6 ms, the tube to 0.12 s: past its first impact), every frame checked with exact
+// predicates on the world's own, cut meshes. The finest puncture needs its mesh contact on
+// (without it, one shard pair crossed at 5 ms). Not yet here, with contact off: the torn
+// sheets (pairs cross at 8 ms) and the diving boards (at 0.05 s, once they snap).
+TEST(MeshContactSlow, TheInelasticScenesWriteFramesWithoutIntersections) {
+  struct Case {
+    const char* scene;
+    int frames;
+  };
+  for (const Case& c :
+       {Case{"inelastic_sheet_puncture.json", 6}, Case{"inelastic_sheet_puncture_crater.json", 6},
+        Case{"inelastic_sheet_puncture_shatter.json", 6}, Case{"inelastic_tube_drop.json", 12}}) {
+    const SceneDef scene =
+        loadScene(std::filesystem::path(SHELLSIM_SOURCE_DIR) / "scenes" / c.scene);
+    World world = buildWorld(scene);
+    computeAccelerations(world);
+    TimeIntegrator integrator(scene.time, scene.time.timeStep);
+    PhaseTimes times;
+    MeshContact counter(ContactDef{.enabled = true}, 1.0);
+    const double interval = 1.0 / scene.time.frameRate;
+    int64_t crossing = 0;
+    for (int frame = 1; frame <= c.frames; ++frame) {
+      integrator.advance(world, interval, interval * frame, times);
+      crossing = counter.countIntersections(world.bodies);
+      ASSERT_EQ(crossing, 0) << c.scene << ", frame " << frame;
+    }
+    std::cout << "[ measured ] " << c.scene << ": " << world.bodies[0].nodeCount()
+              << " nodes after " << c.frames << " frames, " << crossing << " crossing pairs\n";
+  }
 }
 
 }  // namespace
