@@ -155,28 +155,22 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
           ? dt * std::sqrt(material_.youngModulus /
                            (material_.density * (1 - material_.poisson * material_.poisson)))
           : 0.0;
-  const auto centroid = [&](size_t face) -> Vec3 {
-    return (row(restPositions_, static_cast<size_t>(triangles_[3 * face])) +
-            row(restPositions_, static_cast<size_t>(triangles_[3 * face + 1])) +
-            row(restPositions_, static_cast<size_t>(triangles_[3 * face + 2]))) /
-           3.0;
-  };
   for (const int32_t fi : order) {
     const auto f = static_cast<size_t>(fi);
     if (broken >= params.maxCracksPerStep) break;
     if (touched[f] != 0) continue;
-    const Vec3 at = centroid(f);
-    if (params.waveSpacing && std::any_of(cutAt.begin(), cutAt.end(), [&](const Vec3& other) {
-          return (other - at).norm() <= reliefReach;
-        })) {
-      continue;
-    }
     const FractureCandidate& cand = candidates[f];
     // The rest frame of the face (first axis along X1 - X0), its corners in it, and the crack
     // direction c = d rotated by 90 degrees.
     const Vec3 rest[3] = {row(restPositions_, static_cast<size_t>(triangles_[3 * f])),
                           row(restPositions_, static_cast<size_t>(triangles_[3 * f + 1])),
                           row(restPositions_, static_cast<size_t>(triangles_[3 * f + 2]))};
+    const Vec3 at = (rest[0] + rest[1] + rest[2]) / 3.0;
+    if (params.waveSpacing && std::any_of(cutAt.begin(), cutAt.end(), [&](const Vec3& other) {
+          return (other - at).norm() <= reliefReach;
+        })) {
+      continue;
+    }
     const Vec3 axisA = (rest[1] - rest[0]).normalized();
     const Vec3 axisB = (rest[1] - rest[0]).cross(rest[2] - rest[0]).normalized().cross(axisA);
     Vec2 u[3];
