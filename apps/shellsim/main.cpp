@@ -2,14 +2,18 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -28,22 +32,64 @@ namespace {
 
 using shellsim::ExitCode;
 
+// SIGINT (Ctrl-C) and SIGTERM (kill, a batch system's preemption) ask the run to stop
+// between two steps: it keeps its frames, checkpoints and marks its summary `interrupted`.
+// The handler is reset on the first signal, so a second one ends the process at once.
+std::atomic<bool> stopRequested{false};
+volatile std::sig_atomic_t stopSignal = 0;
+
+extern "C" void requestStop(int signal) {
+  stopSignal = signal;
+  stopRequested.store(true);
+}
+
+void installStopHandlers() {
+  static_assert(std::atomic<bool>::is_always_lock_free, "used in a signal handler");
+  struct sigaction action {};
+  action.sa_handler = requestStop;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
 constexpr const char* kExitCodes =
     "Exit codes:\n"
     "  0  success\n"
     "  1  internal error (a bug in shellsim)\n"
     "  2  bad input: command line, scene file or geometry file\n"
     "  3  numerical failure: the simulation blew up (NaN, velocity beyond bound)\n"
-    "  4  I/O failure: a file could not be read or written\n";
+    "  4  I/O failure: a file could not be read or written\n"
+    "  130, 143  stopped by SIGINT (Ctrl-C) or SIGTERM: the frames written are kept, the\n"
+    "     summary says interrupted, and `run --resume` continues from the last frame\n";
 
 struct CommonOptions {
   int threads = 0;
   bool quiet = false;
 };
 
+// An integer option's lower (and upper) bound, with a message a user reads as the others:
+// CLI11's own Range prints the bounds of a double (309 digits for "no upper bound").
+CLI::Validator integerAtLeast(int64_t least, int64_t most = std::numeric_limits<int32_t>::max()) {
+  return CLI::Validator(
+      [least, most](const std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return "'" + text + "' is not an integer";
+        if (value < least || value > most) {
+          std::string range = "at least " + std::to_string(least);
+          if (most < std::numeric_limits<int32_t>::max()) {
+            range = "in [" + std::to_string(least) + ", " + std::to_string(most) + "]";
+          }
+          return "must be " + range + ", got " + text;
+        }
+        return "";
+      },
+      "INT>=" + std::to_string(least));
+}
+
 void addCommonOptions(CLI::App* command, CommonOptions& common) {
   command->add_option("--threads", common.threads, "Worker threads (0: all cores)")
-      ->check(CLI::Range(0, 1024));
+      ->check(integerAtLeast(0, 1024));
   command->add_flag("-q,--quiet", common.quiet, "Print errors only");
   command->footer(kExitCodes);
 }
@@ -65,7 +111,18 @@ class ProgressPrinter {
     const double stepsPerSecond =
         p.wallSeconds > 0 ? static_cast<double>(p.steps) / p.wallSeconds : 0;
     const double done = static_cast<double>(p.frame + 1) / p.frameCount;
-    const double eta = done > 0 ? p.wallSeconds * (1 - done) / done : 0;
+    // The ETA follows the recent frames' rate, not the whole run's: a run slows down when
+    // a body hits the floor or starts to crack, and the mean rate would promise too much.
+    recent_.push_back({p.frame, p.wallSeconds});
+    if (recent_.size() > kRecentFrames) recent_.pop_front();
+    double eta = 0;
+    if (recent_.size() >= 2 && recent_.back().frame > recent_.front().frame) {
+      const double perFrame = (recent_.back().wallSeconds - recent_.front().wallSeconds) /
+                              (recent_.back().frame - recent_.front().frame);
+      eta = perFrame * (p.frameCount - 1 - p.frame);
+    } else if (done > 0) {
+      eta = p.wallSeconds * (1 - done) / done;
+    }
     char line[256];
     std::snprintf(line, sizeof line, "frame %d/%d  t = %.3f s  %.0f steps/s  ETA %s", p.frame + 1,
                   p.frameCount, p.simulatedTime, stepsPerSecond, formatSeconds(eta).c_str());
@@ -82,8 +139,14 @@ class ProgressPrinter {
   }
 
  private:
+  static constexpr size_t kRecentFrames = 10;  // frames the ETA's rate is taken over
+  struct FrameTime {
+    int32_t frame;
+    double wallSeconds;
+  };
   bool quiet_;
   bool terminal_;
+  std::deque<FrameTime> recent_;
 };
 
 struct PreviewOptions {
@@ -145,6 +208,8 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
   if (out) options.outputFolder = *out;
   if (frames) options.maxFrames = *frames;
   options.resume = resume;
+  options.stopFlag = &stopRequested;
+  installStopHandlers();
   options.onProgress = ProgressPrinter(common.quiet);
   std::unique_ptr<shellsim::PreviewRecorder> recorder;
   if (preview) {
@@ -162,14 +227,18 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
     if (!common.quiet) std::cerr << "warning: " << w << '\n';
   };
   // A test aid (tests/cli/resume_after_kill.sh): SHELLSIM_KILL_AFTER_FRAME=N makes the run
-  // kill itself with SIGKILL (no clean-up, as `kill -9` or a power loss) once frame N is
-  // written, so that --resume is tested at a known point of a run of any speed.
+  // send itself a signal once frame N is written, so that --resume is tested at a known
+  // point of a run of any speed: SIGKILL (no clean-up, as `kill -9` or a power loss), or
+  // with SHELLSIM_KILL_SIGNAL=INT or TERM the signal a user's Ctrl-C or a batch system sends.
   if (const char* kill = std::getenv("SHELLSIM_KILL_AFTER_FRAME"); kill != nullptr) {
     const int killFrame = std::atoi(kill);
-    options.onProgress = [progress = std::move(options.onProgress),
-                          killFrame](const shellsim::RunProgress& p) {
+    const char* name = std::getenv("SHELLSIM_KILL_SIGNAL");
+    const std::string signalName = name != nullptr ? name : "KILL";
+    const int signal = signalName == "INT" ? SIGINT : signalName == "TERM" ? SIGTERM : SIGKILL;
+    options.onProgress = [progress = std::move(options.onProgress), killFrame,
+                          signal](const shellsim::RunProgress& p) {
       progress(p);
-      if (p.frame == killFrame) std::raise(SIGKILL);
+      if (p.frame == killFrame) std::raise(signal);
     };
   }
   if (!common.quiet) {
@@ -181,6 +250,9 @@ int runCommand(const std::optional<std::string>& scenePath, const std::optional<
     report = shellsim::runScene(scene, options);
   } catch (const shellsim::NumericalError&) {
     // The frames before the failure are valid: their preview is worth having.
+    if (recorder) recorder->finish();
+    throw;
+  } catch (const shellsim::Interrupted&) {
     if (recorder) recorder->finish();
     throw;
   }
@@ -218,6 +290,19 @@ int compareCommand(const std::string& a, const std::string& b, const std::string
 
 int infoCommand(const std::string& path, const CommonOptions& common) {
   shellsim::ThreadLimit threadLimit(common.threads);
+  // A run's output folder (or its summary.json): how the run stands.
+  if (std::filesystem::is_directory(path) &&
+      !std::filesystem::exists(std::filesystem::path(path) / "summary.json")) {
+    throw shellsim::IoError(path +
+                            ": a folder without summary.json (info takes a geometry file or a "
+                            "run's output folder)");
+  }
+  if (std::filesystem::is_directory(path) ||
+      std::filesystem::path(path).filename() == "summary.json") {
+    const shellsim::RunStatus run = shellsim::readRunStatus(path);
+    std::cout << run.description << '\n';
+    return 0;
+  }
   const shellsim::Geometry geometry = shellsim::readGeometry(path);
   const shellsim::Bounds bounds = shellsim::computeBounds(geometry);
   std::cout << "file:      " << path << '\n'
@@ -234,8 +319,26 @@ int infoCommand(const std::string& path, const CommonOptions& common) {
               << "boundary edges:      " << t.boundaryEdgeCount << '\n'
               << "non-manifold edges:  " << t.nonManifoldEdgeCount << '\n'
               << "degenerate triangles: " << t.degenerateTriangleCount << '\n'
-              << "connected components: " << t.connectedComponentCount << '\n'
-              << "unreferenced vertices: " << t.unreferencedVertexCount << '\n';
+              << "connected components: " << t.connectedComponentCount;
+    if (t.connectedComponentCount > 1) {
+      std::cout << " (the smallest has " << t.smallestComponentVertexCount << " vertices)";
+    }
+    std::cout << '\n'
+              << "unreferenced vertices: " << t.unreferencedVertexCount << '\n'
+              << "duplicate vertices:  " << t.duplicateVertexCount << '\n'
+              << "inconsistently oriented edges: " << t.inconsistentEdgeCount << '\n'
+              << "median edge length:  " << t.medianEdgeLength << " m\n"
+              << "smallest triangle height: " << t.smallestHeight << " m (triangle "
+              << t.smallestHeightTriangle << ")\n"
+              << "sliver triangles:    " << t.sliverTriangleCount << " (height below "
+              << shellsim::kSliverHeightRatio << " of the median edge)\n";
+    // What each mesh model will make of it (Simulation::addBody says the same at a run).
+    for (const std::string& refusal : shellsim::meshRefusals(t)) {
+      std::cout << "refused: " << refusal << '\n';
+    }
+    for (const std::string& warning : shellsim::meshWarnings(t)) {
+      std::cout << "warning: " << warning << '\n';
+    }
   }
   return 0;
 }
@@ -253,7 +356,8 @@ int validateCommand(const std::string& path, const CommonOptions& common) {
   for (int32_t b = 0; b < simulation.bodyCount(); ++b) {
     std::cout << "  bodies[" << b << "] '" << simulation.bodyName(b)
               << "': " << simulation.modelName(b) << ", " << simulation.nodeCount(b) << " nodes, "
-              << simulation.elementCount(b) << " elements\n";
+              << simulation.elementCount(b) << " elements, stable explicit step "
+              << simulation.stableTimeStep(b) << " s\n";
   }
   const shellsim::TimeDef& time = scene.time;
   if (time.integrator == shellsim::Integrator::kStatic) {
@@ -290,7 +394,7 @@ int main(int argc, char** argv) {
   run->add_option("scene", scenePath, "Scene file (JSON)");
   run->add_option("-o,--out", out, "Output folder (overrides output.folder of the scene)");
   run->add_option("--frames", frames, "Write at most this many frames, frame 0 included")
-      ->check(CLI::PositiveNumber);
+      ->check(integerAtLeast(1));
   bool previewFlag = false;
   PreviewOptions preview;
   CLI::Option* previewOption = run->add_flag(
@@ -323,8 +427,11 @@ int main(int argc, char** argv) {
   addCommonOptions(compare, common);
 
   std::string filePath;
-  CLI::App* info = app.add_subcommand("info", "Describe a mesh or point-cloud file");
-  info->add_option("file", filePath, "Geometry file (OBJ, PLY, OFF, STL, XYZ)")->required();
+  CLI::App* info = app.add_subcommand(
+      "info", "Describe a mesh or point-cloud file, or how a run in an output folder stands");
+  info->add_option("file", filePath,
+                   "Geometry file (OBJ, PLY, OFF, STL, XYZ), or a run's output folder")
+      ->required();
   addCommonOptions(info, common);
 
   std::string validatePath;
@@ -339,9 +446,16 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // Read like every other error: the prefix, the message, where to look next.
+    std::cerr << "shellsim: error: " << e.what() << "\n(run shellsim --help, or shellsim "
+              << "COMMAND --help, for the options)\n";
+    return static_cast<int>(ExitCode::kBadInput);
   }
 
   try {
@@ -357,6 +471,12 @@ int main(int argc, char** argv) {
       std::cout << shellsim::sceneReferenceMarkdown();
       return 0;
     }
+  } catch (const shellsim::Interrupted& e) {
+    if (isatty(STDERR_FILENO) != 0) std::cerr << '\n';
+    const int signal = stopSignal != 0 ? static_cast<int>(stopSignal) : SIGINT;
+    std::cerr << "shellsim: interrupted (" << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
+              << "): " << e.what() << '\n';
+    return 128 + signal;
   } catch (const shellsim::Error& e) {
     // On a terminal the progress bar may still hold the cursor: start a fresh line.
     if (isatty(STDERR_FILENO) != 0) std::cerr << '\n';

@@ -13,9 +13,12 @@ enum class ExitCode : int {
   kBadInput = 2,   // bad command line, scene file or geometry file
   kNumerical = 3,  // the simulation blew up (NaN, energy or velocity beyond a bound)
   kIo = 4,         // a file could not be read or written
+  // Stopped on request (SIGINT: 128 + 2, the shell's code for Ctrl-C; the tool returns
+  // 128 + 15 for SIGTERM), after writing what it had finished.
+  kInterrupted = 130,
 };
 
-enum class ErrorKind { kBadInput, kNumerical, kIo };
+enum class ErrorKind { kBadInput, kNumerical, kIo, kInterrupted };
 
 // Every error shellsim raises on purpose. The message is one line that names the file
 // and line/byte offset, the scene path of a value, or the body and frame.
@@ -45,6 +48,13 @@ class NumericalError : public Error {
 class IoError : public Error {
  public:
   explicit IoError(const std::string& message) : Error(ErrorKind::kIo, message) {}
+};
+
+// A stop was requested (Simulation::setStopFlag, RunOptions::stopFlag) and honoured between
+// two steps: the simulation is where it was before the advance that was stopped.
+class Interrupted : public Error {
+ public:
+  explicit Interrupted(const std::string& message) : Error(ErrorKind::kInterrupted, message) {}
 };
 
 }  // namespace shellsim

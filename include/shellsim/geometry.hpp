@@ -54,7 +54,30 @@ struct MeshTopology {
   int64_t degenerateTriangleCount = 0;  // zero area or repeated vertex index
   int64_t connectedComponentCount = 0;  // over vertices referenced by triangles
   int64_t unreferencedVertexCount = 0;
+  // What makes a run slow or a model refuse a mesh, beyond its topology:
+  int64_t smallestComponentVertexCount = 0;  // vertices of the smallest component
+  int64_t duplicateVertexCount = 0;  // referenced vertices at the position of an earlier one
+  // Interior manifold edges whose two triangles run along them the same way (their normals
+  // disagree: the orientation flips across the edge).
+  int64_t inconsistentEdgeCount = 0;
+  double medianEdgeLength = 0;  // m, over the unique edges of non-degenerate triangles
+  // The smallest height (twice the area over the longest side) of a non-degenerate
+  // triangle, m, and that triangle: explicit steps scale with it.
+  double smallestHeight = 0;
+  int32_t smallestHeightTriangle = -1;
+  // Non-degenerate triangles lower than kSliverHeightRatio times the median edge length.
+  int64_t sliverTriangleCount = 0;
 };
+// A triangle is a sliver when its height is below this fraction of the median edge.
+inline constexpr double kSliverHeightRatio = 0.1;
+// What the mesh models (discrete_shell, inelastic_shell) refuse: non-manifold edges,
+// flipped orientation, degenerate triangles; one line each, empty when none.
+[[nodiscard]] std::vector<std::string> meshRefusals(const MeshTopology& topology);
+// What any model runs on but suffers from: slivers (explicit steps set by the lowest
+// triangle), coincident vertices (a seam the sides come apart at), tiny components (loose
+// debris); one line each, empty when none. A body whose nodes are the mesh's vertices gets
+// these as warnings at set-up; `shellsim info` prints them.
+[[nodiscard]] std::vector<std::string> meshWarnings(const MeshTopology& topology);
 [[nodiscard]] MeshTopology analyzeTopology(const Geometry& mesh);
 
 // Drops the vertices of a triangle mesh that no triangle uses (with their normals and

@@ -1,6 +1,7 @@
 // Running a scene: the library entry point behind `shellsim run`.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -33,6 +34,11 @@ struct RunOptions {
   // quantities. A checkpoint that is missing, corrupt, from another scene or another
   // format version throws InputError naming it.
   bool resume = false;
+  // Read before every step and frame (Simulation::setStopFlag): once true, the run stops
+  // between two steps, keeps every frame written, checkpoints the last one (when
+  // output.checkpoint_every > 0, so that `resume` continues from it), writes
+  // `status: interrupted` in the summary and throws Interrupted.
+  const std::atomic<bool>* stopFlag = nullptr;
 };
 
 struct RunReport {
@@ -54,5 +60,21 @@ struct RunReport {
 // After every output.checkpoint_every frames the state goes to <output>/checkpoint.bin
 // (atomically), for RunOptions::resume.
 RunReport runScene(const SceneDef& scene, const RunOptions& options = {});
+
+// What a run folder's summary.json says of the run, and whether a run it says is still
+// running really is: `running` with its writing process gone (killed, the machine lost)
+// is a run that stopped without finishing.
+struct RunStatus {
+  std::string status;  // "running", "completed", "interrupted", "numerical_failure"
+  std::string error;   // why it stopped, when it did not complete
+  std::string scene;   // the scene file it ran
+  int32_t framesWritten = 0;
+  double time = 0;          // s, of the last frame written
+  bool stale = false;       // says running, but its process is gone from this host
+  std::string description;  // one line for a user: the state, and what to do about it
+};
+// Reads <folder>/summary.json. IoError when it cannot be read, InputError when it is not a
+// run summary; both name the file.
+RunStatus readRunStatus(const std::filesystem::path& folder);
 
 }  // namespace shellsim

@@ -16,6 +16,7 @@
 // see there).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -121,6 +122,8 @@ class Simulation {
   // estimate over all bodies, s.
   [[nodiscard]] double timeStep() const;
   [[nodiscard]] double stableTimeStep() const;
+  // One body's stable explicit step estimate, s (InputError for a bad index).
+  [[nodiscard]] double stableTimeStep(int32_t body) const;
   [[nodiscard]] const StepStatistics& statistics() const;
 
   [[nodiscard]] int32_t bodyCount() const;
@@ -177,6 +180,11 @@ class Simulation {
   [[nodiscard]] const std::vector<std::string>& warnings() const;
   // Called once for each warning from now on, as it is made.
   void onWarning(std::function<void(const std::string&)> handler);
+  // A flag read before every step (e.g. set by a signal handler, or by another thread):
+  // once it is true, the advance in progress throws Interrupted and leaves the simulation
+  // at that advance's start, as a failed one does. nullptr (the default): never stopped.
+  // The flag must outlive the calls that may read it.
+  void setStopFlag(const std::atomic<bool>* stop);
 
   struct Impl;
 

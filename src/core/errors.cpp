@@ -7,6 +7,7 @@ ExitCode Error::exitCode() const {
     case ErrorKind::kBadInput: return ExitCode::kBadInput;
     case ErrorKind::kNumerical: return ExitCode::kNumerical;
     case ErrorKind::kIo: return ExitCode::kIo;
+    case ErrorKind::kInterrupted: return ExitCode::kInterrupted;
   }
   return ExitCode::kInternal;
 }

@@ -1,5 +1,7 @@
 #include "dynamics/recorder.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -126,6 +128,11 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   summary["scene"] = sceneName;
   summary["status"] = status;
   if (!error.empty()) summary["error"] = error;
+  // Who writes it: a summary left "running" by a killed process is told from one still
+  // being written by a live one (readRunStatus).
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  summary["process"] = {{"pid", static_cast<int64_t>(getpid())}, {"host", std::string(host)}};
   summary["time_step"] = timeStep;
   summary["stable_time_step"] = stableTimeStep;
   json bodies = json::array();

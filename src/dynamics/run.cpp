@@ -1,8 +1,14 @@
 #include "shellsim/run.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/byte_stream.hpp"
 #include "dynamics/recorder.hpp"
@@ -108,6 +114,13 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
                           report.warnings, status, error);
   };
   const int32_t checkpointEvery = scene.output.checkpointEvery;
+  const auto checkpoint = [&](int32_t frame) {
+    writeEncodedState(checkpointPath, impl, simulation.saveState(),
+                      runSection(frame, recorder, report.warnings));
+    // The run resumed from here starts without the implicit solver's kept factor: so
+    // does this one.
+    if (impl.integrator) impl.integrator->dropSolverCaches();
+  };
   const auto record = [&](int32_t frame) {
     const auto outputStart = std::chrono::steady_clock::now();
     std::optional<StaticFrame> staticFrame;
@@ -116,13 +129,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     }
     recorder.writeFrame(impl.world, frame, impl.counts(), implicit, elapsed(), staticFrame);
     summary(frame + 1 == frameCount ? "completed" : "running", "");
-    if (checkpointEvery > 0 && frame % checkpointEvery == 0) {
-      writeEncodedState(checkpointPath, impl, simulation.saveState(),
-                        runSection(frame, recorder, report.warnings));
-      // The run resumed from here starts without the implicit solver's kept factor: so
-      // does this one.
-      if (impl.integrator) impl.integrator->dropSolverCaches();
-    }
+    if (checkpointEvery > 0 && frame % checkpointEvery == 0) checkpoint(frame);
     outputSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - outputStart).count();
     report.framesWritten = frame + 1;
@@ -136,9 +143,26 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     record(0);
     firstFrame = 1;
   }
+  simulation.setStopFlag(options.stopFlag);
   for (int32_t frame = firstFrame; frame < frameCount; ++frame) {
     try {
+      if (options.stopFlag != nullptr && options.stopFlag->load()) {
+        std::ostringstream msg;
+        msg << "stopped on request at t = " << simulation.time() << " s";
+        throw Interrupted(msg.str());
+      }
       simulation.advanceFrames(1);
+    } catch (const Interrupted& e) {
+      // The simulation is back at the end of frame - 1, the last one written: checkpoint it
+      // so that --resume loses nothing, then say why the run ended.
+      const bool resumable = checkpointEvery > 0;
+      if (resumable && frame - 1 >= 0) checkpoint(frame - 1);
+      const std::string message = std::string(e.what()) + "; frames 0.." +
+                                  std::to_string(frame - 1) + " are written" +
+                                  (resumable ? "; continue with --resume"
+                                             : " (no checkpoint: output.checkpoint_every is 0)");
+      summary("interrupted", message);
+      throw Interrupted(message);
     } catch (const NumericalError& e) {
       report.timeStep = simulation.timeStep();
       summary("numerical_failure", e.what());
@@ -151,6 +175,70 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   report.steps = simulation.statistics().steps;
   summary("completed", "");
   return report;
+}
+
+RunStatus readRunStatus(const std::filesystem::path& folder) {
+  const std::filesystem::path path =
+      std::filesystem::is_directory(folder) ? folder / "summary.json" : folder;
+  const std::vector<uint8_t> bytes = readFileBytes(path);
+  const nlohmann::json summary = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr,
+                                                       /*allow_exceptions=*/false);
+  const auto bad = [&](const std::string& why) {
+    return InputError(path.string() + ": not a shellsim run summary (" + why + ")");
+  };
+  if (summary.is_discarded() || !summary.is_object()) throw bad("not valid JSON");
+  const auto text = [&](const char* key) -> std::string {
+    const auto it = summary.find(key);
+    return it != summary.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  RunStatus run;
+  run.status = text("status");
+  if (run.status.empty()) throw bad("no status");
+  run.error = text("error");
+  run.scene = text("scene");
+  if (const auto frames = summary.find("frames"); frames != summary.end() && frames->is_array()) {
+    run.framesWritten = static_cast<int32_t>(frames->size());
+    if (!frames->empty() && frames->back().is_object()) {
+      run.time = frames->back().value("time", 0.0);
+    }
+  }
+  std::ostringstream line;
+  line << path.parent_path().string() << ": " << run.status << ", " << run.framesWritten
+       << " frames to t = " << run.time << " s";
+  // RunOptions::sceneName is "default" for the built-in scene, which `run` takes bare.
+  const std::string scene = run.scene.empty()        ? "SCENE "
+                            : run.scene == "default" ? ""
+                                                     : run.scene + " ";
+  const std::string resume =
+      "`shellsim run " + scene + "--out " + path.parent_path().string() + " --resume` continues it";
+  if (run.status == "running") {
+    long pid = 0;
+    std::string host;
+    if (const auto process = summary.find("process");
+        process != summary.end() && process->is_object()) {
+      pid = process->value("pid", 0L);
+      host = process->value("host", std::string());
+    }
+    char thisHost[256] = {};
+    if (gethostname(thisHost, sizeof thisHost - 1) != 0) thisHost[0] = 0;
+    if (pid <= 0 || host.empty()) {
+      line << " (the summary does not say which process writes it: if no run is writing it, "
+           << "it stopped without finishing; " << resume << ")";
+    } else if (host != thisHost) {
+      line << " (written by process " << pid << " on host " << host
+           << ": whether it still runs cannot be told from here)";
+    } else if (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) {
+      line << " (process " << pid << " is writing it)";
+    } else {
+      run.stale = true;
+      line << ", but stopped without finishing: its process " << pid
+           << " is gone (killed, or the machine went down); " << resume;
+    }
+  } else if (!run.error.empty()) {
+    line << ": " << run.error;
+  }
+  run.description = line.str();
+  return run;
 }
 
 }  // namespace shellsim

@@ -686,6 +686,7 @@ namespace {
 void advanceInterval(Simulation::Impl& impl, double interval, double endTime,
                      const std::string& during) {
   TimeIntegrator& integrator = impl.integratorForRun();
+  integrator.setStopFlag(impl.stopFlag);
   if (!impl.energyGuard) impl.energyGuard.emplace(impl.world);
   const std::shared_ptr<const SimulationState::Data> checkpoint = saveData(impl);
   for (int halvings = 0;; ++halvings) {
@@ -693,6 +694,13 @@ void advanceInterval(Simulation::Impl& impl, double interval, double endTime,
       integrator.advance(impl.world, interval, endTime, impl.times);
       impl.energyGuard->check(impl.world);
       break;
+    } catch (const Interrupted&) {
+      // Back at the advance's start, as promised, with its step counts: the steps taken
+      // since are undone, so a run resumed from here counts as an uninterrupted one.
+      restoreData(impl, *checkpoint);
+      impl.setCounts(checkpoint->counts);
+      impl.updateStatistics();
+      throw;
     } catch (const NumericalError& e) {
       std::ostringstream msg;
       msg << e.what() << " (" << during << " with time step " << integrator.timeStep() << " s)";
@@ -862,6 +870,10 @@ double Simulation::stableTimeStep() const {
   if (impl_->world.bodies.empty()) throw InputError("the simulation has no body");
   if (!impl_->stableStep) impl_->stableStep = shellsim::stableTimeStep(impl_->world);
   return *impl_->stableStep;
+}
+
+double Simulation::stableTimeStep(int32_t body) const {
+  return impl_->body(body).model->stableTimeStep();
 }
 
 const StepStatistics& Simulation::statistics() const {
@@ -1099,6 +1111,10 @@ const std::vector<std::string>& Simulation::warnings() const {
 
 void Simulation::onWarning(std::function<void(const std::string&)> handler) {
   impl_->onWarning = std::move(handler);
+}
+
+void Simulation::setStopFlag(const std::atomic<bool>* stop) {
+  impl_->stopFlag = stop;
 }
 
 }  // namespace shellsim

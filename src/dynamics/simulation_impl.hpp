@@ -27,6 +27,7 @@ struct Simulation::Impl {
   // (a body added, positions set, a state restored), since it compares with the energy at
   // its making.
   std::optional<EnergyGuard> energyGuard;
+  const std::atomic<bool>* stopFlag = nullptr;  // Simulation::setStopFlag
   StepStatistics statistics;
   // Static runs (time.integrator "static"): load increments solved, sub-increments
   // included, in `accepted`; failed solves in `rejected`; Newton work.

@@ -113,6 +113,11 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
   const bool follow = stepPerStableStep_ > 0;
   double remaining = interval;
   for (int64_t s = 0; s < steps; ++s) {
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+      std::ostringstream msg;
+      msg << "stopped on request at t = " << world.time << " s";
+      throw Interrupted(msg.str());
+    }
     const uint64_t before = follow ? topology() : 0;
     stepWithRetry(world, dt, 0, times);
     remaining -= dt;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -100,6 +101,9 @@ class TimeIntegrator {
 
   [[nodiscard]] double timeStep() const { return timeStep_; }
   void setTimeStep(double timeStep);
+  // Checked before every step: once it reads true, advance throws Interrupted (the world
+  // is then left between two steps; the caller restores the advance's start).
+  void setStopFlag(const std::atomic<bool>* stop) { stop_ = stop; }
   // Explicit integration only: the planned step was chosen for a stable explicit step of
   // `stableStep` (s). When a topology edit (fracture making small elements) lowers the
   // bodies' stable step, the step is lowered in proportion, for the rest of the run (a
@@ -148,7 +152,8 @@ class TimeIntegrator {
   bool warnedFinest_ = false;
   std::function<void(const std::string&)> warn_;
   StepCounts counts_;
-  std::vector<StepStart> starts_;  // (kMaxStepSplits + 1)
+  std::vector<StepStart> starts_;            // (kMaxStepSplits + 1)
+  const std::atomic<bool>* stop_ = nullptr;  // setStopFlag
 };
 
 }  // namespace shellsim

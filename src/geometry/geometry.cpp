@@ -2,11 +2,14 @@
 #include "shellsim/geometry.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shellsim/errors.hpp"
@@ -109,6 +112,7 @@ MeshTopology analyzeTopology(const Geometry& mesh) {
   const int32_t n = mesh.vertexCount();
   const int32_t m = mesh.triangleCount();
   const std::vector<int32_t>& t = mesh.triangles;
+  const double* p = mesh.positions.data();
 
   const Bounds bounds = computeBounds(mesh);
   double diagonal2 = 0;
@@ -116,10 +120,20 @@ MeshTopology analyzeTopology(const Geometry& mesh) {
     diagonal2 += (bounds.max[d] - bounds.min[d]) * (bounds.max[d] - bounds.min[d]);
   // area <= ratio * d^2  <=>  |cross| <= 2 * ratio * d^2 (|cross| is twice the area).
   const double crossLimit = 2.0 * kDegenerateAreaRatio * diagonal2;
+  const auto distance = [&](int32_t a, int32_t b) {
+    double d2 = 0;
+    for (size_t d = 0; d < 3; ++d) {
+      const double x = p[3 * static_cast<size_t>(a) + d] - p[3 * static_cast<size_t>(b) + d];
+      d2 += x * x;
+    }
+    return std::sqrt(d2);
+  };
 
-  std::vector<uint64_t> edgeKeys;  // (min << 32 | max) per edge occurrence, (<= 3 m)
+  // (min << 32 | max) per edge occurrence, and whether it runs min -> max, (<= 3 m)
+  std::vector<std::pair<uint64_t, bool>> edgeKeys;
   edgeKeys.reserve(3 * static_cast<size_t>(m));
   std::vector<char> referenced(static_cast<size_t>(n), 0);  // (n)
+  std::vector<double> heights;                              // per non-degenerate triangle, m
   UnionFind components(static_cast<size_t>(n));
   for (int32_t f = 0; f < m; ++f) {
     const int32_t v[3] = {t[3 * static_cast<size_t>(f)], t[3 * static_cast<size_t>(f) + 1],
@@ -132,36 +146,137 @@ MeshTopology analyzeTopology(const Geometry& mesh) {
       continue;
     }
     double c[3];
-    crossOfEdges(mesh.positions.data(), v[0], v[1], v[2], c);
-    if (std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]) <= crossLimit) {
-      ++topology.degenerateTriangleCount;
-    }
+    crossOfEdges(p, v[0], v[1], v[2], c);
+    const double doubleArea = std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
     for (int k = 0; k < 3; ++k) {
-      const auto a = static_cast<uint64_t>(std::min(v[k], v[(k + 1) % 3]));
-      const auto b = static_cast<uint64_t>(std::max(v[k], v[(k + 1) % 3]));
-      edgeKeys.push_back(a << 32 | b);
+      const int32_t from = v[k], to = v[(k + 1) % 3];
+      const auto a = static_cast<uint64_t>(std::min(from, to));
+      const auto b = static_cast<uint64_t>(std::max(from, to));
+      edgeKeys.emplace_back(a << 32 | b, from < to);
+    }
+    if (doubleArea <= crossLimit) {
+      ++topology.degenerateTriangleCount;
+      continue;
+    }
+    const double longest =
+        std::max({distance(v[0], v[1]), distance(v[1], v[2]), distance(v[2], v[0])});
+    const double height = doubleArea / longest;
+    heights.push_back(height);
+    if (topology.smallestHeightTriangle < 0 || height < topology.smallestHeight) {
+      topology.smallestHeight = height;
+      topology.smallestHeightTriangle = f;
     }
   }
 
   std::sort(edgeKeys.begin(), edgeKeys.end());
+  std::vector<double> edgeLengths;  // per unique edge, m
   for (size_t i = 0; i < edgeKeys.size();) {
     size_t j = i + 1;
-    while (j < edgeKeys.size() && edgeKeys[j] == edgeKeys[i]) ++j;
+    while (j < edgeKeys.size() && edgeKeys[j].first == edgeKeys[i].first) ++j;
     const size_t incident = j - i;
     ++topology.edgeCount;
     if (incident == 1) ++topology.boundaryEdgeCount;
     if (incident >= 3) ++topology.nonManifoldEdgeCount;
+    // Sorted pairs: a consistent edge has one false (max -> min) and one true occurrence.
+    if (incident == 2 && edgeKeys[i].second == edgeKeys[i + 1].second) {
+      ++topology.inconsistentEdgeCount;
+    }
+    const uint64_t key = edgeKeys[i].first;
+    edgeLengths.push_back(
+        distance(static_cast<int32_t>(key >> 32), static_cast<int32_t>(key & 0xffffffffU)));
     i = j;
   }
+  if (!edgeLengths.empty()) {
+    const auto middle = edgeLengths.begin() + static_cast<std::ptrdiff_t>(edgeLengths.size() / 2);
+    std::nth_element(edgeLengths.begin(), middle, edgeLengths.end());
+    topology.medianEdgeLength = *middle;
+  }
+  for (double h : heights) {
+    if (h < kSliverHeightRatio * topology.medianEdgeLength) ++topology.sliverTriangleCount;
+  }
 
+  std::vector<int64_t> componentSize(static_cast<size_t>(n), 0);  // per root vertex
+  for (int32_t v = 0; v < n; ++v) {
+    if (referenced[static_cast<size_t>(v)])
+      ++componentSize[static_cast<size_t>(components.find(v))];
+  }
   for (int32_t v = 0; v < n; ++v) {
     if (!referenced[static_cast<size_t>(v)]) {
       ++topology.unreferencedVertexCount;
     } else if (components.find(v) == v) {
       ++topology.connectedComponentCount;
+      const int64_t size = componentSize[static_cast<size_t>(v)];
+      if (topology.smallestComponentVertexCount == 0 ||
+          size < topology.smallestComponentVertexCount) {
+        topology.smallestComponentVertexCount = size;
+      }
     }
   }
+
+  // Duplicates: referenced vertices sorted by position; equal neighbours coincide.
+  std::vector<int32_t> order;
+  for (int32_t v = 0; v < n; ++v) {
+    if (referenced[static_cast<size_t>(v)]) order.push_back(v);
+  }
+  const auto position = [&](int32_t v) {
+    return std::array<double, 3>{p[3 * static_cast<size_t>(v)], p[3 * static_cast<size_t>(v) + 1],
+                                 p[3 * static_cast<size_t>(v) + 2]};
+  };
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return position(a) < position(b); });
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (position(order[i]) == position(order[i - 1])) ++topology.duplicateVertexCount;
+  }
   return topology;
+}
+
+std::vector<std::string> meshRefusals(const MeshTopology& t) {
+  std::vector<std::string> lines;
+  const auto refuse = [&](int64_t count, const std::string& what) {
+    if (count > 0) {
+      lines.push_back(std::to_string(count) + " " + what +
+                      ": the discrete_shell and inelastic_shell models refuse the mesh (fiber "
+                      "and mass_spring run on it)");
+    }
+  };
+  refuse(t.nonManifoldEdgeCount, "non-manifold edges (shared by 3 or more triangles)");
+  refuse(t.inconsistentEdgeCount,
+         "edges across which the triangles' orientation flips (orient the mesh consistently)");
+  refuse(t.degenerateTriangleCount, "degenerate triangles (zero area or a repeated vertex)");
+  return lines;
+}
+
+std::vector<std::string> meshWarnings(const MeshTopology& t) {
+  std::vector<std::string> lines;
+  std::ostringstream msg;
+  msg.precision(3);
+  if (t.sliverTriangleCount > 0 && t.smallestHeight > 0) {
+    const double ratio = t.medianEdgeLength / t.smallestHeight;
+    msg << t.sliverTriangleCount << " sliver triangles (lower than " << kSliverHeightRatio
+        << " of the median edge, " << t.medianEdgeLength << " m); the lowest, triangle "
+        << t.smallestHeightTriangle << ", is " << t.smallestHeight << " m high, 1/" << ratio
+        << " of it: explicit steps follow the lowest triangles and are about " << ratio
+        << " times (where bending dominates up to " << ratio * ratio
+        << " times) shorter than on an even mesh of this size; remesh to even triangles or "
+           "integrate implicitly";
+    lines.push_back(msg.str());
+    msg.str("");
+  }
+  if (t.duplicateVertexCount > 0) {
+    lines.push_back(std::to_string(t.duplicateVertexCount) +
+                    " vertices lie on another vertex: the mesh is cut there and its sides "
+                    "come apart (weld coincident vertices to join them)");
+  }
+  // A component of fewer than 100 vertices beside others is most often a stray part the
+  // modeller left (a car body's 6-vertex clip), not a piece meant to fly off.
+  if (t.connectedComponentCount > 1 && t.smallestComponentVertexCount < 100) {
+    lines.push_back(std::to_string(t.connectedComponentCount) +
+                    " connected components, the smallest of " +
+                    std::to_string(t.smallestComponentVertexCount) +
+                    " vertices: each moves as a piece of its own (remove stray parts you did "
+                    "not mean to simulate)");
+  }
+  return lines;
 }
 
 // Area-weighted vertex normals: each vertex sums the unnormalised face normals

@@ -12,6 +12,7 @@
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
+#include "shellsim/run.hpp"
 
 namespace shellsim {
 
@@ -208,6 +209,11 @@ void plotEnergy(const fs::path& summaryPath, const fs::path& pngPath, int32_t wi
 
 RenderReport renderRun(const fs::path& runFolder, const RenderOptions& options) {
   const detail::RunInfo run = detail::readRunInfo(runFolder);
+  RenderReport report;
+  // A run that did not complete renders as far as it got; the user hears how it stands.
+  if (const RunStatus status = readRunStatus(runFolder); status.status != "completed") {
+    note(options, report, status.description);
+  }
   const Bounds bounds = detail::runBounds({&run});
   const RenderSettings& s = options.settings;
   const Camera camera = options.camera ? *options.camera
@@ -215,7 +221,6 @@ RenderReport renderRun(const fs::path& runFolder, const RenderOptions& options) 
                             ? *run.camera
                             : fitCamera(bounds, run.up, static_cast<double>(s.width) / s.height);
   Renderer renderer(s);
-  RenderReport report;
   report.framesFolder = runFolder / "render";
   makeFolder(report.framesFolder);
   removeOldFrames(report.framesFolder);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -285,6 +286,57 @@ TEST(Simulation, AdvanceThatStillFailsLeavesTheSimulationAtItsStart) {
   EXPECT_EQ(sim.statistics().recomputations, 4);
   ASSERT_GE(warnings.size(), 4u);
   EXPECT_NE(warnings.back().find("recomputing the frame"), std::string::npos);
+}
+
+TEST(Simulation, AStopFlagEndsTheAdvanceBetweenStepsAndLeavesItAtItsStart) {
+  Simulation sim;
+  const int32_t body = sim.addBody(sheetMesh(6, 0.3, 0.5), clothDef("mass_spring"));
+  sim.addObstacle(ground());
+  sim.advanceFrames(2);
+  const double time = sim.time();
+  const int64_t steps = sim.statistics().steps;
+  const std::vector<double> before(sim.positions(body).begin(), sim.positions(body).end());
+  // Raised before the advance: it stops before its first step.
+  std::atomic<bool> stop{true};
+  sim.setStopFlag(&stop);
+  EXPECT_THROW(sim.advanceFrames(1), Interrupted);
+  EXPECT_EQ(sim.time(), time);
+  EXPECT_EQ(sim.statistics().steps, steps);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), sim.positions(body).begin()));
+  // Lowered, the flag lets the next advance run as if nothing had happened.
+  stop = false;
+  sim.advanceFrames(1);
+  EXPECT_GT(sim.time(), time);
+  EXPECT_GT(sim.statistics().steps, steps);
+}
+
+TEST(Simulation, ARunStoppedByItsFlagKeepsItsFramesAndSaysInterrupted) {
+  SceneDef scene = defaultScene();
+  scene.time.duration = 0.5;
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() / "shellsim_test_simulation_interrupted";
+  std::filesystem::remove_all(out);
+  std::atomic<bool> stop{false};
+  RunOptions options;
+  options.outputFolder = out;
+  options.stopFlag = &stop;
+  options.onProgress = [&](const RunProgress& p) {
+    if (p.frame == 3) stop = true;
+  };
+  EXPECT_THROW((void)runScene(scene, options), Interrupted);
+  const RunStatus status = readRunStatus(out);
+  EXPECT_EQ(status.status, "interrupted");
+  EXPECT_EQ(status.framesWritten, 4);
+  EXPECT_FALSE(status.stale);
+  EXPECT_NE(status.description.find("--resume"), std::string::npos) << status.description;
+  // Resumed, it completes with every frame.
+  stop = false;
+  options.resume = true;
+  options.onProgress = nullptr;
+  const RunReport report = runScene(scene, options);
+  EXPECT_EQ(report.framesWritten, 16);
+  EXPECT_EQ(readRunStatus(out).status, "completed");
+  std::filesystem::remove_all(out);
 }
 
 TEST(Simulation, ASceneRunsTheSameThroughTheApiAsThroughRunScene) {

@@ -28,6 +28,38 @@ Geometry tetrahedron() {
   return mesh({0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1}, {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3});
 }
 
+TEST(MeshTopology, FindsSliversDuplicatesFlippedEdgesAndStrayComponents) {
+  // Two unit right triangles sharing edge (1, 2), both counter-clockwise (triangle 0 runs
+  // along it 1 -> 2, triangle 1 2 -> 1); a sliver 0.001 high beside them, on its own; and
+  // vertex 7 on top of vertex 0, in no triangle.
+  const Geometry m = mesh({0, 0, 0, 1, 0, 0, 0,   1,     0, 1, 1, 0,   // 0..3
+                           5, 0, 0, 6, 0, 0, 5.5, 0.001, 0, 0, 0, 0},  // 4..7
+                          {0, 1, 2, 1, 3, 2, 4, 5, 6});
+  MeshTopology t = analyzeTopology(m);
+  EXPECT_EQ(t.inconsistentEdgeCount, 0);
+  EXPECT_EQ(t.medianEdgeLength, 1.0);  // of 0.5, 0.5, 1 (x5), sqrt(2)
+  Geometry flipped = m;
+  std::swap(flipped.triangles[4], flipped.triangles[5]);  // (1, 2, 3) runs 1 -> 2 as well
+  t = analyzeTopology(flipped);
+  EXPECT_EQ(t.inconsistentEdgeCount, 1);
+  EXPECT_EQ(t.connectedComponentCount, 2);
+  EXPECT_EQ(t.smallestComponentVertexCount, 3);
+  EXPECT_EQ(t.unreferencedVertexCount, 1);  // vertex 7: not a duplicate, in no triangle
+  EXPECT_EQ(t.duplicateVertexCount, 0);
+  EXPECT_EQ(t.smallestHeightTriangle, 2);
+  EXPECT_NEAR(t.smallestHeight, 0.001, 1e-12);
+  EXPECT_EQ(t.sliverTriangleCount, 1);
+  EXPECT_EQ(meshRefusals(t).size(), 1u);  // the flipped edge
+  const std::vector<std::string> warnings = meshWarnings(t);
+  ASSERT_EQ(warnings.size(), 2u);  // the sliver, the 3-vertex component
+  EXPECT_NE(warnings[0].find("triangle 2"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("smallest of 3 vertices"), std::string::npos) << warnings[1];
+  // Vertex 7 used by a triangle: it coincides with vertex 0, a seam.
+  Geometry seam = m;
+  seam.triangles.insert(seam.triangles.end(), {7, 2, 3});
+  EXPECT_EQ(analyzeTopology(seam).duplicateVertexCount, 1);
+}
+
 TEST(Bounds, EmptyGeometryHasZeroCorners) {
   const Bounds b = computeBounds(Geometry{});
   for (int d = 0; d < 3; ++d) {

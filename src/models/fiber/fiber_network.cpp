@@ -199,7 +199,10 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
       for (size_t i = 0; i < std::min<size_t>(weak.size(), 5); ++i) {
         msg << ' ' << weak[i] << " (" << perNode[static_cast<size_t>(weak[i])].size() << ")";
       }
-      msg << "); sample the surface more evenly or raise neighbourCount";
+      // Named as the scene spells them (FiberDef's `neighbours`, `node_count`).
+      msg << "); sample the surface more evenly (remesh it, or set node_count or "
+             "node_spacing) or raise neighbours (now "
+          << params.neighbourCount << ")";
       warnings->push_back(msg.str());
     }
   }

@@ -370,6 +370,16 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
     sampling.targetNodeCount = fiber.nodeCount;
     sampling.spacing = fiber.nodeSpacing;
     NodeSampling clusters = clusterSurface(geometry, sampling);
+    // Clustering merges the surface's points, it never adds any: a count above what the
+    // surface holds gives fewer nodes than asked, which the user must hear of.
+    if (fiber.nodeCount > 0 && clusters.areas.size() < static_cast<size_t>(fiber.nodeCount)) {
+      warnings.push_back(label + ": node_count " + std::to_string(fiber.nodeCount) +
+                         " is more than the surface's " + std::to_string(geometry.vertexCount()) +
+                         (geometry.isPointCloud() ? " points" : " vertices") + ": the body has " +
+                         std::to_string(clusters.areas.size()) +
+                         " nodes (clusters merge points and never add any; refine the input "
+                         "for more)");
+    }
     if (fiber.highResolutionSurface) d.dense = std::make_shared<const Geometry>(geometry);
     nodes.positions = std::move(clusters.positions);
     nodes.normals = std::move(clusters.normals);
