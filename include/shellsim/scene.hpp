@@ -169,6 +169,9 @@ struct TimeDef {
   double duration = 2.0;    // s, > 0
   double frameRate = 30.0;  // frames per second, > 0
   double timeStep = 0.0;    // s; 0 means "choose a stable step"
+  // s; the smallest step a recomputation may halve down to before the run stops with a
+  // NumericalError instead of crawling; 0: 1e-5 of the frame interval (kMinStepPerFrame).
+  double minTimeStep = 0.0;
   Integrator integrator = Integrator::kVerlet;
   double newmarkBeta = 0.25;        // [0, 0.5]
   double newmarkGamma = 0.5;        // [0.5, 1]
@@ -179,6 +182,14 @@ struct TimeDef {
 
   bool operator==(const TimeDef&) const = default;
 };
+
+// The default floor of the step, as a fraction of the frame interval: 100,000 steps per
+// frame (0.33 us at 30 fps) is hours per simulated second for any body worth simulating.
+inline constexpr double kMinStepPerFrame = 1e-5;
+// The floor in effect, s: time.min_time_step, or kMinStepPerFrame of the frame interval.
+[[nodiscard]] inline double minimumTimeStep(const TimeDef& time) {
+  return time.minTimeStep > 0 ? time.minTimeStep : kMinStepPerFrame / time.frameRate;
+}
 
 // Whether the settings integrate implicitly (need a Newton solve per step): backward Euler,
 // or Newmark with beta > 0.

@@ -681,8 +681,65 @@ std::vector<uint8_t> decodeState(const Simulation::Impl& impl, std::span<const u
 
 namespace {
 
+// The body a failure is most likely in, from the failed state: the first with a position or
+// velocity that is not finite, else the one with the most kinetic energy.
+size_t failingBody(const World& world) {
+  size_t most = 0;
+  double mostKinetic = -1;
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    const Body& body = world.bodies[b];
+    const auto finite = [](const std::vector<double>& v) {
+      return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+    };
+    if (!finite(body.positions) || !finite(body.velocities)) return b;
+    const double kinetic = kineticEnergy(body);
+    if (kinetic > mostKinetic) {
+      mostKinetic = kinetic;
+      most = b;
+    }
+  }
+  return most;
+}
+
+// Why a body blew up, as far as its set-up tells: the warnings it got when it was made
+// (under-sampled fiber nodes, slivers) name the usual causes; otherwise the step against
+// the body's stable explicit step.
+std::string likelyCause(const Simulation::Impl& impl, size_t b, double step) {
+  const Body& body = impl.world.bodies[b];
+  std::ostringstream cause;
+  cause.precision(3);
+  cause << "body '" << body.name << "' (" << body.model->name() << ")";
+  const std::string label = "'" + body.name + "'";
+  std::vector<std::string> causes;
+  for (const std::string& warning : impl.world.warnings) {
+    if (warning.find(label) == std::string::npos) continue;
+    if (warning.find("fewer than 2 fibers") != std::string::npos) {
+      causes.emplace_back(
+          "under-sampled nodes (the centre of fewer than 2 fibers: no stiffness in some "
+          "directions; see its set-up warning)");
+    } else if (warning.find("sliver triangles") != std::string::npos) {
+      causes.emplace_back("sliver triangles (see its set-up warning)");
+    } else if (warning.find("lie on another vertex") != std::string::npos) {
+      causes.emplace_back("coincident vertices, a seam that opens");
+    }
+  }
+  const double stable = body.model->stableTimeStep();
+  if (causes.empty() || step > stable) {
+    std::ostringstream stiff;
+    stiff.precision(3);
+    stiff << "too stiff for the step (" << step << " s against its stable explicit estimate "
+          << stable << " s" << (impl.integrator && impl.integrator->implicit() ? ", implicit" : "")
+          << ")";
+    causes.push_back(stiff.str());
+  }
+  cause << "; likely cause: ";
+  for (size_t c = 0; c < causes.size(); ++c) cause << (c > 0 ? ", or " : "") << causes[c];
+  return cause.str();
+}
+
 // One advance of `interval` seconds ending at `endTime`, with the last-resort retry:
-// recomputed from its start with half the planned step, up to kMaxStepHalvings times.
+// recomputed from its start with half the planned step, up to kMaxStepHalvings times and
+// never below minimumTimeStep(time): a run that would need more stops instead of crawling.
 void advanceInterval(Simulation::Impl& impl, double interval, double endTime,
                      const std::string& during) {
   TimeIntegrator& integrator = impl.integratorForRun();
@@ -704,8 +761,16 @@ void advanceInterval(Simulation::Impl& impl, double interval, double endTime,
     } catch (const NumericalError& e) {
       std::ostringstream msg;
       msg << e.what() << " (" << during << " with time step " << integrator.timeStep() << " s)";
+      const size_t body = failingBody(impl.world);
       restoreData(impl, *checkpoint);
-      if (halvings == kMaxStepHalvings) {
+      const double floor = minimumTimeStep(impl.settings.time);
+      const bool belowFloor = integrator.timeStep() / 2 < floor;
+      if (halvings == kMaxStepHalvings || belowFloor) {
+        if (belowFloor) {
+          msg << "; half the step would be below time.min_time_step = " << floor
+              << " s (the run stops rather than crawl)";
+        }
+        msg << "; " << likelyCause(impl, body, integrator.timeStep());
         impl.updateStatistics();
         throw NumericalError(msg.str());
       }

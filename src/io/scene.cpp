@@ -327,6 +327,7 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   t.duration = r.number("duration");
   t.frameRate = frameRate.value_or(t.frameRate);
   t.timeStep = timeStep.value_or(t.timeStep);
+  t.minTimeStep = r.number("min_time_step");
   t.integrator = toEnum(r.choice("integrator"), kIntegrators, Integrator::kVerlet);
   t.newmarkBeta = r.number("newmark_beta");
   t.newmarkGamma = r.number("newmark_gamma");
@@ -340,6 +341,11 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
     problems.add(r.pathOf("time_step"), *r.find("time_step"),
                  "must be <= 1 / frame_rate = " + json_fields::formatNumber(1.0 / t.frameRate) +
                      " s, so that every frame is reached");
+  }
+  if (frameRateUsable && t.minTimeStep > 1.0 / t.frameRate) {
+    problems.add(
+        r.pathOf("min_time_step"), *r.find("min_time_step"),
+        "must be <= 1 / frame_rate = " + json_fields::formatNumber(1.0 / t.frameRate) + " s");
   }
   r.finish();
   return t;

@@ -402,6 +402,15 @@ constexpr FieldSpec kTimeFields[] = {
      .meaning = "Integration step; 0 chooses a step automatically (half the stable explicit "
                 "step for `verlet` and explicit `newmark`, 20 times it for the implicit "
                 "integrators, at most the frame interval)."},
+    {.key = "min_time_step",
+     .unit = "s",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .rule = "<= 1 / frame_rate",
+     .meaning = "The smallest step the run may fall to: a frame that blows up is recomputed "
+                "with half the step (up to 4 times), and a run whose step would fall below "
+                "this stops with exit code 3 and the likely cause, rather than crawl. 0: 1e-5 "
+                "of the frame interval (0.33 us at 30 fps)."},
     {.key = "integrator",
      .kind = FieldKind::kChoice,
      .text = "verlet",

@@ -144,6 +144,7 @@ Json toJson(const TimeDef& t) {
   return {{"duration", t.duration},
           {"frame_rate", t.frameRate},
           {"time_step", t.timeStep},
+          {"min_time_step", t.minTimeStep},
           {"integrator", word(t.integrator, scene_names::kIntegrators)},
           {"newmark_beta", t.newmarkBeta},
           {"newmark_gamma", t.newmarkGamma},

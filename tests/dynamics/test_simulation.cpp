@@ -339,6 +339,50 @@ TEST(Simulation, ARunStoppedByItsFlagKeepsItsFramesAndSaysInterrupted) {
   std::filesystem::remove_all(out);
 }
 
+TEST(Simulation, ABlowUpStopsAtTheStepFloorNamingTheBodyAndTheLikelyCause) {
+  // A fiber sheet with stray slivers hanging below it: their nodes are the centre of fewer
+  // than 2 fibers (the set-up warns), and a step of 40 times the stable one blows it up.
+  Geometry mesh = sheetMesh(8, 0.3, 0.3);
+  for (int k = 0; k < 12; ++k) {
+    const auto base = static_cast<int32_t>(mesh.positions.size() / 3);
+    const double x = -0.12 + 0.02 * k, y = 0.01 * (k % 5), z = 0.28;
+    mesh.positions.insert(mesh.positions.end(),
+                          {x, y, z, x + 0.002, y, z, x, y + 0.0005, z - 0.03});
+    mesh.triangles.insert(mesh.triangles.end(), {base, base + 1, base + 2});
+  }
+  BodyDef def = clothDef("fiber");
+  def.name = "stray";
+  Simulation probe;
+  probe.addBody(mesh, def);
+  TimeDef time;
+  time.frameRate = 100;
+  time.timeStep = 40 * probe.stableTimeStep();
+  // The planned step divides the frame, so it lies in (timeStep / 2, timeStep]: the floor
+  // allows one to three recomputations, fewer than the four a run gets without it.
+  time.minTimeStep = time.timeStep / 8;
+  Simulation sim(SimulationSettings{{0, 0, -9.81}, time, {}});
+  sim.addBody(mesh, def);
+  sim.addObstacle(ground());
+  const auto& warnings = sim.warnings();
+  ASSERT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("fewer than 2 fibers") != std::string::npos;
+  }));
+  std::string message;
+  try {
+    for (int frame = 0; frame < 100; ++frame) sim.advanceFrames(1);
+  } catch (const NumericalError& e) {
+    message = e.what();
+  }
+  ASSERT_FALSE(message.empty()) << "the run did not blow up";
+  EXPECT_GE(sim.statistics().recomputations, 1) << message;
+  EXPECT_LE(sim.statistics().recomputations, 3) << message;
+  EXPECT_NE(message.find("below time.min_time_step"), std::string::npos) << message;
+  EXPECT_NE(message.find("body 'stray' (fiber); likely cause: under-sampled nodes"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("too stiff for the step"), std::string::npos) << message;
+}
+
 TEST(Simulation, ASceneRunsTheSameThroughTheApiAsThroughRunScene) {
   SceneDef scene = defaultScene();
   scene.time.duration = 0.1;
