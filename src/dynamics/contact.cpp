@@ -55,6 +55,23 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
   return 0.0;
 }
 
+void keepOutOfObstacles(const World& world, std::span<double> positions) {
+  for (const Obstacle& obstacle : world.obstacles) {
+    const Vec3 offset = obstacle.offset(world.time);
+    // Each point on its own: no shared writes.
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, positions.size() / 3, kAssemblyGrain),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t i = r.begin(); i != r.end(); ++i) {
+                          Eigen::Map<Vec3> x(&positions[3 * i]);
+                          Vec3 normal;
+                          const double phi =
+                              obstacleSignedDistance(obstacle.def, offset, x, &normal);
+                          if (phi < 0.0) x -= phi * normal;
+                        }
+                      });
+  }
+}
+
 int64_t projectOutOfObstacles(World& world) {
   int64_t contacts = 0;
   for (Body& body : world.bodies) {

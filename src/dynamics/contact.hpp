@@ -27,6 +27,9 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
 // Returns the number of nodes in contact.
 // Both skip obstacles with the penalty response.
 int64_t projectOutOfObstacles(World& world);
+// Moves each point of `positions` ((n, 3), m) that lies inside an obstacle (any response)
+// onto the obstacle's surface, along its normal: for drawn surfaces, not for nodes.
+void keepOutOfObstacles(const World& world, std::span<double> positions);
 void applyContactVelocities(World& world);
 
 // Penalty obstacles (ObstacleResponse::kPenalty; gingold2004 section 4.3, where the floor,

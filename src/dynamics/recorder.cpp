@@ -97,7 +97,7 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
                              body.brokenElements, body.crackCount(), body.nodeCount(),
                              body.model->elementCount()});
     const auto start = std::chrono::steady_clock::now();
-    const Geometry surface = bodySurface(body, bodyIndex, pieces);
+    const Geometry surface = bodySurface(world, bodyIndex, pieces);
     if (body.embedded) {
       surfaceSeconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

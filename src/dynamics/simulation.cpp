@@ -1075,7 +1075,7 @@ std::span<const uint8_t> Simulation::pinnedNodes(int32_t body) const {
 
 Geometry Simulation::surface(int32_t body) const {
   const Body& b = impl_->body(body);
-  return bodySurface(b, static_cast<size_t>(body), b.model->nodePieces());
+  return bodySurface(impl_->world, static_cast<size_t>(body), b.model->nodePieces());
 }
 
 BodyEnergies Simulation::energies(int32_t body) const {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/palette.hpp"
+#include "dynamics/contact.hpp"
 #include "dynamics/step_pipeline.hpp"
 #include "geometry/primitives.hpp"
 #include "geometry/sampling.hpp"
@@ -556,10 +557,12 @@ int32_t pieceCount(const Body& body) {
   return pieceCount(body.model->nodePieces());
 }
 
-Geometry bodySurface(const Body& body, size_t bodyIndex, std::span<const int32_t> pieces) {
+Geometry bodySurface(const World& world, size_t bodyIndex, std::span<const int32_t> pieces) {
+  const Body& body = world.bodies[bodyIndex];
   const std::vector<Model::NodeScalar> scalars = body.model->nodeScalars();
   if (body.embedded) {
     Geometry surface = body.embedded->deform(body.positions);
+    keepOutOfObstacles(world, surface.positions);
     // A vertex takes the piece and the node quantities of its nearest bound node
     // (separatePieces keeps every vertex's nodes in one piece).
     const auto vertices = static_cast<size_t>(surface.vertexCount());

@@ -246,8 +246,12 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events);
 // renderer colours the pieces of a mesh. Where the model tracks pieces, every vertex
 // carries its piece (Geometry::pieces): its node's, or for an embedded surface its nearest
 // bound node's.
+// An embedded surface is kept out of the world's obstacles: its vertices are interpolated
+// from the nodes, which the obstacles hold out, and would otherwise dip into them between
+// nodes (a clustered body resting on the floor); each vertex inside an obstacle is moved
+// onto its surface. The state is not changed: this is the surface drawn.
 // `pieces`: the body's Model::nodePieces, which the caller has at hand.
-[[nodiscard]] Geometry bodySurface(const Body& body, size_t bodyIndex,
+[[nodiscard]] Geometry bodySurface(const World& world, size_t bodyIndex,
                                    std::span<const int32_t> pieces);
 
 // The largest stable explicit step over all bodies, s.

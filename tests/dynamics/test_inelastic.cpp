@@ -185,7 +185,7 @@ double centreAfterPushAndRelease(bool plastic) {
   for (size_t i = 0; i < b.positions.size() / 3; ++i)
     lowest = std::min(lowest, b.positions[3 * i + 2]);
   // The frames carry each node's plastic strain where the sheet flowed, and no damage.
-  const Geometry frame = bodySurface(b, 0, b.model->nodePieces());
+  const Geometry frame = bodySurface(world, 0, b.model->nodePieces());
   if (plastic) {
     EXPECT_EQ(frame.vertexScalars.size(), 2u);
     for (const VertexScalar& scalar : frame.vertexScalars) {
@@ -285,7 +285,7 @@ TEST(Fracture, TornSheetSurfaceSplitsWithoutStretchedTriangles) {
   EXPECT_GT(torn.vertexCount(), rest.vertexCount()) << "split vertices along the cracks";
   // Each vertex of the embedded surface carries the piece of its nearest bound node, and
   // every drawn triangle lies within one piece.
-  const Geometry frame = bodySurface(body, 0, pieces);
+  const Geometry frame = bodySurface(world, 0, pieces);
   ASSERT_EQ(frame.pieces.size(), static_cast<size_t>(frame.vertexCount()));
   const std::set<int32_t> seen(frame.pieces.begin(), frame.pieces.end());
   EXPECT_EQ(static_cast<int32_t>(seen.size()), pieceCount(pieces));
@@ -328,7 +328,7 @@ TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloud
     EXPECT_TRUE(piece(0) == piece(1) && piece(1) == piece(2)) << "triangle " << t / 3;
   }
   // Every vertex carries its piece: a PLY property, a VTP point and cell array, OBJ groups.
-  const Geometry surface = bodySurface(meshWorld.bodies[0], 0, meshPieces);
+  const Geometry surface = bodySurface(meshWorld, 0, meshPieces);
   EXPECT_EQ(surface.pieces, meshPieces);
   const auto text = [&](const std::string& name) {
     std::ifstream in(folder.path() / "mesh" / "frames" / name, std::ios::binary);
