@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libnanoflann-dev libtbb-dev
   libcli11-dev nlohmann-json3-dev libtinyobjloader-dev
   libgmp-dev                       # exact rationals for the geometric predicates
+  libcgal-dev libmpfr-dev          # mesh repair: CGAL's polygon-mesh processing
   libgtest-dev libgmock-dev libbenchmark-dev
   libpng-dev ffmpeg libembree-dev   # previews: PNG, H.264 video, CPU ray casting
   libbullet-dev                     # optional: the Bullet soft-body comparison benchmark

@@ -343,6 +343,63 @@ int infoCommand(const std::string& path, const CommonOptions& common) {
   return 0;
 }
 
+void printTopologyLine(const char* when, const shellsim::MeshTopology& t) {
+  std::cout << when << t.nonManifoldEdgeCount << " non-manifold edges, " << t.inconsistentEdgeCount
+            << " flipped edges, " << t.degenerateTriangleCount << " degenerate and "
+            << t.sliverTriangleCount << " sliver triangles (smallest height " << t.smallestHeight
+            << " m, median edge " << t.medianEdgeLength << " m), " << t.duplicateVertexCount
+            << " duplicate vertices, " << t.connectedComponentCount << " components, "
+            << t.boundaryEdgeCount << " boundary edges\n";
+}
+
+// `shellsim repair IN OUT`: the mesh made fit for the mesh models (shellsim::repairMesh),
+// written as OBJ or PLY by OUT's extension.
+int repairCommand(const std::string& in, const std::string& out, int64_t minComponentFaces,
+                  const std::string& remesh, const CommonOptions& common) {
+  shellsim::ThreadLimit threadLimit(common.threads);
+  const std::string extension = std::filesystem::path(out).extension().string();
+  if (extension != ".obj" && extension != ".ply") {
+    throw shellsim::InputError(out + ": the repaired mesh is written as .obj or .ply");
+  }
+  shellsim::Geometry mesh = shellsim::readGeometry(in);
+  shellsim::RepairOptions options;
+  options.minComponentFaces = minComponentFaces;
+  if (remesh == "auto") {
+    options.targetEdgeLength = shellsim::analyzeTopology(mesh).medianEdgeLength;
+  } else if (!remesh.empty()) {
+    char* end = nullptr;
+    options.targetEdgeLength = std::strtod(remesh.c_str(), &end);
+    if (end == remesh.c_str() || *end != 0 || !(options.targetEdgeLength > 0)) {
+      throw shellsim::InputError("--remesh " + remesh +
+                                 ": expected an edge length > 0 in metres, or auto");
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const shellsim::RepairReport report = shellsim::repairMesh(mesh, options);
+  if (extension == ".obj") {
+    shellsim::writeObj(out, mesh);
+  } else {
+    shellsim::writePly(out, mesh);
+  }
+  if (common.quiet) return 0;
+  printTopologyLine("before: ", report.before);
+  printTopologyLine("after:  ", report.after);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "wrote " << mesh.vertexCount() << " vertices, " << mesh.triangleCount()
+            << " triangles to " << out << " (" << report.componentsRemoved << " components removed"
+            << (options.targetEdgeLength > 0 ? ", remeshed to " : "");
+  if (options.targetEdgeLength > 0) std::cout << options.targetEdgeLength << " m edges";
+  std::cout << ") in " << formatSeconds(seconds) << '\n';
+  for (const std::string& refusal : shellsim::meshRefusals(report.after)) {
+    std::cout << "still refused: " << refusal << '\n';
+  }
+  for (const std::string& warning : shellsim::meshWarnings(report.after)) {
+    std::cout << "warning: " << warning << '\n';
+  }
+  return 0;
+}
+
 // Checks what a run checks: the scene file, then the world built from it as `run` builds
 // it (every body's geometry read and discretized by its model, pins and loads selected),
 // so a mesh the model refuses (non-manifold, a point cloud for a mesh model) fails here
@@ -440,6 +497,23 @@ int main(int argc, char** argv) {
   validate->add_option("scene", validatePath, "Scene file (JSON)")->required();
   addCommonOptions(validate, common);
 
+  std::string repairIn, repairOut, remesh;
+  int64_t minComponentFaces = 0;
+  CLI::App* repair = app.add_subcommand(
+      "repair",
+      "Repair a triangle mesh for the shell models: merge coincident vertices, drop degenerate "
+      "triangles, orient consistently, split non-manifold edges, drop stray parts, remesh");
+  repair->add_option("in", repairIn, "Triangle mesh (OBJ, PLY, OFF, STL)")->required();
+  repair->add_option("out", repairOut, "The repaired mesh (.obj or .ply)")->required();
+  repair
+      ->add_option("--min-component-faces", minComponentFaces,
+                   "Drop connected components with fewer triangles than this")
+      ->check(integerAtLeast(0));
+  repair->add_option("--remesh", remesh,
+                     "Remesh isotropically to this edge length, m, or 'auto' (the median "
+                     "edge): even triangles, no slivers");
+  addCommonOptions(repair, common);
+
   CLI::App* reference =
       app.add_subcommand("scene-reference", "Print the scene file reference (Markdown)");
   addCommonOptions(reference, common);
@@ -467,6 +541,9 @@ int main(int argc, char** argv) {
     if (compare->parsed()) return compareCommand(runA, runB, compareOut, preview, common);
     if (info->parsed()) return infoCommand(filePath, common);
     if (validate->parsed()) return validateCommand(validatePath, common);
+    if (repair->parsed()) {
+      return repairCommand(repairIn, repairOut, minComponentFaces, remesh, common);
+    }
     if (reference->parsed()) {
       std::cout << shellsim::sceneReferenceMarkdown();
       return 0;

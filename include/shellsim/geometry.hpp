@@ -78,6 +78,25 @@ inline constexpr double kSliverHeightRatio = 0.1;
 // debris); one line each, empty when none. A body whose nodes are the mesh's vertices gets
 // these as warnings at set-up; `shellsim info` prints them.
 [[nodiscard]] std::vector<std::string> meshWarnings(const MeshTopology& topology);
+
+// What repairMesh does beyond what it always does (merge coincident vertices, drop
+// degenerate and repeated triangles, orient consistently, split non-manifold edges and
+// vertices so that the sheets meeting there come apart whole).
+struct RepairOptions {
+  int64_t minComponentFaces = 0;  // drop components of fewer triangles (0, 1: keep all)
+  // m; > 0: isotropic remeshing to triangles of about this edge (slivers gone, the stable
+  // step set by the material and this size); 0: no remeshing.
+  double targetEdgeLength = 0;
+  int remeshIterations = 3;  // [1, 100]
+};
+struct RepairReport {
+  MeshTopology before, after;
+  int64_t componentsRemoved = 0;
+};
+// Repairs a triangle mesh in place with CGAL's polygon-mesh processing (normals, colours
+// and other per-vertex data are dropped: the vertices change). InputError for a point
+// cloud, bad options, or nothing left.
+RepairReport repairMesh(Geometry& mesh, const RepairOptions& options = {});
 [[nodiscard]] MeshTopology analyzeTopology(const Geometry& mesh);
 
 // Drops the vertices of a triangle mesh that no triangle uses (with their normals and

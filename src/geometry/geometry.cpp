@@ -236,7 +236,7 @@ std::vector<std::string> meshRefusals(const MeshTopology& t) {
     if (count > 0) {
       lines.push_back(std::to_string(count) + " " + what +
                       ": the discrete_shell and inelastic_shell models refuse the mesh (fiber "
-                      "and mass_spring run on it)");
+                      "and mass_spring run on it; `shellsim repair` fixes it)");
     }
   };
   refuse(t.nonManifoldEdgeCount, "non-manifold edges (shared by 3 or more triangles)");
@@ -255,17 +255,16 @@ std::vector<std::string> meshWarnings(const MeshTopology& t) {
     msg << t.sliverTriangleCount << " sliver triangles (lower than " << kSliverHeightRatio
         << " of the median edge, " << t.medianEdgeLength << " m); the lowest, triangle "
         << t.smallestHeightTriangle << ", is " << t.smallestHeight << " m high, 1/" << ratio
-        << " of it: explicit steps follow the lowest triangles and are about " << ratio
-        << " times (where bending dominates up to " << ratio * ratio
-        << " times) shorter than on an even mesh of this size; remesh to even triangles or "
-           "integrate implicitly";
+        << " of it: the stable explicit step may follow the lowest triangles, up to " << ratio
+        << " times shorter than on an even mesh of this size; `shellsim repair --remesh auto` "
+           "makes even triangles, or integrate implicitly";
     lines.push_back(msg.str());
     msg.str("");
   }
   if (t.duplicateVertexCount > 0) {
     lines.push_back(std::to_string(t.duplicateVertexCount) +
                     " vertices lie on another vertex: the mesh is cut there and its sides "
-                    "come apart (weld coincident vertices to join them)");
+                    "come apart (`shellsim repair` welds them)");
   }
   // A component of fewer than 100 vertices beside others is most often a stray part the
   // modeller left (a car body's 6-vertex clip), not a piece meant to fly off.
@@ -273,8 +272,8 @@ std::vector<std::string> meshWarnings(const MeshTopology& t) {
     lines.push_back(std::to_string(t.connectedComponentCount) +
                     " connected components, the smallest of " +
                     std::to_string(t.smallestComponentVertexCount) +
-                    " vertices: each moves as a piece of its own (remove stray parts you did "
-                    "not mean to simulate)");
+                    " vertices: each moves as a piece of its own (`shellsim repair "
+                    "--min-component-faces N` drops stray parts)");
   }
   return lines;
 }

@@ -60,6 +60,73 @@ TEST(MeshTopology, FindsSliversDuplicatesFlippedEdgesAndStrayComponents) {
   EXPECT_EQ(analyzeTopology(seam).duplicateVertexCount, 1);
 }
 
+// A square of cells x cells unit cells in z = 0, two triangles per cell.
+Geometry grid(int cells) {
+  Geometry g;
+  for (int j = 0; j <= cells; ++j) {
+    for (int i = 0; i <= cells; ++i) g.positions.insert(g.positions.end(), {1.0 * i, 1.0 * j, 0});
+  }
+  const auto v = [&](int i, int j) { return j * (cells + 1) + i; };
+  for (int j = 0; j < cells; ++j) {
+    for (int i = 0; i < cells; ++i) {
+      g.triangles.insert(g.triangles.end(), {v(i, j), v(i + 1, j), v(i + 1, j + 1), v(i, j),
+                                             v(i + 1, j + 1), v(i, j + 1)});
+    }
+  }
+  return g;
+}
+
+TEST(RepairMesh, SplitsNonManifoldEdgesWeldsSeamsDropsStrayPartsAndRemovesSlivers) {
+  Geometry m = grid(6);
+  const auto n = static_cast<int32_t>(m.positions.size() / 3);
+  // A third sheet on the edge (0, 1)-(1, 1) of the grid's first cell: non-manifold.
+  m.positions.insert(m.positions.end(), {0.5, 0.5, 1});
+  m.triangles.insert(m.triangles.end(), {1, 8, n});
+  // A seam: a copy of vertex 20 used by one of its triangles instead of it.
+  m.positions.insert(m.positions.end(), {m.positions[60], m.positions[61], m.positions[62]});
+  for (size_t t = 0; t < m.triangles.size(); ++t) {
+    if (m.triangles[t] == 20) {
+      m.triangles[t] = n + 1;
+      break;
+    }
+  }
+  // A stray triangle far away, and a sliver 0.01 high on the grid's border.
+  m.positions.insert(m.positions.end(), {20, 20, 0, 21, 20, 0, 20, 21, 0, 3, -0.01, 0});
+  m.triangles.insert(m.triangles.end(), {n + 2, n + 3, n + 4, 3, 2, n + 5});
+  const MeshTopology before = analyzeTopology(m);
+  ASSERT_EQ(before.nonManifoldEdgeCount, 1);
+  ASSERT_EQ(before.duplicateVertexCount, 1);
+  ASSERT_EQ(before.connectedComponentCount, 2);
+  ASSERT_EQ(before.sliverTriangleCount, 1);
+  ASSERT_FALSE(meshRefusals(before).empty());
+
+  Geometry repaired = m;
+  RepairOptions options;
+  options.minComponentFaces = 2;
+  const RepairReport report = repairMesh(repaired, options);
+  EXPECT_EQ(report.after.nonManifoldEdgeCount, 0);
+  EXPECT_EQ(report.after.inconsistentEdgeCount, 0);
+  EXPECT_EQ(report.after.duplicateVertexCount, 0);
+  EXPECT_TRUE(meshRefusals(report.after).empty());
+  // The stray triangle is gone; the third sheet, split off at the edge, is one triangle
+  // too and goes with it.
+  EXPECT_EQ(report.after.connectedComponentCount, 1);
+  EXPECT_EQ(repaired.triangleCount(), 6 * 6 * 2 + 1);  // the grid and the sliver
+
+  options.targetEdgeLength = 1.0;  // remeshed: even triangles, no sliver
+  Geometry remeshed = m;
+  const RepairReport even = repairMesh(remeshed, options);
+  EXPECT_EQ(even.after.sliverTriangleCount, 0);
+  EXPECT_GT(even.after.smallestHeight, 0.2);
+  EXPECT_EQ(even.after.nonManifoldEdgeCount, 0);
+
+  Geometry cloud;
+  cloud.positions = {0, 0, 0};
+  EXPECT_THROW((void)repairMesh(cloud), InputError);
+  options.targetEdgeLength = -1;
+  EXPECT_THROW((void)repairMesh(remeshed, options), InputError);
+}
+
 TEST(Bounds, EmptyGeometryHasZeroCorners) {
   const Bounds b = computeBounds(Geometry{});
   for (int d = 0; d < 3; ++d) {
