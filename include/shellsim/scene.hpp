@@ -127,6 +127,15 @@ struct PressureDef {
   bool operator==(const PressureDef&) const = default;
 };
 
+// Mesh repair before the body is made (shellsim::repairMesh, CGAL): always merges
+// coincident vertices, drops degenerate triangles, orients consistently and splits
+// non-manifold edges; then these.
+struct RepairDef {
+  int64_t minComponentFaces = 0;  // drop components of fewer triangles
+  double remeshEdgeLength = 0;    // m, after the transform; > 0: remesh to it; 0: keep triangles
+  bool operator==(const RepairDef&) const = default;
+};
+
 struct BodyDef {
   std::string name;                           // unique; default "body<i>"
   std::optional<std::filesystem::path> file;  // geometry file, resolved against the scene folder
@@ -140,7 +149,8 @@ struct BodyDef {
   std::vector<PinDef> pins;
   std::vector<LoadDef> loads;
   std::optional<PressureDef> pressure;
-  Vec3d initialVelocity{0, 0, 0};  // m/s
+  std::optional<RepairDef> repair;  // a triangle mesh repaired before it is used
+  Vec3d initialVelocity{0, 0, 0};   // m/s
 
   // The options of the model whose definition type is T (made with its defaults at first
   // use); const: the defaults when none were set.

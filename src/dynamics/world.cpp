@@ -170,6 +170,30 @@ void addLoad(World& world, size_t bodyIndex, const LoadDef& load, const std::str
 
 size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::string& label) {
   applyTransform(geometry, def.transform);
+  if (def.repair) {
+    if (geometry.isPointCloud()) {
+      throw InputError(label +
+                       ".repair: the body is a point cloud: only triangle meshes are "
+                       "repaired");
+    }
+    RepairOptions options;
+    options.minComponentFaces = def.repair->minComponentFaces;
+    options.targetEdgeLength = def.repair->remeshEdgeLength;
+    const int32_t trianglesBefore = geometry.triangleCount();
+    try {
+      const RepairReport report = repairMesh(geometry, options);
+      std::ostringstream msg;
+      msg << label << ": repaired: " << trianglesBefore << " -> " << geometry.triangleCount()
+          << " triangles, " << report.before.nonManifoldEdgeCount << " -> "
+          << report.after.nonManifoldEdgeCount << " non-manifold edges, "
+          << report.before.sliverTriangleCount << " -> " << report.after.sliverTriangleCount
+          << " slivers, " << report.componentsRemoved
+          << " components dropped (vertex indices now refer to the repaired mesh)";
+      world.warnings.push_back(msg.str());
+    } catch (const InputError& e) {
+      throw InputError(label + ".repair: " + e.what());
+    }
+  }
   // In the body's units (after the transform): its slivers, seams and debris, told before a
   // run crawls or comes apart. Said only where the mesh's vertices are the nodes (clustered
   // fiber nodes smooth them away); what a model refuses, it says itself by refusing.

@@ -51,6 +51,7 @@ using scene_schema::kPinSpec;
 using scene_schema::kPressureSpec;
 using scene_schema::kPrimitiveSpec;
 using scene_schema::kRampSpec;
+using scene_schema::kRepairSpec;
 using scene_schema::kSceneSpec;
 using scene_schema::kTimeSpec;
 using scene_schema::kTransformSpec;
@@ -314,6 +315,14 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     pressure.releaseOnFracture = pr.choice("release_on_fracture") == "on";
     pr.finish();
     body.pressure = std::move(pressure);
+  }
+  if (r.has("repair")) {
+    ObjectReader rr = r.object("repair", kRepairSpec);
+    RepairDef repair;
+    repair.minComponentFaces = rr.integer("min_component_faces");
+    repair.remeshEdgeLength = rr.number("remesh_edge_length");
+    rr.finish();
+    body.repair = repair;
   }
   body.initialVelocity = r.vec3("initial_velocity");
   r.finish();

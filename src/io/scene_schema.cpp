@@ -294,6 +294,21 @@ constexpr FieldSpec kPressureFields[] = {
      .meaning = "`on`: the gas escapes (the pressure drops to 0) once a crack has formed."},
 };
 
+constexpr FieldSpec kRepairFields[] = {
+    {.key = "min_component_faces",
+     .kind = FieldKind::kInteger,
+     .number = 0,
+     .range = Range::closed(0, 1e9),
+     .meaning = "Drop connected components of fewer triangles (stray parts)."},
+    {.key = "remesh_edge_length",
+     .unit = "m",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .meaning = "Remesh isotropically to triangles of about this edge, in the body's size "
+                "after its transform (slivers gone: the stable step follows the material and "
+                "this size); 0 keeps the triangles."},
+};
+
 constexpr FieldSpec kPinFields[] = {
     {.key = "shape",
      .kind = FieldKind::kChoice,
@@ -376,6 +391,13 @@ constexpr FieldSpec kBodyFields[] = {
      .object = "pressure",
      .optional = true,
      .meaning = "Gas pressure inside a closed shell (a balloon)."},
+    {.key = "repair",
+     .kind = FieldKind::kObject,
+     .object = "repair",
+     .optional = true,
+     .meaning = "Repair the triangle mesh before the body is made (CGAL, as `shellsim "
+                "repair`): coincident vertices merged, degenerate triangles dropped, "
+                "orientation made consistent, non-manifold edges split; then these."},
     {.key = "initial_velocity",
      .kind = FieldKind::kVec3,
      .unit = "m/s",
@@ -604,6 +626,7 @@ constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripte
 constexpr ObjectSpec kLoadSpec{"load", "A force on a region of a body.", kLoadFields, "shape"};
 constexpr ObjectSpec kPressureSpec{"pressure", "Gas pressure inside a closed shell.",
                                    kPressureFields};
+constexpr ObjectSpec kRepairSpec{"repair", "Mesh repair before a body is made.", kRepairFields};
 constexpr ObjectSpec kRampSpec{"ramp", "One key of a factor ramped over time.", kRampFields};
 constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
                                kTimeFields};
@@ -665,8 +688,8 @@ std::vector<const ObjectSpec*> allSpecs() {
     specs.insert(specs.end(), model.nestedOptions.begin(), model.nestedOptions.end());
   }
   specs.insert(specs.end(),
-               {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRampSpec, &kObstacleSpec, &kKeyframeSpec,
-                &kTimeSpec, &kContactSpec, &kOutputSpec, &kCameraSpec});
+               {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRepairSpec, &kRampSpec, &kObstacleSpec,
+                &kKeyframeSpec, &kTimeSpec, &kContactSpec, &kOutputSpec, &kCameraSpec});
   return specs;
 }
 

@@ -107,6 +107,10 @@ Json toJson(const BodyDef& body) {
     loads.push_back(std::move(l));
   }
   out["loads"] = std::move(loads);
+  if (body.repair) {
+    out["repair"] = {{"min_component_faces", body.repair->minComponentFaces},
+                     {"remesh_edge_length", body.repair->remeshEdgeLength}};
+  }
   if (body.pressure) {
     out["pressure"] = {{"pressure", body.pressure->pressure},
                        {"ramp", ramp(body.pressure->ramp)},
