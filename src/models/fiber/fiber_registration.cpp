@@ -372,7 +372,7 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
     NodeSampling clusters = clusterSurface(geometry, sampling);
     // Clustering merges the surface's points, it never adds any: a count above what the
     // surface holds gives fewer nodes than asked, which the user must hear of.
-    if (fiber.nodeCount > 0 && clusters.areas.size() < static_cast<size_t>(fiber.nodeCount)) {
+    if (fiber.nodeCount > geometry.vertexCount()) {
       warnings.push_back(label + ": node_count " + std::to_string(fiber.nodeCount) +
                          " is more than the surface's " + std::to_string(geometry.vertexCount()) +
                          (geometry.isPointCloud() ? " points" : " vertices") + ": the body has " +
