@@ -72,7 +72,7 @@ void keepOutOfObstacles(const World& world, std::span<double> positions) {
   }
 }
 
-int64_t projectOutOfObstacles(World& world) {
+int64_t projectOutOfObstacles(World& world, double dt) {
   int64_t contacts = 0;
   for (Body& body : world.bodies) {
     const size_t n = static_cast<size_t>(body.nodeCount());
@@ -82,6 +82,7 @@ int64_t projectOutOfObstacles(World& world) {
       const Obstacle& obstacle = world.obstacles[o];
       if (obstacle.isPenalty()) continue;
       const Vec3 offset = obstacle.offset(world.time);
+      const Vec3 velocity = obstacle.velocity(world.time);
       // Each node is handled independently: no shared writes, integer count reduction.
       contacts += tbb::parallel_reduce(
           tbb::blocked_range<size_t>(0, n, kAssemblyGrain), int64_t{0},
@@ -93,6 +94,10 @@ int64_t projectOutOfObstacles(World& world) {
               const double phi = obstacleSignedDistance(obstacle.def, offset, x, &normal);
               if (phi >= 0.0) continue;
               x -= phi * normal;
+              // Static friction on the step's slip (see the header).
+              const Vec3 slip = (Eigen::Map<const Vec3>(&body.velocities[3 * i]) - velocity) * dt;
+              const Vec3 tangentialSlip = slip - slip.dot(normal) * normal;
+              if (tangentialSlip.norm() <= obstacle.def.friction * -phi) x -= tangentialSlip;
               if (body.contactObstacle[i] < 0) ++count;
               body.contactObstacle[i] = static_cast<int32_t>(o);
               Eigen::Map<Vec3>(&body.contactNormal[3 * i]) = normal;

@@ -17,7 +17,14 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
 // Contact is resolved in two phases around the force evaluation of a step:
 //
 // 1. After the drift, every free node inside an obstacle is projected back onto its
-//    surface; the node remembers the obstacle and the contact normal.
+//    surface; the node remembers the obstacle and the contact normal. Static friction acts
+//    here, on the step's displacement d = v dt relative to the obstacle (v the velocity the
+//    drift used): where its tangential part d_t is within the friction cone of the
+//    penetration p, |d_t| <= friction * p, the node sticks (d_t is undone), as position-based
+//    friction does (Mueller et al. 2014, "Unified particle physics", eq. 24). A node at rest
+//    on a slope below the friction angle then stays where it is: the drift's a dt^2 / 2 would
+//    otherwise creep it down the slope step after step (0.27 m per million steps of 0.4 ms
+//    on 20 degrees).
 // 2. After the closing half kick, the velocity of each node in contact is filtered: its
 //    approaching normal velocity relative to the obstacle is reversed and scaled by the
 //    restitution, and its tangential velocity is reduced by Coulomb friction,
@@ -26,7 +33,7 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
 // with zero normal velocity instead of the velocity gravity gave it in the last half kick.
 // Returns the number of nodes in contact.
 // Both skip obstacles with the penalty response.
-int64_t projectOutOfObstacles(World& world);
+int64_t projectOutOfObstacles(World& world, double dt);
 // Moves each point of `positions` ((n, 3), m) that lies inside an obstacle (any response)
 // onto the obstacle's surface, along its normal: for drawn surfaces, not for nodes.
 void keepOutOfObstacles(const World& world, std::span<double> positions);

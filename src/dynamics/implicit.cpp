@@ -221,7 +221,7 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
     PhaseTimer timer(times.contact);
     // A node in contact was projected out of its obstacle (it moved): its body's gradient
     // must be recomputed.
-    if (projectOutOfObstacles(world) > 0) {
+    if (projectOutOfObstacles(world, dt) > 0) {
       for (size_t b = 0; b < world.bodies.size(); ++b) {
         const std::vector<int32_t>& contact = world.bodies[b].contactObstacle;
         if (std::any_of(contact.begin(), contact.end(), [](int32_t o) { return o >= 0; }))

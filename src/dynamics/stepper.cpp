@@ -203,7 +203,7 @@ void proposeStep(World& world, double dt, PhaseTimes& times) {
   }
   {
     PhaseTimer timer(times.contact);
-    projectOutOfObstacles(world);
+    projectOutOfObstacles(world, dt);
   }
   {
     PhaseTimer timer(times.forces);

@@ -167,14 +167,122 @@ TEST(Contact, RestitutionAndFrictionActOnTheRelativeVelocity) {
     body.velocities[i + 1] = 0.0;
     body.velocities[i + 2] = -2.0;
   }
-  const int64_t contacts = projectOutOfObstacles(world);
+  const std::vector<double> before = body.positions;
+  // Slipping 1 cm in the step against a cone of 0.2 * 1 cm: the node slides on.
+  const int64_t contacts = projectOutOfObstacles(world, 0.01);
   applyContactVelocities(world);
   EXPECT_EQ(contacts, body.nodeCount());
   for (size_t i = 0; i < body.positions.size(); i += 3) {
+    EXPECT_DOUBLE_EQ(body.positions[i], before[i]);
     EXPECT_DOUBLE_EQ(body.positions[i + 2], 0.0);
     EXPECT_DOUBLE_EQ(body.velocities[i + 2], 1.0);            // -e * vn
     EXPECT_NEAR(body.velocities[i], 1.0 - 0.2 * 3.0, 1e-15);  // friction * |dvn|
   }
+  // Slipping 1 mm, within the cone of 2 mm: it sticks, the slip undone.
+  for (size_t i = 0; i < body.positions.size(); i += 3) {
+    body.positions[i + 2] = -0.01;
+    body.velocities[i] = 0.1;
+    body.velocities[i + 2] = -2.0;
+  }
+  const std::vector<double> sliding = body.positions;
+  (void)projectOutOfObstacles(world, 0.01);
+  for (size_t i = 0; i < body.positions.size(); i += 3) {
+    EXPECT_NEAR(body.positions[i], sliding[i] - 0.1 * 0.01, 1e-15);
+    EXPECT_DOUBLE_EQ(body.positions[i + 2], 0.0);
+  }
+}
+
+// A sheet resting on a slope: below the friction angle it stays (no creep down the slope,
+// step after step), above it it slides with g (sin a - mu cos a) (the velocity filter's
+// Coulomb friction).
+TEST(Contact, ASheetOnASlopeSticksBelowTheFrictionAngleAndSlidesAbove) {
+  for (const double degrees : {20.0, 40.0}) {
+    const double a = degrees * M_PI / 180, mu = 0.5;  // friction angle 26.6 degrees
+    ObstacleDef slope;
+    slope.normal = {std::sin(a), 0, std::cos(a)};
+    slope.friction = mu;
+    slope.restitution = 0;
+    SceneDef scene = sceneWith(sheetBody(4));
+    scene.obstacles.push_back(slope);
+    World world = buildWorld(scene);
+    Body& body = world.bodies[0];
+    // Laid on the slope: rotated about y by a (z' = z cos a - x sin a), resting on it.
+    for (size_t i = 0; i < body.positions.size(); i += 3) {
+      const double x = body.positions[i];
+      body.positions[i] = x * std::cos(a);
+      body.positions[i + 2] = -x * std::sin(a);
+    }
+    computeAccelerations(world);
+    const double dt = 0.5 * stableTimeStep(world);
+    PhaseTimes times;
+    const auto centre = [&] {
+      Vec3 c = Vec3::Zero();
+      for (size_t i = 0; i < body.positions.size(); i += 3) {
+        c += Vec3(body.positions[i], body.positions[i + 1], body.positions[i + 2]);
+      }
+      return Vec3(c / static_cast<double>(body.nodeCount()));
+    };
+    while (world.time < 0.2) step(world, dt, times);  // settle
+    const Vec3 settled = centre();
+    const double start = world.time;
+    while (world.time < start + 0.5) step(world, dt, times);
+    const double travelled = (centre() - settled).norm();
+    if (std::tan(a) < mu) {
+      EXPECT_LT(travelled, 1e-6) << degrees << " degrees";
+    } else {
+      // From rest after settling: at least a quarter of the free-sliding distance.
+      const double sliding = 0.5 * 9.81 * (std::sin(a) - mu * std::cos(a)) * 0.25;
+      EXPECT_GT(travelled, 0.25 * sliding) << degrees << " degrees";
+    }
+  }
+}
+
+// Rest that stays at rest, over a million steps: the default scene's sheet draped over
+// the sphere (friction 0.4 on the sphere, 0.5 on the floor) and a sheet on a 20 degree slope
+// (friction 0.5, below the friction angle). After they settle, their kinetic energy stays
+// near zero and no node drifts. (Before static friction, a node on a slope crept a dt^2 / 2
+// per step: 2.1 mm in 0.5 s on the slope.)
+TEST(RestSlow, ADrapedSheetAndASheetOnASlopeStayAtRestForAMillionSteps) {
+  const auto soak = [](World& world, const char* what) {
+    computeAccelerations(world);
+    const double dt = 0.5 * stableTimeStep(world);
+    PhaseTimes times;
+    constexpr int64_t kSteps = 1'000'000, kSettle = 250'000;
+    std::vector<double> settled;
+    double mostKinetic = 0, mostDrift = 0;
+    for (int64_t s = 0; s < kSteps; ++s) {
+      step(world, dt, times);
+      if (s + 1 == kSettle) settled = world.bodies[0].positions;
+      if (s + 1 > kSettle && (s + 1) % 1000 == 0) {
+        mostKinetic = std::max(mostKinetic, kineticEnergy(world.bodies[0]));
+        const std::vector<double>& x = world.bodies[0].positions;
+        for (size_t i = 0; i < x.size(); i += 3) {
+          mostDrift = std::max(mostDrift, std::hypot(x[i] - settled[i], x[i + 1] - settled[i + 1],
+                                                     x[i + 2] - settled[i + 2]));
+        }
+      }
+    }
+    EXPECT_LT(mostKinetic, 1e-12) << what << ", J, after " << kSettle << " steps of " << dt << " s";
+    EXPECT_LT(mostDrift, 1e-4) << what << ", m";
+  };
+  World draped = buildWorld(defaultScene());
+  soak(draped, "the draped sheet");
+
+  const double a = 20 * M_PI / 180;
+  ObstacleDef slope;
+  slope.normal = {std::sin(a), 0, std::cos(a)};
+  slope.friction = 0.5;
+  slope.restitution = 0;
+  SceneDef scene = sceneWith(sheetBody(4));
+  scene.obstacles.push_back(slope);
+  World onSlope = buildWorld(scene);
+  std::vector<double>& x = onSlope.bodies[0].positions;
+  for (size_t i = 0; i < x.size(); i += 3) {
+    const double along = x[i];
+    x[i] = along * std::cos(a);
+    x[i + 2] = -along * std::sin(a);
+  }
+  soak(onSlope, "the sheet on the slope");
 }
 
 TEST(Contact, BoxAndSphereSignedDistances) {
