@@ -21,10 +21,10 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
 //    here, on the step's displacement d = v dt relative to the obstacle (v the velocity the
 //    drift used): where its tangential part d_t is within the friction cone of the
 //    penetration p, |d_t| <= friction * p, the node sticks (d_t is undone), as position-based
-//    friction does (Mueller et al. 2014, "Unified particle physics", eq. 24). A node at rest
-//    on a slope below the friction angle then stays where it is: the drift's a dt^2 / 2 would
-//    otherwise creep it down the slope step after step (0.27 m per million steps of 0.4 ms
-//    on 20 degrees).
+//    friction does (Macklin et al. 2014, "Unified particle physics for real-time
+//    applications", its friction model). A node at rest on a slope below the friction angle
+//    then stays where it is: the drift's a dt^2 / 2 would otherwise creep it down the slope
+//    step after step (0.27 m per million steps of 0.4 ms on 20 degrees).
 // 2. After the closing half kick, the velocity of each node in contact is filtered: its
 //    approaching normal velocity relative to the obstacle is reversed and scaled by the
 //    restitution, and its tangential velocity is reduced by Coulomb friction,
