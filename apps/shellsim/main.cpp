@@ -365,7 +365,7 @@ int repairCommand(const std::string& in, const std::string& out, int64_t minComp
   shellsim::RepairOptions options;
   options.minComponentFaces = minComponentFaces;
   if (remesh == "auto") {
-    options.targetEdgeLength = shellsim::analyzeTopology(mesh).medianEdgeLength;
+    options.remeshAtMedianEdge = true;
   } else if (!remesh.empty()) {
     char* end = nullptr;
     options.targetEdgeLength = std::strtod(remesh.c_str(), &end);
@@ -387,9 +387,9 @@ int repairCommand(const std::string& in, const std::string& out, int64_t minComp
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "wrote " << mesh.vertexCount() << " vertices, " << mesh.triangleCount()
-            << " triangles to " << out << " (" << report.componentsRemoved << " components removed"
-            << (options.targetEdgeLength > 0 ? ", remeshed to " : "");
-  if (options.targetEdgeLength > 0) std::cout << options.targetEdgeLength << " m edges";
+            << " triangles to " << out << " (" << report.componentsRemoved << " components removed";
+  if (report.remeshEdgeLength > 0)
+    std::cout << ", remeshed to " << report.remeshEdgeLength << " m edges";
   std::cout << ") in " << formatSeconds(seconds) << '\n';
   for (const std::string& refusal : shellsim::meshRefusals(report.after)) {
     std::cout << "still refused: " << refusal << '\n';

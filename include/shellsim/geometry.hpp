@@ -87,11 +87,14 @@ struct RepairOptions {
   // m; > 0: isotropic remeshing to triangles of about this edge (slivers gone, the stable
   // step set by the material and this size); 0: no remeshing.
   double targetEdgeLength = 0;
+  // Remesh to the input's median edge length (targetEdgeLength is then ignored).
+  bool remeshAtMedianEdge = false;
   int remeshIterations = 3;  // [1, 100]
 };
 struct RepairReport {
   MeshTopology before, after;
   int64_t componentsRemoved = 0;
+  double remeshEdgeLength = 0;  // m, the edge length remeshed to; 0: not remeshed
 };
 // Repairs a triangle mesh in place with CGAL's polygon-mesh processing (normals, colours
 // and other per-vertex data are dropped: the vertices change). InputError for a point

@@ -62,9 +62,19 @@ nlohmann::json viewJson(const World& world, const std::optional<CameraDef>& came
 
 }  // namespace
 
+std::string hostName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return {};
+  return host;
+}
+
 Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> formats,
                    std::optional<CameraDef> camera)
-    : folder_(std::move(folder)), formats_(std::move(formats)), camera_(std::move(camera)) {
+    : folder_(std::move(folder)),
+      formats_(std::move(formats)),
+      host_(hostName()),
+      pid_(getpid()),
+      camera_(std::move(camera)) {
   std::error_code error;
   std::filesystem::create_directories(folder_ / "frames", error);
   if (error) {
@@ -130,9 +140,7 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
   if (!error.empty()) summary["error"] = error;
   // Who writes it: a summary left "running" by a killed process is told from one still
   // being written by a live one (readRunStatus).
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
-  summary["process"] = {{"pid", static_cast<int64_t>(getpid())}, {"host", std::string(host)}};
+  summary["process"] = {{"pid", pid_}, {"host", host_}};
   summary["time_step"] = timeStep;
   summary["stable_time_step"] = stableTimeStep;
   json bodies = json::array();

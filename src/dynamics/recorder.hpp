@@ -1,6 +1,7 @@
 // Writes frames and the run summary.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct FrameRecord {
   std::vector<Vec3> obstacleOffsets;  // scripted offset per obstacle; empty when none moves
 };
 
+// This machine's host name ("" when it cannot be read): with the process id in a summary,
+// it tells a run still being written from one whose process is gone (readRunStatus).
+[[nodiscard]] std::string hostName();
+
 class Recorder {
  public:
   // Creates the output folder (and frames/ inside it). Throws IoError naming it. `camera`
@@ -75,6 +80,9 @@ class Recorder {
  private:
   std::filesystem::path folder_;
   std::vector<OutputFormat> formats_;
+  // Who writes the summary (this process, on this host): read once, not per frame.
+  std::string host_;
+  int64_t pid_ = 0;
   std::optional<CameraDef> camera_;
   std::vector<FrameRecord> frames_;
   double surfaceSeconds_ = 0;  // moving embedded surfaces (wicke2005 section 6), s

@@ -219,12 +219,10 @@ RunStatus readRunStatus(const std::filesystem::path& folder) {
       pid = process->value("pid", 0L);
       host = process->value("host", std::string());
     }
-    char thisHost[256] = {};
-    if (gethostname(thisHost, sizeof thisHost - 1) != 0) thisHost[0] = 0;
     if (pid <= 0 || host.empty()) {
       line << " (the summary does not say which process writes it: if no run is writing it, "
            << "it stopped without finishing; " << resume << ")";
-    } else if (host != thisHost) {
+    } else if (host != hostName()) {
       line << " (written by process " << pid << " on host " << host
            << ": whether it still runs cannot be told from here)";
     } else if (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) {

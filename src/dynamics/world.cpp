@@ -170,6 +170,9 @@ void addLoad(World& world, size_t bodyIndex, const LoadDef& load, const std::str
 
 size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::string& label) {
   applyTransform(geometry, def.transform);
+  // In the body's units (after the transform): its slivers, seams and debris, told before a
+  // run crawls or comes apart (the repaired mesh's, where it is repaired).
+  std::optional<MeshTopology> meshTopology;
   if (def.repair) {
     if (geometry.isPointCloud()) {
       throw InputError(label +
@@ -190,15 +193,15 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
           << " slivers, " << report.componentsRemoved
           << " components dropped (vertex indices now refer to the repaired mesh)";
       world.warnings.push_back(msg.str());
+      meshTopology = report.after;
     } catch (const InputError& e) {
       throw InputError(label + ".repair: " + e.what());
     }
+  } else if (!geometry.isPointCloud()) {
+    meshTopology = analyzeTopology(geometry);
   }
-  // In the body's units (after the transform): its slivers, seams and debris, told before a
-  // run crawls or comes apart. Said only where the mesh's vertices are the nodes (clustered
-  // fiber nodes smooth them away); what a model refuses, it says itself by refusing.
-  std::optional<MeshTopology> meshTopology;
-  if (!geometry.isPointCloud()) meshTopology = analyzeTopology(geometry);
+  // Said only where the mesh's vertices are the nodes (clustered fiber nodes smooth them
+  // away); what a model refuses, it says itself by refusing.
   const int64_t vertexCount = geometry.vertexCount();
   Discretization discretization = discretize(def, std::move(geometry), world.warnings, label);
   if (meshTopology &&

@@ -92,8 +92,10 @@ RepairReport repairMesh(Geometry& mesh, const RepairOptions& options) {
 
   // 3. Even triangles: isotropic remeshing to the target edge length (borders follow the
   //    surface's outline), which removes the slivers that set explicit steps.
-  if (options.targetEdgeLength > 0) {
-    PMP::isotropic_remeshing(faces(surface), options.targetEdgeLength, surface,
+  report.remeshEdgeLength =
+      options.remeshAtMedianEdge ? report.before.medianEdgeLength : options.targetEdgeLength;
+  if (report.remeshEdgeLength > 0) {
+    PMP::isotropic_remeshing(faces(surface), report.remeshEdgeLength, surface,
                              PMP::parameters::number_of_iterations(options.remeshIterations));
     surface.collect_garbage();
   }
