@@ -107,6 +107,13 @@ RepairReport repairMesh(Geometry& mesh, const RepairOptions& options = {});
 // for dropped ones).
 std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh);
 
+// Merges vertices (or points) at exactly the same position into the one of lowest index,
+// which keeps its normal and colour; triangles are renumbered and those left with a
+// repeated corner dropped, the order of the rest kept. Returns the map old index -> new
+// index (merged vertices share one). Meant for the meshless fiber model, where two nodes at
+// one place are one node; a mesh model keeps a seam's two sides apart.
+std::vector<int32_t> weldCoincidentVertices(Geometry& geometry);
+
 // Area-weighted vertex normals of a triangle mesh; replaces `mesh.normals`.
 void computeVertexNormals(Geometry& mesh);
 

@@ -313,6 +313,57 @@ std::vector<int32_t> removeUnreferencedVertices(Geometry& mesh) {
   return remap;
 }
 
+std::vector<int32_t> weldCoincidentVertices(Geometry& geometry) {
+  const auto n = static_cast<size_t>(geometry.vertexCount());
+  std::vector<int32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<int32_t>(i);
+  const auto position = [&](int32_t v) {
+    const size_t i = 3 * static_cast<size_t>(v);
+    return std::array<double, 3>{geometry.positions[i], geometry.positions[i + 1],
+                                 geometry.positions[i + 2]};
+  };
+  // Equal positions end up next to each other, the lowest index first.
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return std::pair(position(a), a) < std::pair(position(b), b);
+  });
+  std::vector<int32_t> representative(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t v = order[i];
+    representative[static_cast<size_t>(v)] = i > 0 && position(v) == position(order[i - 1])
+                                                 ? representative[static_cast<size_t>(order[i - 1])]
+                                                 : v;
+  }
+  std::vector<int32_t> remap(n, -1);
+  int32_t next = 0;
+  for (size_t v = 0; v < n; ++v) {
+    if (representative[v] == static_cast<int32_t>(v)) remap[v] = next++;
+  }
+  if (static_cast<size_t>(next) == n) return remap;
+  for (size_t v = 0; v < n; ++v) remap[v] = remap[static_cast<size_t>(representative[v])];
+  Geometry welded;
+  welded.positions.resize(3 * static_cast<size_t>(next));
+  if (geometry.hasNormals()) welded.normals.resize(3 * static_cast<size_t>(next));
+  if (!geometry.colors.empty()) welded.colors.resize(3 * static_cast<size_t>(next));
+  for (size_t v = 0; v < n; ++v) {
+    if (representative[v] != static_cast<int32_t>(v)) continue;
+    const size_t to = 3 * static_cast<size_t>(remap[v]);
+    for (size_t c = 0; c < 3; ++c) {
+      welded.positions[to + c] = geometry.positions[3 * v + c];
+      if (geometry.hasNormals()) welded.normals[to + c] = geometry.normals[3 * v + c];
+      if (!geometry.colors.empty()) welded.colors[to + c] = geometry.colors[3 * v + c];
+    }
+  }
+  for (size_t t = 0; t + 2 < geometry.triangles.size(); t += 3) {
+    const int32_t a = remap[static_cast<size_t>(geometry.triangles[t])];
+    const int32_t b = remap[static_cast<size_t>(geometry.triangles[t + 1])];
+    const int32_t c = remap[static_cast<size_t>(geometry.triangles[t + 2])];
+    if (a == b || b == c || a == c) continue;
+    welded.triangles.insert(welded.triangles.end(), {a, b, c});
+  }
+  geometry = std::move(welded);
+  return remap;
+}
+
 void computeVertexNormals(Geometry& mesh) {
   checkMeshArrays(mesh, "computeVertexNormals");
   const size_t n = static_cast<size_t>(mesh.vertexCount());

@@ -383,6 +383,48 @@ TEST(Simulation, ABlowUpStopsAtTheStepFloorNamingTheBodyAndTheLikelyCause) {
   EXPECT_NE(message.find("too stiff for the step"), std::string::npos) << message;
 }
 
+TEST(Simulation, AFiberMeshWithASeamHasOneNodePerPositionAndFalls) {
+  // A 6 x 6 sheet cut along its middle column (x = 0): the right half's triangles use
+  // copies of the column's 7 vertices, as a UV seam does. Two fiber nodes at one place
+  // would make a zero-length fiber; they are merged, and the sheet falls as one.
+  Geometry mesh = sheetMesh(6, 0.3, 0.3);
+  const int32_t first = mesh.vertexCount();
+  for (int j = 0; j <= 6; ++j) {
+    for (int c = 0; c < 3; ++c) mesh.positions.push_back(mesh.positions[3 * (j * 7 + 3) + c]);
+  }
+  for (size_t t = 0; t < mesh.triangles.size(); t += 3) {
+    double centroidX = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      centroidX += mesh.positions[3 * static_cast<size_t>(mesh.triangles[t + k])] / 3;
+    }
+    if (centroidX < 0) continue;
+    for (size_t k = 0; k < 3; ++k) {
+      int32_t& v = mesh.triangles[t + k];
+      if (v % 7 == 3) v = first + v / 7;
+    }
+  }
+  ASSERT_EQ(analyzeTopology(mesh).duplicateVertexCount, 7);
+  Simulation sim;
+  const int32_t body = sim.addBody(mesh, clothDef("fiber"));
+  sim.addObstacle(ground());
+  EXPECT_EQ(sim.nodeCount(body), 49);
+  const auto& warnings = sim.warnings();
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("merged 7 vertices that lie on another one") != std::string::npos;
+  })) << ::testing::PrintToString(warnings);
+  EXPECT_EQ(sim.surface(body).vertexCount(), 49);
+  EXPECT_EQ(sim.surface(body).triangleCount(), 72);
+  sim.advance(0.5);
+  const std::span<const double> x = sim.positions(body);
+  EXPECT_GT(lowestZ(x), -1e-6);
+  // The seam holds: the nodes of the middle column stay between their neighbours.
+  for (int j = 0; j <= 6; ++j) {
+    const auto at = [&](int i) { return x[3 * static_cast<size_t>(j * 7 + i)]; };
+    EXPECT_LT(at(2), at(3));
+    EXPECT_LT(at(3), at(4));
+  }
+}
+
 TEST(Simulation, AClusteredBodysDrawnSurfaceStaysOutOfTheFloor) {
   // Spot (2,930 vertices) as 150 fiber nodes: between the nodes the embedded surface is
   // interpolated, and without care it dips into the floor the nodes rest on.

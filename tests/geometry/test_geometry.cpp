@@ -60,6 +60,29 @@ TEST(MeshTopology, FindsSliversDuplicatesFlippedEdgesAndStrayComponents) {
   EXPECT_EQ(analyzeTopology(seam).duplicateVertexCount, 1);
 }
 
+TEST(WeldCoincidentVertices, MergesIntoTheLowestIndexAndDropsCollapsedTriangles) {
+  Geometry m;
+  m.positions = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0};
+  m.normals = {0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, -1, 0, 0, 1, 0, 0, -1};
+  m.colors.assign(18, 0.5F);
+  // (3, 4, 2) uses 3, a copy of 1; (5, 1, 2) becomes (0, 1, 2) again, a repeated triangle
+  // but not a collapsed one, and is kept; (0, 5, 4) has two corners at one place: dropped.
+  m.triangles = {0, 1, 2, 3, 4, 2, 5, 1, 2, 0, 5, 4};
+  const std::vector<int32_t> map = weldCoincidentVertices(m);
+  EXPECT_EQ(map, (std::vector<int32_t>{0, 1, 2, 1, 3, 0}));
+  EXPECT_EQ(m.vertexCount(), 4);
+  EXPECT_EQ(m.positions, (std::vector<double>{0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(m.normals, (std::vector<double>{0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1}));  // the first's
+  EXPECT_EQ(m.colors.size(), 12u);
+  EXPECT_EQ(m.triangles, (std::vector<int32_t>{0, 1, 2, 1, 3, 2, 0, 1, 2}));
+  // Nothing to weld: the identity, and the geometry untouched.
+  Geometry cloud;
+  cloud.positions = {0, 0, 0, 1, 0, 0, 0, 1e-300, 0};
+  const Geometry before = cloud;
+  EXPECT_EQ(weldCoincidentVertices(cloud), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(cloud.positions, before.positions);
+}
+
 // A square of cells x cells unit cells in z = 0, two triangles per cell.
 Geometry grid(int cells) {
   Geometry g;

@@ -322,6 +322,40 @@ TEST(FiberNetwork, RegularGridGivesFourStraightFibersPerInteriorNodeSortedAndUni
               1e-14);
 }
 
+TEST(FiberNetwork, ANodeBesideADenseClusterWidensItsNeighbourhoodToCentreTwoFibers) {
+  // Node (4, 4) of a 9 x 9 grid (spacing 0.1) with a ring of 10 nodes of radius 8 mm
+  // centred 3 cm to its right: its 8 nearest neighbours are all in the ring, within 20
+  // degrees of +x, so no two of them open by 120 degrees and it centres no fiber. Widened to
+  // 16 neighbours it reaches the grid nodes on its other side.
+  const int nx = 9;
+  FiberNodes nodes = gridSheet(nx, nx, 0.1);
+  const FiberNetwork regular = buildFiberNetwork(nodes.positions, nodes.normals, {});
+  EXPECT_EQ(regular.widenedNodeCount, 0);  // an even sampling is left as the paper builds it
+  const int32_t centre = 4 * nx + 4;
+  for (int i = 0; i < 10; ++i) {
+    const double angle = 2 * std::numbers::pi * i / 10;
+    nodes.positions.insert(nodes.positions.end(),
+                           {0.43 + 0.008 * std::cos(angle), 0.4 + 0.008 * std::sin(angle), 0.0});
+    nodes.normals.insert(nodes.normals.end(), {0.0, 0.0, 1.0});
+  }
+  FiberNetworkParams params;
+  params.neighbourCount = 8;
+  std::vector<std::string> warnings;
+  const FiberNetwork net = buildFiberNetwork(nodes.positions, nodes.normals, params, &warnings);
+  EXPECT_GE(net.fibersAt(centre), 2);
+  EXPECT_GE(net.widenedNodeCount, 1);
+  // Every node but the grid's four corners centres at least 2 fibers; the warning about
+  // weak nodes (4 of 91, above 1%) lists exactly the corners.
+  for (int32_t j = 0; j < net.nodeCount; ++j) {
+    const bool corner = j == 0 || j == nx - 1 || j == nx * (nx - 1) || j == nx * nx - 1;
+    if (!corner) {
+      EXPECT_GE(net.fibersAt(j), 2) << "node " << j;
+    }
+  }
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("4 of 91 nodes"), std::string::npos) << warnings[0];
+}
+
 TEST(FiberNetwork, CornersGetNoFoldedFibersAndAreReported) {
   // A corner's neighbours all lie in one quadrant: every candidate fiber folds back by
   // more than 60 degrees and is discarded, and the corner is reported.
@@ -378,14 +412,16 @@ TEST(FiberNetwork, RejectsBadInputNamingTheNode) {
 FiberNodes contractNodes(const std::string& which) {
   if (which == "bunny" || which == "bunny_k16_anisotropic") return bunnyNodes();
   if (which == "sphere") return primitiveNodes(PrimitiveType::kSphere, 20);
-  if (which == "jittered_strip") return gridSheet(24, 4, 0.1, 0.3, 5);
+  if (which == "jittered_strip") return gridSheet(24, 5, 0.1, 0.45, 1);
   return primitiveNodes(PrimitiveType::kSheet, 12);
 }
 
 // Besides the defaults: 16 neighbours (up to 16 fibers per node, several rows of 4 in the
 // force pass's per-fiber loads) with anisotropic fibers (their own stretch weights), and a
-// jittered strip four nodes wide, where patches grow by rings (extra rows of the force
-// pass; FiberModel.StripHasGrownPatches checks that they do).
+// strongly jittered strip five nodes wide, where patches grow by rings (extra rows of the
+// force pass; FiberModel.StripHasGrownPatches checks that they do). Since nodes with fewer
+// than 2 fibers widen their neighbourhood (fiber_network.hpp), few patches grow: 9 of 120
+// here, against 3 of 96 on the milder strip used before.
 FiberParams contractParams(const std::string& which) {
   FiberParams params;
   if (which == "bunny_k16_anisotropic") {
@@ -481,7 +517,7 @@ TEST(FiberModel, StripHasGrownPatches) {
   }
   std::cout << "[ measured ] " << grown << " of " << model.nodeCount()
             << " nodes with fibers have grown patches\n";
-  EXPECT_GT(grown, 10);
+  EXPECT_GE(grown, 5);
 }
 
 class FiberReferenceNormals : public ::testing::TestWithParam<const char*> {};

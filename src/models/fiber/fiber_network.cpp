@@ -58,10 +58,13 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   FiberNetwork net;
   net.nodeCount = static_cast<int32_t>(n);
   const size_t k = std::min(static_cast<size_t>(params.neighbourCount), n - 1);
-  // Query a few more than k + 1 so that ties at the k-th distance are broken by index,
-  // not by the kd-tree's traversal order.
-  // Next to a crack about half the nearest nodes lie across it and are skipped.
-  const size_t query = std::min(cracks.empty() ? k + 5 : 2 * k + 8, n);
+  // A node left the centre of fewer than 2 fibers by its k nearest neighbours (all of them
+  // on one side, as next to a cluster of small triangles or where the sampling is uneven)
+  // has no stiffness in some directions. Its neighbourhood grows (2k, 3k, ... up to
+  // kMaxNeighbourCount) until it centres 2 fibers; the larger set is kept only then, so the
+  // corners and straight edges of a sheet, which no neighbourhood gives two fibers, keep
+  // their k-neighbour fibers.
+  const size_t kMax = std::min(static_cast<size_t>(kMaxNeighbourCount), n - 1);
   double maxDiscRadius = 0;
   std::vector<double> discCentres;  // (nCracks, 3)
   for (const CrackDisc& disc : cracks) {
@@ -76,14 +79,24 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
 
   std::vector<std::vector<EndPair>> perNode(n);  // fibers centred at each node
   std::vector<int64_t> coincident(n, -1);        // a node at distance 0, or -1
+  std::vector<uint8_t> widened(n, 0);            // the neighbourhood grew past k
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, 256), [&](const tbb::blocked_range<size_t>& r) {
-        std::vector<uint32_t> found(query);
-        std::vector<double> distances2(query);
+        std::vector<uint32_t> found;
+        std::vector<double> distances2;
         std::vector<std::pair<double, uint32_t>> sorted;
         std::vector<uint32_t> discIndices;
         std::vector<CrackDisc> nearDiscs;
-        for (size_t c = r.begin(); c != r.end(); ++c) {
+        std::vector<EndPair> fibers;
+        // The fibers of centre c through its `neighbours` nearest visible nodes; false if c
+        // coincides with a node.
+        const auto fibersThrough = [&](size_t c, size_t neighbours) {
+          // Query a few more than k + 1 so that ties at the k-th distance are broken by
+          // index, not by the kd-tree's traversal order. Next to a crack about half the
+          // nearest nodes lie across it and are skipped.
+          const size_t query = std::min(cracks.empty() ? neighbours + 5 : 2 * neighbours + 8, n);
+          found.resize(query);
+          distances2.resize(query);
           const size_t count =
               tree.nearest(&positions[3 * c], query, found.data(), distances2.data());
           nearDiscs.clear();
@@ -95,23 +108,21 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
             for (const uint32_t d : discIndices) nearDiscs.push_back(cracks[d]);
           }
           sorted.clear();
-          const Vec3 centre = row(positions, c);
+          const Vec3 p = row(positions, c);
           for (size_t i = 0; i < count; ++i) {
             if (found[i] == c) continue;
-            if (!nearDiscs.empty() &&
-                separatedByCracks(centre, row(positions, found[i]), nearDiscs)) {
+            if (!nearDiscs.empty() && separatedByCracks(p, row(positions, found[i]), nearDiscs)) {
               continue;
             }
             sorted.emplace_back(distances2[i], found[i]);
           }
           std::sort(sorted.begin(), sorted.end());
-          if (sorted.size() > k) sorted.resize(k);
+          if (sorted.size() > neighbours) sorted.resize(neighbours);
+          fibers.clear();
           if (!sorted.empty() && sorted.front().first == 0.0) {
             coincident[c] = sorted.front().second;
-            continue;
+            return false;
           }
-          const Vec3 p = row(positions, c);
-          std::vector<EndPair>& fibers = perNode[c];
           for (size_t i = 0; i < sorted.size(); ++i) {
             const Vec3 di = row(positions, sorted[i].second) - p;
             double bestCos = 2.0;
@@ -132,7 +143,8 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
           }
           std::sort(fibers.begin(), fibers.end());
           fibers.erase(std::unique(fibers.begin(), fibers.end()), fibers.end());
-          // Rule (b): the rest spline's end tangents turn by less than acos(minEndTangentCosine).
+          // Rule (b): the rest spline's end tangents turn by less than
+          // acos(minEndTangentCosine).
           std::erase_if(fibers, [&](const EndPair& f) {
             const fiber::Reduced z = fiber::reduce(row(positions, static_cast<size_t>(f.first)), p,
                                                    row(positions, static_cast<size_t>(f.second)));
@@ -140,6 +152,19 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
             const Vec3 t1 = z.e + fiber::kTangentWeight * z.q;
             return !(t0.dot(t1) >= params.minEndTangentCosine * t0.norm() * t1.norm());
           });
+          return true;
+        };
+        for (size_t c = r.begin(); c != r.end(); ++c) {
+          if (!fibersThrough(c, k)) continue;
+          perNode[c] = fibers;
+          for (size_t grown = k; perNode[c].size() < 2 && grown < kMax;) {
+            grown = std::min(grown + k, kMax);
+            if (!fibersThrough(c, grown)) break;
+            if (fibers.size() >= 2) {
+              perNode[c] = fibers;
+              widened[c] = 1;
+            }
+          }
         }
       });
   for (size_t c = 0; c < n; ++c) {
@@ -183,6 +208,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
         }
       });
   net.incidence = buildIncidence(net.fiberNodes, net.nodeCount);
+  net.widenedNodeCount = static_cast<int32_t>(std::count(widened.begin(), widened.end(), 1));
 
   if (warnings != nullptr) {
     std::vector<int32_t> weak;
@@ -190,7 +216,8 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
       if (perNode[c].size() < 2) weak.push_back(static_cast<int32_t>(c));
     }
     // A few such nodes are normal (the corners of a sheet are held only as fiber ends);
-    // more than 1% of the nodes means the sampling is too uneven for the neighbour count.
+    // more than 1% of the nodes means features smaller than the node spacing (tips, hooves,
+    // thin tubes), where no neighbourhood, however widened, surrounds the node.
     if (100 * weak.size() > n) {
       std::ostringstream msg;
       msg << "fiber network: " << weak.size() << " of " << n
@@ -199,10 +226,13 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
       for (size_t i = 0; i < std::min<size_t>(weak.size(), 5); ++i) {
         msg << ' ' << weak[i] << " (" << perNode[static_cast<size_t>(weak[i])].size() << ")";
       }
+      const Vec3 first = row(positions, static_cast<size_t>(weak.front()));
       // Named as the scene spells them (FiberDef's `neighbours`, `node_count`).
-      msg << "); sample the surface more evenly (remesh it, or set node_count or "
-             "node_spacing) or raise neighbours (now "
-          << params.neighbourCount << ")";
+      msg << "; node " << weak.front() << " at (" << first.x() << ", " << first.y() << ", "
+          << first.z() << ")), even with up to " << kMax
+          << " neighbours: they sit on tips or on features narrower than the node spacing; "
+             "give more nodes (node_count or node_spacing) or sample the surface more evenly "
+             "(remesh it)";
       warnings->push_back(msg.str());
     }
   }

@@ -22,6 +22,11 @@
 //    (the natural spline then runs backwards at one end), measures its arc length and
 //    stretching badly. Rule (a) alone (the "~90 degrees" of the issue) would accept both.
 //  - Duplicates (same centre, same unordered pair of ends) are discarded.
+//  - Widening (not in the paper, which samples evenly): a node that its k nearest neighbours
+//    leave the centre of fewer than 2 fibers, as happens on uneven samplings (a vertex next
+//    to a fan of slivers, clusters of unequal size), has no stiffness in some directions and
+//    blows up. It takes 2k, 3k, ... up to kMaxNeighbourCount nearest and keeps the first set
+//    that gives it 2 fibers.
 // Everything is deterministic: the neighbours of each node are sorted by (distance,
 // index) before use and each node's fibers by (smaller end, larger end), so the network
 // does not depend on the number of threads.
@@ -61,6 +66,7 @@ struct FiberNetwork {
   std::vector<double> restAngle;       // rest tangential angle theta0, (nFibers), rad
   std::vector<uint8_t> flags;          // kFiber* bits, (nFibers)
   Incidence incidence;                 // node -> (fiber * 3 + slot), ascending
+  int32_t widenedNodeCount = 0;        // nodes whose fibers needed more than k neighbours
 
   // From the structure, not from the per-fiber values: a state put back (Model::setState)
   // is checked against it.
@@ -71,11 +77,13 @@ struct FiberNetwork {
 };
 
 // Builds the network over positions (nNodes, 3) with unit normals (nNodes, 3) (they orient
-// the rest angles). Nodes separated by a crack disc are never neighbours (wicke2005 sec.
-// 7.2: "only nodes that are not separated by a crack plane can be in the same
-// neighborhood"), so no fiber crosses a crack. Throws InputError naming the node for non-finite
-// input, coincident nodes or fewer than 3 nodes. Appends a warning for nodes with fewer than 2
-// fibers.
+// the rest angles). A node that its k nearest neighbours leave the centre of fewer than 2
+// fibers takes 2k, 3k, ... up to kMaxNeighbourCount nearest until it centres 2 (and keeps
+// its k-neighbour fibers if none does, as the corners of a sheet). Nodes separated by a crack disc
+// are never neighbours (wicke2005 sec. 7.2: "only nodes that are not separated by a crack plane can
+// be in the same neighborhood"), so no fiber crosses a crack. Throws InputError naming the node for
+// non-finite input, coincident nodes or fewer than 3 nodes. Appends a warning for nodes with fewer
+// than 2 fibers.
 [[nodiscard]] FiberNetwork buildFiberNetwork(std::span<const double> positions,
                                              std::span<const double> normals,
                                              const FiberNetworkParams& params,

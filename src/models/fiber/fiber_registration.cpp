@@ -349,17 +349,53 @@ Json writeFiber(const BodyDef& body) {
 Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
                                std::vector<std::string>& warnings, const std::string& label) {
   std::vector<int32_t> keptOfVertex;  // input vertex -> vertex of `geometry` (-1: dropped)
-  if (geometry.isPointCloud()) {
-    if (!geometry.hasNormals()) estimateNormals(geometry);
-  } else {
-    keptOfVertex = dropUnreferencedVertices(geometry, warnings, label);
-    computeVertexNormals(geometry);  // area-weighted, consistent with the triangles
-  }
+  const bool pointCloud = geometry.isPointCloud();
+  if (!pointCloud) keptOfVertex = dropUnreferencedVertices(geometry, warnings, label);
   FiberNodes nodes;
   std::vector<int32_t> outputTriangles;
   Discretization d;
   const FiberDef& fiber = def.options<FiberDef>();
-  if (fiber.nodeCount == 0 && fiber.nodeSpacing == 0) {
+  const bool clustered = fiber.nodeCount != 0 || fiber.nodeSpacing != 0;
+  if (clustered && fiber.highResolutionSurface) {
+    // Drawn as given: its seams stay (split normals, texture coordinates of the user's
+    // file), only the nodes are welded.
+    Geometry dense = geometry;
+    if (pointCloud) {
+      if (!dense.hasNormals()) estimateNormals(dense);
+    } else {
+      computeVertexNormals(dense);
+    }
+    d.dense = std::make_shared<const Geometry>(std::move(dense));
+  }
+  // Meshless nodes at one place are one node (a mesh's seams, a scan's repeated points):
+  // kept apart they would make a zero-length fiber.
+  const int32_t beforeWeld = geometry.vertexCount();
+  std::vector<int32_t> weldedOfKept = weldCoincidentVertices(geometry);
+  if (geometry.vertexCount() != beforeWeld) {
+    if (!pointCloud && geometry.isPointCloud()) {
+      throw InputError(label + ": every triangle has two corners at one position");
+    }
+    // Told where the nodes are the vertices, whose count the frames show; clusters merge
+    // points anyway.
+    if (!clustered) {
+      warnings.push_back(label + ": merged " + std::to_string(beforeWeld - geometry.vertexCount()) +
+                         (pointCloud ? " points" : " vertices") +
+                         " that lie on another one into one node each");
+    }
+    if (keptOfVertex.empty()) {
+      keptOfVertex = std::move(weldedOfKept);
+    } else {
+      for (int32_t& kept : keptOfVertex) {
+        if (kept >= 0) kept = weldedOfKept[static_cast<size_t>(kept)];
+      }
+    }
+  }
+  if (pointCloud) {
+    if (!geometry.hasNormals()) estimateNormals(geometry);
+  } else {
+    computeVertexNormals(geometry);  // area-weighted, consistent with the triangles
+  }
+  if (!clustered) {
     nodes.areas = pointAreas(geometry);
     nodes.positions = geometry.positions;
     nodes.normals = geometry.normals;
@@ -380,7 +416,6 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
                          " nodes (clusters merge points and never add any; refine the input "
                          "for more)");
     }
-    if (fiber.highResolutionSurface) d.dense = std::make_shared<const Geometry>(geometry);
     nodes.positions = std::move(clusters.positions);
     nodes.normals = std::move(clusters.normals);
     nodes.areas = std::move(clusters.areas);
