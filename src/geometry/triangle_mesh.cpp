@@ -100,7 +100,8 @@ TriangleMeshTopology checkedTriangleMesh(const Geometry& mesh, const std::string
       std::ostringstream msg;
       msg << "edge (" << lo << ", " << hi << ") is shared by " << end - begin << " triangles (";
       for (size_t k = begin; k < end; ++k) msg << (k > begin ? ", " : "") << halfEdges[k].triangle;
-      msg << "): non-manifold";
+      msg << "): non-manifold (`shellsim repair` or the body's `repair` option splits such "
+             "edges; the fiber and mass_spring models take the mesh as it is)";
       fail(msg.str());
     }
     const HalfEdge& first = halfEdges[begin];
@@ -113,7 +114,7 @@ TriangleMeshTopology checkedTriangleMesh(const Geometry& mesh, const std::string
         msg << "edge (" << lo << ", " << hi << "): triangles " << first.triangle << " and "
             << second.triangle
             << " traverse it in the same direction (inconsistent orientation); orient the mesh "
-               "consistently";
+               "consistently (`shellsim repair` or the body's `repair` option does)";
         fail(msg.str());
       }
       topology.edgeSides[topology.edgeSides.size() - 2] = second.triangle;

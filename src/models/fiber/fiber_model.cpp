@@ -335,7 +335,9 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
       throw InputError(nodeMessage(
           j,
           "its neighbourhood is (nearly) collinear, so no normal orients its fibers; a fiber "
-          "shell needs a surface sampled in two directions"));
+          "shell needs a surface sampled in two directions (on a mesh of long thin "
+          "triangles, cluster it into even nodes with node_spacing or remesh it with "
+          "`shellsim repair --remesh auto`)"));
     }
   }
   patchOffsets_.assign(n + 1, 0);
