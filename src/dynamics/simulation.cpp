@@ -82,6 +82,8 @@ struct SimulationState::Data {
   int64_t recomputations = 0;         // StepStatistics::recomputations
   bool hasGuard = false;              // the energy guard existed (its values below)
   EnergyGuard::Values guard;
+  double externalWork = 0;           // World::externalWork, J
+  double externalWorkMagnitude = 0;  // World::externalWorkMagnitude, J
 };
 
 SimulationState::SimulationState() = default;
@@ -358,6 +360,8 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
   data->recomputations = impl.statistics.recomputations;
   data->hasGuard = impl.energyGuard.has_value();
   if (impl.energyGuard) data->guard = impl.energyGuard->values();
+  data->externalWork = impl.world.externalWork;
+  data->externalWorkMagnitude = impl.world.externalWorkMagnitude;
   for (const Obstacle& obstacle : impl.world.obstacles) data->obstacles.push_back(obstacle.free);
   for (const Body& body : impl.world.bodies) {
     SimulationState::Data::BodyState& state = data->bodies.emplace_back();
@@ -377,6 +381,8 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
 void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
   World& world = impl.world;
   world.time = data.time;
+  world.externalWork = data.externalWork;
+  world.externalWorkMagnitude = data.externalWorkMagnitude;
   for (size_t o = 0; o < world.obstacles.size(); ++o) world.obstacles[o].free = data.obstacles[o];
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     Body& body = world.bodies[b];
@@ -408,7 +414,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 5;
+constexpr uint32_t kStateFormatVersion = 6;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -484,6 +490,10 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
   out.value<uint8_t>(data.guard.enabled ? 1 : 0);
   out.value(data.guard.initialEnergy);
   out.value(data.guard.scale);
+  out.value(data.guard.initialWork);
+  out.value(data.guard.initialWorkMagnitude);
+  out.value(data.externalWork);
+  out.value(data.externalWorkMagnitude);
   out.value<uint64_t>(data.obstacles.size());
   for (const FreeMotion& motion : data.obstacles) {
     for (const Vec3* v : {&motion.offset, &motion.velocity, &motion.acceleration}) {
@@ -499,6 +509,7 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     out.array(k.externalForces);
     out.value(k.elastic.stretching);
     out.value(k.elastic.bending);
+    out.value(k.pinPower);
     out.value(body.brokenElements);
     writeCrackDiscs(out, body.cuts);
     out.value(body.nodeEdits);
@@ -530,8 +541,17 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
   data->guard.enabled = in.value<uint8_t>("energy guard") != 0;
   data->guard.initialEnergy = in.value<double>("energy guard");
   data->guard.scale = in.value<double>("energy guard");
+  data->guard.initialWork = in.value<double>("energy guard");
+  data->guard.initialWorkMagnitude = in.value<double>("energy guard");
+  data->externalWork = in.value<double>("external work");
+  data->externalWorkMagnitude = in.value<double>("external work");
   if (!std::isfinite(data->time) || !(data->timeStep >= 0) || !std::isfinite(data->timeStep)) {
     in.fail("the time or the step is not a finite number");
+  }
+  for (const double value :
+       {data->guard.initialEnergy, data->guard.scale, data->guard.initialWork,
+        data->guard.initialWorkMagnitude, data->externalWork, data->externalWorkMagnitude}) {
+    if (!std::isfinite(value)) in.fail("an energy or work is not a finite number");
   }
   const auto obstacles = in.value<uint64_t>("obstacle count");
   if (obstacles != impl.world.obstacles.size()) {
@@ -573,6 +593,7 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     }
     k.elastic.stretching = in.value<double>("elastic energy");
     k.elastic.bending = in.value<double>("elastic energy");
+    k.pinPower = in.value<double>("pin power");
     state.brokenElements = in.value<int64_t>("broken elements");
     state.cuts = readCrackDiscs(in, "body '" + body.name + "': cut", 10'000'000);
     state.nodeEdits = in.value<int64_t>("node edits");

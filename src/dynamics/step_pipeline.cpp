@@ -152,6 +152,9 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     rejection.reason.clear();
   }
   if (rejection.reason.empty()) {
+    const double work = stepWork(world, start.bodies, dt);
+    world.externalWork += work;
+    world.externalWorkMagnitude += std::abs(work);
     updateInelastic(world, dt, times);  // commit: plasticity, fracture
     ++counts_.accepted;
     return;
@@ -215,6 +218,8 @@ TimeIntegrator::Rejection TimeIntegrator::proposeAndInspect(World& world, double
 void TimeIntegrator::save(const World& world, StepStart& start) const {
   start.time = world.time;
   start.contactEnergy = world.contactEnergy;
+  start.externalWork = world.externalWork;
+  start.externalWorkMagnitude = world.externalWorkMagnitude;
   start.bodies.resize(world.bodies.size());
   for (size_t b = 0; b < world.bodies.size(); ++b) saveKinematics(world.bodies[b], start.bodies[b]);
   start.obstacles.clear();
@@ -224,6 +229,8 @@ void TimeIntegrator::save(const World& world, StepStart& start) const {
 void TimeIntegrator::restore(World& world, const StepStart& start) {
   world.time = start.time;
   world.contactEnergy = start.contactEnergy;
+  world.externalWork = start.externalWork;
+  world.externalWorkMagnitude = start.externalWorkMagnitude;
   for (size_t b = 0; b < world.bodies.size(); ++b)
     restoreKinematics(world.bodies[b], start.bodies[b]);
   for (size_t o = 0; o < world.obstacles.size(); ++o) world.obstacles[o].free = start.obstacles[o];

@@ -124,6 +124,8 @@ class TimeIntegrator {
     double time = 0;                     // s
     std::vector<BodyKinematics> bodies;  // per body
     double contactEnergy = 0;            // J
+    double externalWork = 0;             // J
+    double externalWorkMagnitude = 0;    // J
     std::vector<FreeMotion> obstacles;   // per obstacle
   };
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 
 #include "dynamics/world.hpp"
 
@@ -87,22 +88,34 @@ void updateExternalForces(World& world);
 // Moves every scripted (pinned) node to its path's position and velocity at world.time.
 void applyScriptedMotion(World& world);
 
+// Work done on the bodies over one step of dt from `start` (per body, the state at the
+// step's start) to the current state, J, by what a script drives:
+//   loads and pressure, on the free nodes: sum_i (F_i(t0) + F_i(t1)) / 2 . (x_i(t1) - x_i(t0))
+//     (trapezoidal; a load on a pinned node works on its pin, not on the body);
+//   moving pins: (P(t0) + P(t1)) / 2 dt, P = sum_pinned dU/dx_i . v_i (Body::pinPower), the
+//     energy they feed into the elastic and contact energy, plus the kinetic and
+//     gravitational energy of the pinned nodes themselves, which only the pins change.
+// Second order in dt for smooth paths and forces; static pins do no work.
+[[nodiscard]] double stepWork(const World& world, std::span<const BodyKinematics> start, double dt);
+
 // Kinetic energy of a body, J.
 [[nodiscard]] double kineticEnergy(const Body& body);
 // Gravitational potential energy of a body, -sum m g.x, J (zero at the origin).
 [[nodiscard]] double gravitationalEnergy(const Body& body, const Vec3& gravity);
 
-// An energy bound for worlds that no script drives: with static pins and obstacles and
-// non-negative damping, the total energy (kinetic + elastic + gravitational) can only
-// fall, up to the integrator's O(dt^2) oscillation. A run whose energy rises by more than
-// kEnergyGrowthLimit times the energy scale (initial kinetic + elastic energy plus the
-// work gravity would do over the bodies' extent) has blown up, even if no node is fast.
+// An energy bound: with non-negative damping, the total energy (kinetic + elastic +
+// gravitational + contact) can only fall, up to the integrator's O(dt^2) oscillation, except
+// by the work that loads, pressure and moving pins do (World::externalWork, stepWork). A run
+// whose energy rises above its start plus that work by more than kEnergyGrowthLimit times
+// the energy scale (initial kinetic + elastic energy plus the work gravity would do over the
+// bodies' extent, plus the magnitude of the scripted work: its accounting is second order in
+// the step, not exact) has blown up, even if no node is fast.
 inline constexpr double kEnergyGrowthLimit = 0.5;
 
 class EnergyGuard {
  public:
-  // Records the initial energy; disabled when a pin or an obstacle moves on a script,
-  // since scripted motion does work the guard cannot account for.
+  // Records the initial energy and work; disabled when an obstacle moves on a script (its
+  // pushes are not counted as work yet) or a body has negative damping.
   explicit EnergyGuard(const World& world);
   // Throws NumericalError naming the body whose energy rose the most.
   void check(const World& world) const;
@@ -110,17 +123,27 @@ class EnergyGuard {
   // Its values, to put the same guard back from a checkpoint.
   struct Values {
     bool enabled = false;
-    double initialEnergy = 0;  // J
-    double scale = 0;          // J
+    double initialEnergy = 0;         // J
+    double scale = 0;                 // J
+    double initialWork = 0;           // World::externalWork then, J
+    double initialWorkMagnitude = 0;  // World::externalWorkMagnitude then, J
   };
-  [[nodiscard]] Values values() const { return {enabled_, initialEnergy_, scale_}; }
+  [[nodiscard]] Values values() const {
+    return {enabled_, initialEnergy_, scale_, initialWork_, initialWorkMagnitude_};
+  }
   explicit EnergyGuard(const Values& values)
-      : enabled_(values.enabled), initialEnergy_(values.initialEnergy), scale_(values.scale) {}
+      : enabled_(values.enabled),
+        initialEnergy_(values.initialEnergy),
+        scale_(values.scale),
+        initialWork_(values.initialWork),
+        initialWorkMagnitude_(values.initialWorkMagnitude) {}
 
  private:
   bool enabled_ = false;
-  double initialEnergy_ = 0;  // J
-  double scale_ = 0;          // J
+  double initialEnergy_ = 0;         // J
+  double scale_ = 0;                 // J
+  double initialWork_ = 0;           // J
+  double initialWorkMagnitude_ = 0;  // J
 };
 
 // Total energy of the world, J: kinetic + elastic + gravitational + contact penalty.

@@ -201,13 +201,19 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
     meshTopology = analyzeTopology(geometry);
   }
   // Said only where the mesh's vertices are the nodes (clustered fiber nodes smooth them
-  // away); what a model refuses, it says itself by refusing.
+  // away; a fiber body welds vertices at one place into one node); what a model refuses,
+  // it says itself by refusing.
   const int64_t vertexCount = geometry.vertexCount();
   Discretization discretization = discretize(def, std::move(geometry), world.warnings, label);
-  if (meshTopology &&
-      discretization.model->nodeCount() >= vertexCount - meshTopology->unreferencedVertexCount) {
-    for (const std::string& warning : meshWarnings(*meshTopology)) {
-      world.warnings.push_back(label + ": " + warning);
+  if (meshTopology) {
+    const int64_t meshVertices = vertexCount - meshTopology->unreferencedVertexCount;
+    const int64_t nodes = discretization.model->nodeCount();
+    if (nodes >= meshVertices - meshTopology->duplicateVertexCount) {
+      MeshTopology told = *meshTopology;
+      if (nodes < meshVertices) told.duplicateVertexCount = 0;  // welded: no cut to tell of
+      for (const std::string& warning : meshWarnings(told)) {
+        world.warnings.push_back(label + ": " + warning);
+      }
     }
   }
 
@@ -296,6 +302,7 @@ void saveKinematics(const Body& body, BodyKinematics& out) {
   out.accelerations.assign(body.accelerations.begin(), body.accelerations.end());
   out.externalForces.assign(body.externalForces.begin(), body.externalForces.end());
   out.elastic = body.elastic;
+  out.pinPower = body.pinPower;
 }
 
 void restoreKinematics(Body& body, const BodyKinematics& saved) {
@@ -304,6 +311,7 @@ void restoreKinematics(Body& body, const BodyKinematics& saved) {
   body.accelerations.assign(saved.accelerations.begin(), saved.accelerations.end());
   body.externalForces.assign(saved.externalForces.begin(), saved.externalForces.end());
   body.elastic = saved.elastic;
+  body.pinPower = saved.pinPower;
   (void)body.model->prepare(body.positions);
 }
 

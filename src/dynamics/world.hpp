@@ -84,6 +84,9 @@ struct Body {
   double damping = 0;                    // mass-proportional damping, 1/s
   double thickness = 0;                  // the material's, m: where its surface touches another
   EnergyParts elastic;                   // at the current positions, J
+  // sum over the pinned nodes of dU/dx_i . v_i at the current positions and time, W: the
+  // rate at which the pins feed the elastic (and contact) energy
+  double pinPower = 0;
   std::vector<LoadGroup> loads;
   std::optional<PressureLoad> pressure;
   std::vector<double> externalForces;  // (nNodes, 3), N, at the current positions and time;
@@ -149,6 +152,12 @@ struct World {
   MeshContact contact;                    // between and within the bodies' meshes
   std::vector<ContactPair> contactPairs;  // found at the last force evaluation
   double contactEnergy = 0;               // J, of those pairs at the current positions
+  // Work done on the bodies since the start by what a script drives (loads, pressure,
+  // moving pins; stepWork in stepper.hpp), J, and the sum of its steps' magnitudes, J: the
+  // energy guard allows the total energy to rise by the one, with a tolerance growing with
+  // the other.
+  double externalWork = 0;
+  double externalWorkMagnitude = 0;
 };
 
 // What a step changes of a body before it is accepted, its kinematic state: saved at the
@@ -161,6 +170,7 @@ struct BodyKinematics {
   // (nNodes, 3) each; externalForces empty for a body without loads
   std::vector<double> positions, velocities, accelerations, externalForces;
   EnergyParts elastic;  // J
+  double pinPower = 0;  // W
 };
 // Copies the body's kinematic state into `out`, reusing its buffers.
 void saveKinematics(const Body& body, BodyKinematics& out);

@@ -170,7 +170,7 @@ std::vector<AwkwardMesh> awkwardMeshes() {
     meshes.push_back(
         {"star_fan", "flat star cut-out, fan-triangulated from one tip", std::move(g)});
   }
-  meshes.push_back({"seamed_sphere", "24 x 12 sphere with a UV seam (13 duplicate vertices)",
+  meshes.push_back({"seamed_sphere", "24 x 12 sphere with a UV seam (11 duplicate vertices)",
                     uvSphere(0.15, 24, 12, true)});
   {
     // A sheet with a checkerboard of cells whose two triangles are wound the other way.
