@@ -111,9 +111,14 @@ int64_t projectOutOfObstacles(World& world, double dt) {
 }
 
 void applyContactVelocities(World& world) {
+  const bool driven = std::any_of(world.obstacles.begin(), world.obstacles.end(),
+                                  [](const Obstacle& o) { return o.isDriven(); });
+  std::vector<double> work;  // per node: m dv . velocity of a scripted obstacle, J
   for (Body& body : world.bodies) {
     if (body.contactObstacle.empty()) continue;
     const size_t n = static_cast<size_t>(body.nodeCount());
+    const auto mass = body.model->nodeMasses();
+    work.assign(driven ? n : 0, 0.0);
     tbb::parallel_for(
         tbb::blocked_range<size_t>(0, n, kAssemblyGrain), [&](const tbb::blocked_range<size_t>& r) {
           for (size_t i = r.begin(); i != r.end(); ++i) {
@@ -136,9 +141,13 @@ void applyContactVelocities(World& world) {
             Vec3 newRelative = -restitution * vn * normal + tangential;
             if (tangentialSpeed > 0.0)
               newRelative -= tangentialChange / tangentialSpeed * tangential;
+            if (obstacle.isDriven()) {
+              work[i] = mass[i] * (newRelative - relative).dot(obstacleVelocity);
+            }
             v = obstacleVelocity + newRelative;
           }
         });
+    for (const double w : work) world.projectionWork += w;  // in node order
   }
 }
 
@@ -263,6 +272,9 @@ void dampObstaclePenalty(World& world, double dt) {
     const size_t chunks = penaltyChunks(static_cast<size_t>(body.nodeCount()));
     // (chunks, nObstacles): the momentum the nodes of each chunk lost to each obstacle.
     std::vector<Vec3> chunkMomentum(anyFree ? chunks * obstacles : 0, Vec3::Zero());
+    // The work of the scripted obstacles on each chunk's nodes, m dv . velocity (World::
+    // projectionWork), summed in chunk order.
+    std::vector<double> chunkWork(chunks, 0.0);
     tbb::parallel_for(size_t{0}, chunks, [&](size_t c) {
       forEachPenaltyContact(
           world.obstacles, places, world.contact.obstacleClearance(body), body, body.positions, c,
@@ -279,9 +291,12 @@ void dampObstaclePenalty(World& world, double dt) {
             if (tangentialSpeed > 0) newRelative -= slowdown / tangentialSpeed * tangential;
             if (obstacle.isFree())
               chunkMomentum[c * obstacles + place.index] += mass[i] * (relative - newRelative);
+            if (obstacle.isDriven())
+              chunkWork[c] += mass[i] * (newRelative - relative).dot(place.velocity);
             v = place.velocity + newRelative;
           });
     });
+    for (const double work : chunkWork) world.projectionWork += work;
     for (size_t c = 0; c < chunkMomentum.size(); ++c) {
       Obstacle& obstacle = world.obstacles[c % obstacles];
       if (obstacle.isFree()) obstacle.free.velocity += chunkMomentum[c] / obstacle.def.mass;

@@ -37,6 +37,8 @@ int64_t projectOutOfObstacles(World& world, double dt);
 // Moves each point of `positions` ((n, 3), m) that lies inside an obstacle (any response)
 // onto the obstacle's surface, along its normal: for drawn surfaces, not for nodes.
 void keepOutOfObstacles(const World& world, std::span<double> positions);
+// (The velocity changes against a scripted obstacle add their work, m dv . velocity, to
+// world.projectionWork.)
 void applyContactVelocities(World& world);
 
 // Penalty obstacles (ObstacleResponse::kPenalty; gingold2004 section 4.3, where the floor,
@@ -72,6 +74,7 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
 // never reversing (Coulomb). The momentum the nodes lose goes to a thrown obstacle (the
 // damper sees it as infinitely heavy within the step: projectiles are much heavier than
 // the nodes they touch).
+// The velocity changes against a scripted obstacle add their work to world.projectionWork.
 void dampObstaclePenalty(World& world, double dt);
 
 // Thrown obstacles (ObstacleDef::mass > 0) step by velocity Verlet with the bodies: a half

@@ -84,6 +84,7 @@ struct SimulationState::Data {
   EnergyGuard::Values guard;
   double externalWork = 0;           // World::externalWork, J
   double externalWorkMagnitude = 0;  // World::externalWorkMagnitude, J
+  double obstaclePower = 0;          // World::obstaclePower, W
 };
 
 SimulationState::SimulationState() = default;
@@ -362,6 +363,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
   if (impl.energyGuard) data->guard = impl.energyGuard->values();
   data->externalWork = impl.world.externalWork;
   data->externalWorkMagnitude = impl.world.externalWorkMagnitude;
+  data->obstaclePower = impl.world.obstaclePower;
   for (const Obstacle& obstacle : impl.world.obstacles) data->obstacles.push_back(obstacle.free);
   for (const Body& body : impl.world.bodies) {
     SimulationState::Data::BodyState& state = data->bodies.emplace_back();
@@ -383,6 +385,7 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
   world.time = data.time;
   world.externalWork = data.externalWork;
   world.externalWorkMagnitude = data.externalWorkMagnitude;
+  world.obstaclePower = data.obstaclePower;
   for (size_t o = 0; o < world.obstacles.size(); ++o) world.obstacles[o].free = data.obstacles[o];
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     Body& body = world.bodies[b];
@@ -414,7 +417,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 6;
+constexpr uint32_t kStateFormatVersion = 7;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -494,6 +497,7 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
   out.value(data.guard.initialWorkMagnitude);
   out.value(data.externalWork);
   out.value(data.externalWorkMagnitude);
+  out.value(data.obstaclePower);
   out.value<uint64_t>(data.obstacles.size());
   for (const FreeMotion& motion : data.obstacles) {
     for (const Vec3* v : {&motion.offset, &motion.velocity, &motion.acceleration}) {
@@ -545,12 +549,13 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
   data->guard.initialWorkMagnitude = in.value<double>("energy guard");
   data->externalWork = in.value<double>("external work");
   data->externalWorkMagnitude = in.value<double>("external work");
+  data->obstaclePower = in.value<double>("obstacle power");
   if (!std::isfinite(data->time) || !(data->timeStep >= 0) || !std::isfinite(data->timeStep)) {
     in.fail("the time or the step is not a finite number");
   }
-  for (const double value :
-       {data->guard.initialEnergy, data->guard.scale, data->guard.initialWork,
-        data->guard.initialWorkMagnitude, data->externalWork, data->externalWorkMagnitude}) {
+  for (const double value : {data->guard.initialEnergy, data->guard.scale, data->guard.initialWork,
+                             data->guard.initialWorkMagnitude, data->externalWork,
+                             data->externalWorkMagnitude, data->obstaclePower}) {
     if (!std::isfinite(value)) in.fail("an energy or work is not a finite number");
   }
   const auto obstacles = in.value<uint64_t>("obstacle count");

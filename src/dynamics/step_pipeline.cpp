@@ -134,6 +134,7 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
 void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTimes& times) {
   StepStart& start = starts_[static_cast<size_t>(depth)];
   save(world, start);
+  world.projectionWork = 0;
   Rejection rejection;
   try {
     rejection = proposeAndInspect(world, dt, start, times);
@@ -152,7 +153,7 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     rejection.reason.clear();
   }
   if (rejection.reason.empty()) {
-    const double work = stepWork(world, start.bodies, dt);
+    const double work = stepWork(world, start.bodies, start.obstaclePower, dt);
     world.externalWork += work;
     world.externalWorkMagnitude += std::abs(work);
     updateInelastic(world, dt, times);  // commit: plasticity, fracture
@@ -220,6 +221,7 @@ void TimeIntegrator::save(const World& world, StepStart& start) const {
   start.contactEnergy = world.contactEnergy;
   start.externalWork = world.externalWork;
   start.externalWorkMagnitude = world.externalWorkMagnitude;
+  start.obstaclePower = world.obstaclePower;
   start.bodies.resize(world.bodies.size());
   for (size_t b = 0; b < world.bodies.size(); ++b) saveKinematics(world.bodies[b], start.bodies[b]);
   start.obstacles.clear();
@@ -231,6 +233,7 @@ void TimeIntegrator::restore(World& world, const StepStart& start) {
   world.contactEnergy = start.contactEnergy;
   world.externalWork = start.externalWork;
   world.externalWorkMagnitude = start.externalWorkMagnitude;
+  world.obstaclePower = start.obstaclePower;
   for (size_t b = 0; b < world.bodies.size(); ++b)
     restoreKinematics(world.bodies[b], start.bodies[b]);
   for (size_t o = 0; o < world.obstacles.size(); ++o) world.obstacles[o].free = start.obstacles[o];

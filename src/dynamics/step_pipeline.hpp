@@ -126,6 +126,7 @@ class TimeIntegrator {
     double contactEnergy = 0;            // J
     double externalWork = 0;             // J
     double externalWorkMagnitude = 0;    // J
+    double obstaclePower = 0;            // W
     std::vector<FreeMotion> obstacles;   // per obstacle
   };
 

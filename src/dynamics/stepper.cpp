@@ -132,6 +132,7 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known) {
     }
   }
   world.contactEnergy = 0;
+  world.obstaclePower = 0;
   if (world.contact.enabled()) {
     // The contacts at these positions, their penalty gradient added to the elastic one.
     world.contact.findPairs(world.bodies, 0.0, world.contactPairs);
@@ -149,6 +150,9 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known) {
       Obstacle& obstacle = world.obstacles[o];
       if (obstacle.isFree())
         obstacle.free.acceleration = world.gravity + reactions[o] / obstacle.def.mass;
+      if (obstacle.isDriven()) {
+        world.obstaclePower -= reactions[o].dot(obstacle.velocity(world.time));
+      }
     }
   }
   for (Body& body : world.bodies) {
@@ -235,8 +239,9 @@ void proposeStep(World& world, double dt, PhaseTimes& times) {
   }
 }
 
-double stepWork(const World& world, std::span<const BodyKinematics> start, double dt) {
-  double work = 0;
+double stepWork(const World& world, std::span<const BodyKinematics> start,
+                double startObstaclePower, double dt) {
+  double work = 0.5 * (startObstaclePower + world.obstaclePower) * dt + world.projectionWork;
   for (size_t b = 0; b < world.bodies.size(); ++b) {
     const Body& body = world.bodies[b];
     const BodyKinematics& before = start[b];
@@ -317,7 +322,6 @@ double totalEnergy(const World& world) {
 
 EnergyGuard::EnergyGuard(const World& world) {
   enabled_ = true;
-  for (const Obstacle& obstacle : world.obstacles) enabled_ &= obstacle.path.isStatic();
   for (const Body& body : world.bodies) enabled_ &= body.damping >= 0;
   initialEnergy_ = totalEnergy(world);
   initialWork_ = world.externalWork;

@@ -96,7 +96,10 @@ void applyScriptedMotion(World& world);
 //     energy they feed into the elastic and contact energy, plus the kinetic and
 //     gravitational energy of the pinned nodes themselves, which only the pins change.
 // Second order in dt for smooth paths and forces; static pins do no work.
-[[nodiscard]] double stepWork(const World& world, std::span<const BodyKinematics> start, double dt);
+//   scripted obstacles: penalty ones (P_o(t0) + P_o(t1)) / 2 dt (World::obstaclePower, the
+//     power at the start given as startObstaclePower), projection ones World::projectionWork.
+[[nodiscard]] double stepWork(const World& world, std::span<const BodyKinematics> start,
+                              double startObstaclePower, double dt);
 
 // Kinetic energy of a body, J.
 [[nodiscard]] double kineticEnergy(const Body& body);
@@ -104,18 +107,18 @@ void applyScriptedMotion(World& world);
 [[nodiscard]] double gravitationalEnergy(const Body& body, const Vec3& gravity);
 
 // An energy bound: with non-negative damping, the total energy (kinetic + elastic +
-// gravitational + contact) can only fall, up to the integrator's O(dt^2) oscillation, except
-// by the work that loads, pressure and moving pins do (World::externalWork, stepWork). A run
-// whose energy rises above its start plus that work by more than kEnergyGrowthLimit times
-// the energy scale (initial kinetic + elastic energy plus the work gravity would do over the
-// bodies' extent, plus the magnitude of the scripted work: its accounting is second order in
-// the step, not exact) has blown up, even if no node is fast.
+// gravitational + contact + thrown obstacles) can only fall, up to the integrator's O(dt^2)
+// oscillation, except by the work that loads, pressure, moving pins and scripted obstacles
+// do (World::externalWork, stepWork). A run whose energy rises above its start plus that
+// work by more than kEnergyGrowthLimit times the energy scale (initial kinetic + elastic
+// energy plus the work gravity would do over the bodies' extent, plus the magnitude of the
+// scripted work: its accounting is second order in the step, not exact) has blown up, even
+// if no node is fast.
 inline constexpr double kEnergyGrowthLimit = 0.5;
 
 class EnergyGuard {
  public:
-  // Records the initial energy and work; disabled when an obstacle moves on a script (its
-  // pushes are not counted as work yet) or a body has negative damping.
+  // Records the initial energy and work; disabled when a body has negative damping.
   explicit EnergyGuard(const World& world);
   // Throws NumericalError naming the body whose energy rose the most.
   void check(const World& world) const;

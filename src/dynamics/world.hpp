@@ -135,6 +135,8 @@ struct Obstacle {
   [[nodiscard]] bool isFree() const { return def.mass > 0; }
   [[nodiscard]] bool isPenalty() const { return def.response == ObstacleResponse::kPenalty; }
   [[nodiscard]] bool moves() const { return isFree() || !path.isStatic(); }
+  // Moved by its script, doing work on what it touches (a thrown one exchanges energy).
+  [[nodiscard]] bool isDriven() const { return !isFree() && !path.isStatic(); }
   [[nodiscard]] Vec3 offset(double time) const {
     return isFree() ? free.offset : path.offset(time);
   }
@@ -158,6 +160,12 @@ struct World {
   // the other.
   double externalWork = 0;
   double externalWorkMagnitude = 0;
+  // The scripted obstacles' share of it: the power of the penalty ones, -sum_o reaction_o .
+  // velocity_o, W, at the current positions and time; and the work of the projection ones
+  // in the step under way, sum m dv . velocity_o over the velocity changes of their
+  // contacts (applyContactVelocities), J.
+  double obstaclePower = 0;
+  double projectionWork = 0;
 };
 
 // What a step changes of a body before it is accepted, its kinematic state: saved at the
