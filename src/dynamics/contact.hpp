@@ -32,7 +32,10 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
 // Filtering after the kick (not before it) lets a node resting on a floor end the step
 // with zero normal velocity instead of the velocity gravity gave it in the last half kick.
 // Returns the number of nodes in contact.
-// Both skip obstacles with the penalty response.
+// Both leave obstacles with the penalty response to their springs, except that
+// projectOutOfObstacles also undoes, the same way, the tangential slip of a node held by a
+// penalty obstacle's friction (within mu s depth dt^2 / 2, the slip a stuck node's
+// tangential acceleration a_t <= mu s depth gives it in one drift).
 int64_t projectOutOfObstacles(World& world, double dt);
 // Moves each point of `positions` ((n, 3), m) that lies inside an obstacle (any response)
 // onto the obstacle's surface, along its normal: for drawn surfaces, not for nodes.
