@@ -74,7 +74,7 @@ void keepOutOfObstacles(const World& world, std::span<double> positions) {
 
 namespace {
 
-// Static friction on a penalty obstacle (the position half of it; dampObstaclePenalty's
+// Static friction on a still penalty obstacle (the position half of it; dampObstaclePenalty's
 // Coulomb filter is the velocity half). A node within the clearance, depth = delta - phi > 0,
 // is pressed with s depth per mass, so friction can hold a tangential acceleration up to
 // mu s depth. A node that stuck last step has drifted a_t dt^2 / 2 along the obstacle since:
@@ -82,7 +82,10 @@ namespace {
 // Without it a node resting on a slope below the friction angle crept a_t dt^2 / 2 per step
 // (2.1 mm in 0.5 s on 20 degrees with friction 0.5).
 void stickToPenaltyObstacle(const World& world, Body& body, const Obstacle& obstacle, double dt) {
-  if (obstacle.def.friction <= 0) return;
+  // Only still obstacles: a moving one (an impactor punching through a sheet) would drag
+  // the nodes it presses hardest along with it, past the mesh contact that keeps the
+  // sheet's triangles apart (the puncture scenes then wrote intersecting frames).
+  if (obstacle.def.friction <= 0 || obstacle.moves()) return;
   const Vec3 offset = obstacle.offset(world.time);
   const Vec3 velocity = obstacle.velocity(world.time);
   const double clearance = world.contact.obstacleClearance(body);

@@ -34,7 +34,7 @@ double obstacleSignedDistance(const ObstacleDef& obstacle, const Vec3& offset, c
 // Returns the number of nodes in contact.
 // Both leave obstacles with the penalty response to their springs, except that
 // projectOutOfObstacles also undoes, the same way, the tangential slip of a node held by a
-// penalty obstacle's friction (within mu s depth dt^2 / 2, the slip a stuck node's
+// still penalty obstacle's friction (within mu s depth dt^2 / 2, the slip a stuck node's
 // tangential acceleration a_t <= mu s depth gives it in one drift).
 int64_t projectOutOfObstacles(World& world, double dt);
 // Moves each point of `positions` ((n, 3), m) that lies inside an obstacle (any response)
