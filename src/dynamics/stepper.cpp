@@ -158,7 +158,7 @@ void computeAccelerations(World& world, std::span<const KnownGradient> known) {
   for (Body& body : world.bodies) {
     // accelerations holds dU/dx here. Serial: the same sum for any thread count.
     body.pinPower = 0;
-    if (!body.pins.empty()) {
+    if (body.hasMovingPins()) {
       for (size_t i = 0; i < body.pinned.size(); ++i) {
         if (body.pinned[i] == 0) continue;
         for (size_t c = 3 * i; c < 3 * i + 3; ++c) {
@@ -254,7 +254,7 @@ double stepWork(const World& world, std::span<const BodyKinematics> start,
         }
       }
     }
-    if (body.pins.empty()) continue;
+    if (!body.hasMovingPins()) continue;  // static pins: zero velocity, zero displacement
     work += 0.5 * (before.pinPower + body.pinPower) * dt;
     const auto mass = body.model->nodeMasses();
     for (size_t i = 0; i < body.pinned.size(); ++i) {

@@ -1,6 +1,7 @@
 // The simulated world: bodies (model + state), obstacles and gravity.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,6 +113,11 @@ struct Body {
   int64_t nodeEdits = 0;        // topology edits that changed the nodes
 
   [[nodiscard]] bool hasLoads() const { return !loads.empty() || pressure.has_value(); }
+  // A pin on a path: static pins hold their nodes at rest and do no work.
+  [[nodiscard]] bool hasMovingPins() const {
+    return std::any_of(pins.begin(), pins.end(),
+                       [](const PinGroup& pin) { return !pin.path.isStatic(); });
+  }
   [[nodiscard]] int32_t crackCount() const { return static_cast<int32_t>(cuts.size()); }
 
   [[nodiscard]] int32_t nodeCount() const { return model->nodeCount(); }
