@@ -622,8 +622,14 @@ Geometry bodySurface(const World& world, size_t bodyIndex, std::span<const int32
     return surface;
   }
   Geometry surface = body.model->surface(body.positions);
-  if (surface.vertexCount() == std::ssize(pieces)) {  // the nodes are the vertices
-    surface.pieces.assign(pieces.begin(), pieces.end());
+  if (surface.vertexCount() == body.nodeCount()) {  // the nodes are the vertices
+    if (surface.vertexCount() == std::ssize(pieces)) {
+      surface.pieces.assign(pieces.begin(), pieces.end());
+    }
+  } else {
+    // A surface the nodes carry (the mls_solid's mesh around its phyxels) reaches past
+    // them, where contact does not look: drawn outside the obstacles, as embedded ones.
+    keepOutOfObstacles(world, surface.positions);
   }
   for (const Model::NodeScalar& scalar : scalars) {
     if (std::ssize(scalar.values) != surface.vertexCount()) continue;

@@ -13,6 +13,7 @@ ModelRegistration massSpringRegistration();
 ModelRegistration fiberRegistration();
 ModelRegistration discreteShellRegistration();
 ModelRegistration inelasticShellRegistration();
+ModelRegistration mlsSolidRegistration();
 
 namespace {
 
@@ -27,6 +28,7 @@ Registry& registry() {
                                fiberRegistration(),
                                discreteShellRegistration(),
                                inelasticShellRegistration(),
+                               mlsSolidRegistration(),
                            },
                            1};
   return instance;

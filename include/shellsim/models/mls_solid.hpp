@@ -1,0 +1,24 @@
+// Options of the meshless volume model (muller2004): a body's `"mls_solid": {...}` in a scene
+// file, body.options<MlsSolidDef>() in code. src/models/mls/mls_registration.cpp reads,
+// writes and documents them.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace shellsim {
+
+// Options of an mls_solid body; the material's Young's modulus, Poisson ratio and density
+// give St Venant-Kirchhoff elasticity (its thickness is unused).
+struct MlsSolidDef {
+  static constexpr std::string_view kModel = "mls_solid";
+  int32_t phyxelCount = 400;    // phyxels sampled inside a mesh (about); 0: by spacing
+  double phyxelSpacing = 0;     // m, lattice spacing inside a mesh; 0: by count
+  int32_t neighbours = 26;      // stencil size less the phyxel
+  double hourglass = 0.1;       // misfit penalty c_hg relative to the shear modulus
+  double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
+  bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
+  bool operator==(const MlsSolidDef&) const = default;
+};
+
+}  // namespace shellsim

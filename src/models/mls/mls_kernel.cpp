@@ -1,0 +1,48 @@
+#include "models/mls/mls_kernel.hpp"
+
+namespace shellsim::mls {
+
+Mat3 cofactor(const Mat3& F) {
+  Mat3 c;
+  c.col(0) = F.col(1).cross(F.col(2));
+  c.col(1) = F.col(2).cross(F.col(0));
+  c.col(2) = F.col(0).cross(F.col(1));
+  return c;
+}
+
+double strainEnergyDensity(const Mat3& F, const Elasticity& material, Mat3* stress,
+                           Tangent* tangent) {
+  const Mat3 identity = Mat3::Identity();
+  const Mat3 green = 0.5 * (F.transpose() * F - identity);
+  const double trace = green.trace();
+  const double J = F.determinant();
+  const double energy = material.mu * green.squaredNorm() + 0.5 * material.lambda * trace * trace +
+                        0.5 * material.volumeStiffness * (J - 1.0) * (J - 1.0);
+  if (stress == nullptr && tangent == nullptr) return energy;
+  const Mat3 S = 2.0 * material.mu * green + material.lambda * trace * identity;
+  const Mat3 cof = cofactor(F);
+  if (stress != nullptr) *stress = F * S + material.volumeStiffness * (J - 1.0) * cof;
+  if (tangent != nullptr) {
+    for (int b = 0; b < 3; ++b) {
+      for (int d = 0; d < 3; ++d) {
+        Mat3 dF = Mat3::Zero();
+        dF(b, d) = 1.0;
+        const Mat3 FtdF = F.transpose() * dF;
+        const Mat3 dE = 0.5 * (FtdF + FtdF.transpose());
+        const Mat3 dS = 2.0 * material.mu * dE + material.lambda * dE.trace() * identity;
+        Mat3 dCof;
+        dCof.col(0) = dF.col(1).cross(F.col(2)) + F.col(1).cross(dF.col(2));
+        dCof.col(1) = dF.col(2).cross(F.col(0)) + F.col(2).cross(dF.col(0));
+        dCof.col(2) = dF.col(0).cross(F.col(1)) + F.col(0).cross(dF.col(1));
+        const double dJ = cof(b, d);  // cof : dF
+        const Mat3 dP = dF * S + F * dS + material.volumeStiffness * (dJ * cof + (J - 1.0) * dCof);
+        for (int a = 0; a < 3; ++a) {
+          for (int c = 0; c < 3; ++c) (*tangent)(3 * a + c, 3 * b + d) = dP(a, c);
+        }
+      }
+    }
+  }
+  return energy;
+}
+
+}  // namespace shellsim::mls

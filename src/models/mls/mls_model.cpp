@@ -1,0 +1,469 @@
+#include "models/mls/mls_model.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <sstream>
+
+#include "core/spatial.hpp"
+#include "core/vec3.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+namespace {
+
+// h_i over the distance to the farthest stencil neighbour: that neighbour keeps the weight
+// (1 - 0.8^2)^3 = 0.047 of the centre's, so every neighbour counts.
+constexpr double kSupportOverReach = 1.25;
+// Moment matrices with eigenvalues further apart than this are singular.
+constexpr double kMaxMomentCondition = 1e8;
+
+struct MlsWorkspace : ModelWorkspace {
+  std::vector<double> energies;  // (nPhyxels)
+  std::vector<double> slots;     // (nEntries, 3)
+};
+
+std::string describePoint(std::span<const double> positions, size_t i) {
+  std::ostringstream out;
+  out << "(" << positions[3 * i] << ", " << positions[3 * i + 1] << ", " << positions[3 * i + 2]
+      << ")";
+  return out.str();
+}
+
+}  // namespace
+
+MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const double> volumes,
+                             const MaterialDef& material, const MlsSolidParams& params,
+                             const Geometry& surface) {
+  const size_t count = phyxels.size() / 3;
+  nodeCount_ = static_cast<int32_t>(count);
+  if (params.neighbours < 4 || params.neighbours > 63) {
+    throw InputError(
+        "mls_solid: neighbours must be in [4, 63] (three of them off any plane; a stencil "
+        "holds at most 64 phyxels)");
+  }
+  if (count < static_cast<size_t>(params.neighbours) + 1) {
+    std::ostringstream msg;
+    msg << "mls_solid: " << count << " phyxels, but a stencil of " << params.neighbours
+        << " neighbours needs at least " << params.neighbours + 1
+        << " (sample more phyxels or lower neighbours)";
+    throw InputError(msg.str());
+  }
+  if (!volumes.empty() && volumes.size() != count) {
+    throw InputError("mls_solid: one volume per phyxel expected");
+  }
+  for (size_t i = 0; i < phyxels.size(); ++i) {
+    if (!std::isfinite(phyxels[i])) {
+      std::ostringstream msg;
+      msg << "mls_solid: phyxel " << i / 3 << " has a non-finite coordinate";
+      throw InputError(msg.str());
+    }
+  }
+  rest_.assign(phyxels.begin(), phyxels.end());
+  const double E = material.youngModulus;
+  const double nu = material.poisson;
+  elasticity_.mu = E / (2.0 * (1.0 + nu));
+  elasticity_.lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+  elasticity_.volumeStiffness = params.volumeStiffness;
+  hourglassScale_ = params.hourglass * elasticity_.mu;
+  projectHessian_ = params.projectHessian;
+
+  // Stencils: the phyxel first, then its neighbours nearest first.
+  const auto k = static_cast<size_t>(params.neighbours) + 1;
+  const PointKdTree tree(rest_);
+  stencilOffsets_.resize(count + 1);
+  stencilNodes_.resize(count * k);
+  support_.resize(count);
+  for (size_t i = 0; i <= count; ++i) stencilOffsets_[i] = static_cast<int32_t>(i * k);
+  std::vector<double> worstCondition(count, 0.0);
+  shape_.resize(count * k * 3);
+  volume_.resize(count);
+  std::vector<std::string> errors(count);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
+        std::vector<uint32_t> found;
+        std::vector<double> squared;
+        for (size_t i = r.begin(); i != r.end(); ++i) {
+          tree.nearest(&rest_[3 * i], k, found, squared);
+          int32_t* nodes = &stencilNodes_[i * k];
+          nodes[0] = static_cast<int32_t>(i);
+          size_t filled = 1;
+          for (size_t f = 0; f < found.size() && filled < k; ++f) {
+            if (found[f] == i) continue;
+            if (!(squared[f] > 0)) {
+              errors[i] = "mls_solid: phyxels " + std::to_string(i) + " and " +
+                          std::to_string(found[f]) + " coincide at " + describePoint(rest_, i);
+              break;
+            }
+            nodes[filled++] = static_cast<int32_t>(found[f]);
+          }
+          if (!errors[i].empty()) continue;
+          if (filled < k) {
+            // i was not among its own nearest (a tie at distance 0 is caught above): take the
+            // next one as well.
+            tree.nearest(&rest_[3 * i], k + 1, found, squared);
+            nodes[filled++] = static_cast<int32_t>(found.back());
+          }
+          const Vec3 xi = row(rest_, i);
+          double reach = 0;
+          for (size_t j = 1; j < k; ++j) {
+            reach = std::max(reach, (row(rest_, static_cast<size_t>(nodes[j])) - xi).norm());
+          }
+          const double h = kSupportOverReach * reach;
+          support_[i] = h;
+          // Moment matrix, muller2004 eq. (14).
+          Eigen::Matrix3d A = Eigen::Matrix3d::Zero();
+          double weightSum = 1.0;  // W(0) = 1 in the unnormalised shape
+          std::vector<double> weights(k, 0.0);
+          for (size_t j = 1; j < k; ++j) {
+            const Vec3 xij = row(rest_, static_cast<size_t>(nodes[j])) - xi;
+            weights[j] = mls::poly6Shape(xij.squaredNorm(), h * h);
+            weightSum += weights[j];
+            A += weights[j] * xij * xij.transpose();
+          }
+          const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eigen(A);
+          const double largest = eigen.eigenvalues()(2);
+          const double smallest = eigen.eigenvalues()(0);
+          const double condition =
+              smallest > 0 ? largest / smallest : std::numeric_limits<double>::infinity();
+          worstCondition[i] = condition;
+          if (!(condition < kMaxMomentCondition)) {
+            std::ostringstream msg;
+            msg << "mls_solid: phyxel " << i << " at " << describePoint(rest_, i) << ": its "
+                << params.neighbours
+                << " nearest neighbours lie in a plane or on a line (moment matrix condition "
+                << condition
+                << "): MLS needs phyxels spread in three dimensions around each one, and one "
+                   "layer of phyxels is not a volume (muller2004 section 7); sample a volume, or "
+                   "use a shell model for a sheet";
+            errors[i] = msg.str();
+            continue;
+          }
+          const Eigen::Matrix3d inverse = A.inverse();
+          Vec3 selfShape = Vec3::Zero();
+          for (size_t j = 1; j < k; ++j) {
+            const Vec3 xij = row(rest_, static_cast<size_t>(nodes[j])) - xi;
+            const Vec3 d = inverse * xij * weights[j];  // eq. (21)
+            selfShape -= d;                             // eq. (20)
+            setRow(shape_, i * k + j, d);
+          }
+          setRow(shape_, i * k, selfShape);
+          // Shepard volume 1 / sum_j W_ij with the normalised poly6, 315 / (64 pi h^3) W-shape.
+          volume_[i] = 64.0 * std::numbers::pi * h * h * h / (315.0 * weightSum);
+        }
+      });
+  for (const std::string& e : errors) {
+    if (!e.empty()) throw InputError(e);
+  }
+  worstCondition_ = *std::max_element(worstCondition.begin(), worstCondition.end());
+  if (!volumes.empty()) {
+    for (size_t i = 0; i < count; ++i) {
+      if (!(volumes[i] > 0) || !std::isfinite(volumes[i])) {
+        std::ostringstream msg;
+        msg << "mls_solid: phyxel " << i << " has volume " << volumes[i] << " (must be positive)";
+        throw InputError(msg.str());
+      }
+    }
+    volume_.assign(volumes.begin(), volumes.end());
+  }
+  mass_.resize(count);
+  for (size_t i = 0; i < count; ++i) mass_[i] = material.density * volume_[i];
+
+  // The misfit penalty's constant Hessian Q_i, n x n per stencil:
+  //   F_i x_ij - (x_j - x_i) = sum_k alpha_jk x_k,  alpha_jk = d_k . x_ij - [k = j] + [k = i],
+  //   Q_i = sum_j c_ij alpha_j alpha_j^T,  c_ij = c_hg mu v_i wbar_ij / |x_ij|^2.
+  squareOffsets_.resize(count + 1);
+  squareOffsets_[0] = 0;
+  for (size_t i = 0; i < count; ++i) {
+    squareOffsets_[i + 1] = squareOffsets_[i] + static_cast<int64_t>(k * k);
+  }
+  misfit_.assign(static_cast<size_t>(squareOffsets_[count]), 0.0);
+  if (hourglassScale_ > 0) {
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
+          Eigen::VectorXd alpha(static_cast<Eigen::Index>(k));
+          for (size_t i = r.begin(); i != r.end(); ++i) {
+            const int32_t* nodes = &stencilNodes_[i * k];
+            const Vec3 xi = row(rest_, i);
+            const double h2 = support_[i] * support_[i];
+            double weightSum = 0;
+            for (size_t j = 1; j < k; ++j) {
+              weightSum += mls::poly6Shape(
+                  (row(rest_, static_cast<size_t>(nodes[j])) - xi).squaredNorm(), h2);
+            }
+            Eigen::Map<Eigen::MatrixXd> Q(&misfit_[static_cast<size_t>(squareOffsets_[i])],
+                                          static_cast<Eigen::Index>(k),
+                                          static_cast<Eigen::Index>(k));
+            for (size_t j = 1; j < k; ++j) {
+              const Vec3 xij = row(rest_, static_cast<size_t>(nodes[j])) - xi;
+              const double r2 = xij.squaredNorm();
+              const double c =
+                  hourglassScale_ * volume_[i] * mls::poly6Shape(r2, h2) / weightSum / r2;
+              for (size_t m = 0; m < k; ++m) {
+                alpha(static_cast<Eigen::Index>(m)) = row(shape_, i * k + m).dot(xij);
+              }
+              alpha(static_cast<Eigen::Index>(j)) -= 1.0;
+              alpha(0) += 1.0;
+              Q.noalias() += c * alpha * alpha.transpose();
+            }
+          }
+        });
+  }
+  incidence_ = buildIncidence(stencilNodes_, nodeCount_);
+
+  // Stable step: Gershgorin's bound on the largest eigenvalue of M^-1 K at rest, per dof row
+  // sum of |K| (gathered per node in a fixed order), Verlet stable for dt < 2 / omega_max.
+  {
+    const std::vector<int32_t> pairs = hessianBlockNodes();
+    std::vector<double> blocks(pairs.size() / 2 * 9);
+    hessianBlocks(rest_, blocks);
+    std::vector<double> rowSums(3 * count, 0.0);
+    for (size_t b = 0; b < pairs.size() / 2; ++b) {
+      const auto node = static_cast<size_t>(pairs[2 * b]);
+      for (int a = 0; a < 3; ++a) {
+        for (int c = 0; c < 3; ++c) rowSums[3 * node + a] += std::abs(blocks[9 * b + 3 * a + c]);
+      }
+    }
+    double omegaSquared = 0;
+    for (size_t i = 0; i < 3 * count; ++i)
+      omegaSquared = std::max(omegaSquared, rowSums[i] / mass_[i / 3]);
+    stableStep_ =
+        omegaSquared > 0 ? 2.0 / std::sqrt(omegaSquared) : std::numeric_limits<double>::infinity();
+  }
+  bindSurface(surface);
+}
+
+mls::Mat3 MlsSolidModel::deformationGradient(size_t p, std::span<const double> x) const {
+  const auto begin = static_cast<size_t>(stencilOffsets_[p]);
+  const auto n = static_cast<size_t>(stencilOffsets_[p + 1]) - begin;
+  const Vec3 centre = displacement(x, static_cast<size_t>(stencilNodes_[begin]));
+  mls::Mat3 F = mls::Mat3::Identity();
+  for (size_t m = 1; m < n; ++m) {
+    F.noalias() += (displacement(x, static_cast<size_t>(stencilNodes_[begin + m])) - centre) *
+                   row(shape_, begin + m).transpose();
+  }
+  return F;
+}
+
+std::unique_ptr<ModelWorkspace> MlsSolidModel::makeWorkspace() const {
+  return std::make_unique<MlsWorkspace>();
+}
+
+double MlsSolidModel::phyxelEnergy(size_t p, std::span<const double> x, double* g) const {
+  const auto begin = static_cast<size_t>(stencilOffsets_[p]);
+  const auto n = static_cast<size_t>(stencilOffsets_[p + 1]) - begin;
+  const int32_t* nodes = &stencilNodes_[begin];
+  // Displacements relative to the phyxel's, u_m - u_i: F = I + sum_m (u_m - u_i) d_m^T
+  // (eq. 14), exactly I at rest, and the misfit's quadratic form is the same in them (Q
+  // annihilates every affine field, the rest positions included).
+  const Vec3 centre = displacement(x, static_cast<size_t>(nodes[0]));
+  Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor, 64, 3> relative(n, 3);
+  mls::Mat3 F = mls::Mat3::Identity();
+  relative.row(0).setZero();
+  for (size_t m = 1; m < n; ++m) {
+    const Vec3 ur = displacement(x, static_cast<size_t>(nodes[m])) - centre;
+    relative.row(static_cast<Eigen::Index>(m)) = ur.transpose();
+    F.noalias() += ur * row(shape_, begin + m).transpose();
+  }
+  mls::Mat3 P;
+  const double v = volume_[p];
+  double energy =
+      v * mls::strainEnergyDensity(F, elasticity_, g != nullptr ? &P : nullptr, nullptr);
+  if (g != nullptr) {
+    for (size_t m = 0; m < n; ++m) {
+      const Vec3 gm = v * P * row(shape_, begin + m);
+      g[3 * m] = gm.x();
+      g[3 * m + 1] = gm.y();
+      g[3 * m + 2] = gm.z();
+    }
+  }
+  if (hourglassScale_ > 0) {
+    const Eigen::Map<const Eigen::MatrixXd> Q(&misfit_[static_cast<size_t>(squareOffsets_[p])],
+                                              static_cast<Eigen::Index>(n),
+                                              static_cast<Eigen::Index>(n));
+    const Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor, 64, 3> y = Q * relative;
+    energy += 0.5 * relative.cwiseProduct(y).sum();
+    if (g != nullptr) {
+      for (size_t m = 0; m < n; ++m) {
+        for (int c = 0; c < 3; ++c)
+          g[3 * m + static_cast<size_t>(c)] += y(static_cast<Eigen::Index>(m), c);
+      }
+    }
+  }
+  return energy;
+}
+
+EnergyParts MlsSolidModel::energy(std::span<const double> x, ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::energy(x);
+  return addGradient(x, {}, workspace);
+}
+
+EnergyParts MlsSolidModel::addGradient(std::span<const double> x, std::span<double> gradient,
+                                       ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::addGradient(x, gradient);
+  auto& w = dynamic_cast<MlsWorkspace&>(*workspace);
+  const auto count = static_cast<size_t>(nodeCount_);
+  const bool wantGradient = !gradient.empty();
+  w.energies.resize(count);
+  if (wantGradient) w.slots.resize(3 * stencilNodes_.size());
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t p = r.begin(); p != r.end(); ++p) {
+          double* g =
+              wantGradient ? &w.slots[3 * static_cast<size_t>(stencilOffsets_[p])] : nullptr;
+          w.energies[p] = phyxelEnergy(p, x, g);
+        }
+      });
+  if (wantGradient) gatherIncidentGradients<3, 1>(incidence_, w.slots, gradient);
+  EnergyParts parts;
+  parts.stretching = deterministicSum(w.energies);
+  return parts;
+}
+
+std::vector<int32_t> MlsSolidModel::hessianBlockNodes() const {
+  std::vector<int32_t> pairs;
+  pairs.reserve(2 * static_cast<size_t>(squareOffsets_.back()));
+  for (size_t p = 0; p < static_cast<size_t>(nodeCount_); ++p) {
+    appendNodePairs(stencil(static_cast<int32_t>(p)), pairs);
+  }
+  return pairs;
+}
+
+bool MlsSolidModel::hessianBlocks(std::span<const double> x, std::span<double> values) const {
+  const auto count = static_cast<size_t>(nodeCount_);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 16), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t p = r.begin(); p != r.end(); ++p) {
+          const auto begin = static_cast<size_t>(stencilOffsets_[p]);
+          const auto n = static_cast<size_t>(stencilOffsets_[p + 1]) - begin;
+          const mls::Mat3 F = deformationGradient(p, x);
+          mls::Tangent C;
+          mls::Mat3 P;
+          mls::strainEnergyDensity(F, elasticity_, &P, &C);
+          C *= volume_[p];
+          if (projectHessian_) {
+            const Eigen::SelfAdjointEigenSolver<mls::Tangent> eigen(0.5 * (C + C.transpose()));
+            C = eigen.eigenvectors() * eigen.eigenvalues().cwiseMax(0.0).asDiagonal() *
+                eigen.eigenvectors().transpose();
+          }
+          // G_l = C B_l, (9, 3): column e is sum_d C(:, 3 e + d) d_l[d].
+          std::vector<Eigen::Matrix<double, 9, 3>> G(n);
+          for (size_t l = 0; l < n; ++l) {
+            const Vec3 dl = row(shape_, begin + l);
+            for (int e = 0; e < 3; ++e) {
+              G[l].col(e) =
+                  C.col(3 * e) * dl.x() + C.col(3 * e + 1) * dl.y() + C.col(3 * e + 2) * dl.z();
+            }
+          }
+          const double* Q = &misfit_[static_cast<size_t>(squareOffsets_[p])];
+          double* out = &values[9 * static_cast<size_t>(squareOffsets_[p])];
+          for (size_t kk = 0; kk < n; ++kk) {
+            const Vec3 dk = row(shape_, begin + kk);
+            for (size_t l = 0; l < n; ++l) {
+              // H_kl[a][e] = sum_c d_k[c] G_l(3 a + c, e) + Q_kl delta_ae.
+              const double q = Q[kk + l * n];  // Q is symmetric; column-major map above
+              for (int a = 0; a < 3; ++a) {
+                for (int e = 0; e < 3; ++e) {
+                  out[3 * a + e] = dk.x() * G[l](3 * a, e) + dk.y() * G[l](3 * a + 1, e) +
+                                   dk.z() * G[l](3 * a + 2, e) + (a == e ? q : 0.0);
+                }
+              }
+              out += 9;
+            }
+          }
+        }
+      });
+  return true;
+}
+
+std::vector<double> MlsSolidModel::deformationGradients(std::span<const double> x) const {
+  const auto count = static_cast<size_t>(nodeCount_);
+  std::vector<double> out(9 * count);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 256), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t p = r.begin(); p != r.end(); ++p) {
+          const mls::Mat3 F = deformationGradient(p, x);
+          for (int a = 0; a < 3; ++a) {
+            for (int c = 0; c < 3; ++c)
+              out[9 * p + 3 * static_cast<size_t>(a) + static_cast<size_t>(c)] = F(a, c);
+          }
+        }
+      });
+  return out;
+}
+
+void MlsSolidModel::bindSurface(const Geometry& surface) {
+  restSurface_ = Geometry{};
+  bindOffsets_.clear();
+  bindPhyxels_.clear();
+  bindWeights_.clear();
+  if (surface.isPointCloud()) return;  // the frames show the phyxels
+  restSurface_.positions = surface.positions;
+  restSurface_.triangles = surface.triangles;
+  const PointKdTree tree(rest_);
+  const double widest = *std::max_element(support_.begin(), support_.end());
+  const auto vertices = static_cast<size_t>(surface.vertexCount());
+  bindOffsets_.assign(vertices + 1, 0);
+  std::vector<uint32_t> found;
+  std::vector<double> squared;
+  for (size_t v = 0; v < vertices; ++v) {
+    const Vec3 xs = row(surface.positions, v);
+    tree.withinRadius(&surface.positions[3 * v], widest, found);
+    const size_t start = bindPhyxels_.size();
+    double sum = 0;
+    for (const uint32_t p : found) {
+      const double h = support_[p];
+      // muller2004 eq. (27) weights, bound at rest (notes B7: rebinding as phyxels move
+      // makes the surface pop).
+      const double w = mls::poly6Shape((row(rest_, p) - xs).squaredNorm(), h * h);
+      if (w <= 0) continue;
+      bindPhyxels_.push_back(static_cast<int32_t>(p));
+      bindWeights_.push_back(w);
+      sum += w;
+    }
+    if (bindPhyxels_.size() == start) {
+      tree.nearest(&surface.positions[3 * v], 1, found, squared);
+      bindPhyxels_.push_back(static_cast<int32_t>(found[0]));
+      bindWeights_.push_back(1.0);
+      sum = 1.0;
+    }
+    for (size_t b = start; b < bindWeights_.size(); ++b) bindWeights_[b] /= sum;
+    bindOffsets_[v + 1] = static_cast<int32_t>(bindPhyxels_.size());
+  }
+}
+
+Geometry MlsSolidModel::surface(std::span<const double> x) const {
+  Geometry g;
+  if (restSurface_.triangles.empty()) {
+    g.positions.assign(x.begin(), x.end());
+    return g;
+  }
+  const std::vector<double> F = deformationGradients(x);
+  const auto vertices = static_cast<size_t>(restSurface_.vertexCount());
+  g.positions.resize(3 * vertices);
+  g.triangles = restSurface_.triangles;
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, vertices, 256), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t v = r.begin(); v != r.end(); ++v) {
+          // muller2004 eq. (27): x_s = sum_i w_i (x_i + F_i (X_s - X_i)).
+          const Vec3 rest = row(restSurface_.positions, v);
+          Vec3 sum = Vec3::Zero();
+          for (auto b = static_cast<size_t>(bindOffsets_[v]);
+               b < static_cast<size_t>(bindOffsets_[v + 1]); ++b) {
+            const auto p = static_cast<size_t>(bindPhyxels_[b]);
+            const Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>> Fp(&F[9 * p]);
+            sum += bindWeights_[b] * (row(x, p) + Fp * (rest - row(rest_, p)));
+          }
+          setRow(g.positions, v, sum);
+        }
+      });
+  computeVertexNormals(g);
+  return g;
+}
+
+}  // namespace shellsim

@@ -1,0 +1,143 @@
+// Meshless volumes on unconnected points, "phyxels" (muller2004, "Point Based Animation of
+// Elastic, Plastic and Melting Objects", sections 3.2-3.5; notes specs/muller2004.md B2-B5).
+//
+// Stencil: a phyxel i and its `neighbours` nearest phyxels j in the rest shape (fixed while
+// the reference is; the paper takes every phyxel within h_i = 3 rbar_i, about 178 of them on
+// a lattice, nearly all-to-all for its 200-phyxel models).
+//
+//            j   j   j
+//             \  |  /        x_ij = X_j - X_i (rest), w_ij = W(|x_ij|, h_i)
+//          j -- (i) -- j     A_i = sum_j x_ij x_ij^T w_ij            (eq. 14)
+//             /  |  \        d_j = A_i^-1 x_ij w_ij,  d_i = -sum_j d_j  (eqs. 20-21)
+//            j   j   j       F_i = I + sum_j (u_j - u_i) d_j^T = sum_k x_k d_k^T
+//
+// (the last form since sum_j x_ij d_j^T = A A^-1 = I: F is linear in the current positions
+// x_k of the stencil, exact for every affine motion; notes B3.)
+//
+// Energy: E(x) = sum_i v_i Psi(F_i) + E_hg (mls_kernel.hpp: St Venant-Kirchhoff in the
+// standard Green strain plus muller2004's volume term, eq. 7), so that the forces of
+// eqs. (18)-(19) and (23) are the exact gradient f_k = -sum_i v_i P_i d_k (the paper's
+// -2 v J sigma d has the paper's doubled strain; notes B4) and the tangent stiffness of
+// eq. (47) the exact Hessian, block (k, l) of stencil i: v_i B_k^T (dP/dF) B_l with
+// (B_k)_{(a c), b} = delta_ab d_k[c].
+//
+// Deviations from the paper, each because the paper's choice fails a test:
+// - Support. h_i = 1.25 times the distance to the farthest of the `neighbours` nearest
+//   phyxels (default 26: the 3 x 3 x 3 block of a lattice, full rank at faces, edges and
+//   corners), not 3 rbar_i: the stencils' cost is n^2 per phyxel in the Hessian, and 26
+//   neighbours already condition A (the notes measured cond 1.4 inside and 2.1 at a
+//   corner for 41).
+// - Volumes. v_i = V / n for phyxels sampled on a lattice inside a closed mesh, V the volume
+//   it encloses, so masses and volumes sum to the object's; the paper's v_i = m_i / rho_i
+//   (eq. 10) inflates boundary phyxels (1.57 times at faces, 6.7 times at corners; notes
+//   B2b). Phyxels given as points have no enclosing surface: they take the Shepard volume
+//   v_i = 1 / sum_j W(|x_ij|, h_i) over their stencil (normalised W), exact inside a regular
+//   sampling and inflated at its boundary like the paper's.
+// - A singular moment matrix (the neighbours coplanar: one layer of phyxels, notes B8) is
+//   an error naming the phyxel, not a pseudo-inverse: with rank 2 the normal derivative is
+//   lost and a rigid rotation about an in-plane axis strains the phyxel.
+// - Zero-energy (hourglass) modes. On a lattice a checkerboard displacement gives F = I
+//   exactly (notes B3), so nodal integration has no restoring force for it. The paper does
+//   not mention it. Suppressed (after Ganzenmuller 2015) by penalising the MLS fit's misfit
+//     E_hg = sum_i c_hg mu v_i / 2 sum_j wbar_ij |F_i x_ij - (x_j - x_i)|^2 / |x_ij|^2,
+//   wbar_ij = w_ij / sum_j w_ij: zero for every affine motion (so rigid motions and uniform
+//   strains are untouched), invariant under rotations, quadratic in x with a constant
+//   Hessian Q_i (x) I per stencil, precomputed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/assembler.hpp"
+#include "core/vec3.hpp"
+#include "models/mls/mls_kernel.hpp"
+#include "models/model.hpp"
+#include "shellsim/scene.hpp"
+
+namespace shellsim {
+
+struct MlsSolidParams {
+  int32_t neighbours = 26;      // stencil size less the phyxel itself
+  double hourglass = 0.1;       // c_hg, the misfit penalty relative to mu, 1
+  double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
+  bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
+};
+
+class MlsSolidModel : public Model {
+ public:
+  // phyxels: rest positions, (nPhyxels, 3), m. volumes: rest volume of each, (nPhyxels), m^3,
+  // or empty for the Shepard volumes of points (see above). material: E, nu, density (its
+  // thickness is unused). surface: a mesh carried by the phyxels for the frames (eq. 27), or
+  // a point cloud / empty geometry to write the phyxels themselves. Throws InputError for
+  // too few phyxels, coincident phyxels, or a phyxel whose neighbours are coplanar.
+  MlsSolidModel(std::span<const double> phyxels, std::span<const double> volumes,
+                const MaterialDef& material, const MlsSolidParams& params, const Geometry& surface);
+
+  [[nodiscard]] std::string name() const override { return "mls_solid"; }
+  [[nodiscard]] int32_t nodeCount() const override { return nodeCount_; }
+  [[nodiscard]] int64_t elementCount() const override { return nodeCount_; }
+  [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
+  using Model::addGradient;
+  using Model::energy;
+  [[nodiscard]] std::unique_ptr<ModelWorkspace> makeWorkspace() const override;
+  [[nodiscard]] EnergyParts energy(std::span<const double> x,
+                                   ModelWorkspace* workspace) const override;
+  EnergyParts addGradient(std::span<const double> x, std::span<double> gradient,
+                          ModelWorkspace* workspace) const override;
+  [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
+  bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
+  [[nodiscard]] double stableTimeStep() const override { return stableStep_; }
+  [[nodiscard]] Geometry surface(std::span<const double> x) const override;
+
+  // The deformation gradient of every phyxel at x, (nPhyxels, 3, 3) row-major.
+  [[nodiscard]] std::vector<double> deformationGradients(std::span<const double> x) const;
+  [[nodiscard]] std::span<const double> restVolumes() const { return volume_; }
+  [[nodiscard]] std::span<const double> supportRadii() const { return support_; }
+  // The stencil of phyxel i: itself first, then its neighbours.
+  [[nodiscard]] std::span<const int32_t> stencil(int32_t i) const {
+    const auto b = static_cast<size_t>(stencilOffsets_[static_cast<size_t>(i)]);
+    const auto e = static_cast<size_t>(stencilOffsets_[static_cast<size_t>(i) + 1]);
+    return std::span<const int32_t>(stencilNodes_).subspan(b, e - b);
+  }
+  // The largest condition number of the phyxels' moment matrices A_i.
+  [[nodiscard]] double worstMomentCondition() const { return worstCondition_; }
+
+ private:
+  // Energy of phyxel p at x; adds v_p P d_k + (Q x)_k into g (its stencil's slots,
+  // (stencil, 3)) when g is not null.
+  double phyxelEnergy(size_t p, std::span<const double> x, double* g) const;
+  // F of phyxel p at x (eq. 14 with the displacements u = x - X).
+  [[nodiscard]] mls::Mat3 deformationGradient(size_t p, std::span<const double> x) const;
+  [[nodiscard]] Vec3 displacement(std::span<const double> x, size_t node) const {
+    return row(x, node) - row(rest_, node);
+  }
+  void bindSurface(const Geometry& surface);
+
+  int32_t nodeCount_ = 0;
+  mls::Elasticity elasticity_;
+  double hourglassScale_ = 0;  // c_hg mu, Pa
+  bool projectHessian_ = false;
+  std::vector<double> rest_;             // (nPhyxels, 3), m
+  std::vector<double> volume_;           // (nPhyxels), m^3
+  std::vector<double> mass_;             // (nPhyxels), kg
+  std::vector<double> support_;          // h_i, (nPhyxels), m
+  std::vector<int32_t> stencilOffsets_;  // (nPhyxels + 1) into stencilNodes_
+  std::vector<int32_t> stencilNodes_;    // (nEntries): phyxel, then its neighbours
+  std::vector<double> shape_;            // d_k of each entry, (nEntries, 3), 1/m
+  std::vector<int64_t> squareOffsets_;   // (nPhyxels + 1): prefix sums of n_i^2
+  std::vector<double> misfit_;  // Q_i, (sum n_i^2): stencil-by-stencil, row-major, Pa m^3/m^2
+  Incidence incidence_;         // node -> entries of stencilNodes_
+  double stableStep_ = 0;       // s
+  double worstCondition_ = 0;
+
+  // The surface carried by the phyxels (eq. 27), bound at rest.
+  Geometry restSurface_;              // positions (nVertices, 3), triangles
+  std::vector<int32_t> bindOffsets_;  // (nVertices + 1)
+  std::vector<int32_t> bindPhyxels_;  // (nBindings)
+  std::vector<double> bindWeights_;   // (nBindings), sum 1 per vertex
+};
+
+}  // namespace shellsim

@@ -1,0 +1,179 @@
+// The meshless volume model's registration (models/registry.hpp): its scene options
+// (MlsSolidDef, shellsim/models/mls_solid.hpp) and the discretization of a body (muller2004
+// section 3.2: phyxels on a lattice inside a closed mesh, which they then carry, or the
+// points of a point cloud).
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/spatial.hpp"
+#include "geometry/volume_sampling.hpp"
+#include "io/json_fields.hpp"
+#include "io/scene_names.hpp"
+#include "models/mls/mls_model.hpp"
+#include "models/registry.hpp"
+#include "shellsim/errors.hpp"
+#include "shellsim/models/mls_solid.hpp"
+
+namespace shellsim {
+namespace {
+
+using json_fields::FieldKind;
+using json_fields::FieldSpec;
+using json_fields::Json;
+using json_fields::ObjectReader;
+using json_fields::ObjectSpec;
+using json_fields::Problems;
+using json_fields::Range;
+using scene_names::kHessianKinds;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+constexpr FieldSpec kMlsSolidFields[] = {
+    {.key = "phyxel_count",
+     .kind = FieldKind::kInteger,
+     .number = 400,
+     .range = Range::closed(0, 1000000),
+     .rule = "exactly one of `phyxel_count`, `phyxel_spacing` non-zero for a mesh",
+     .meaning = "Phyxels on a cubic lattice inside the closed mesh, about this many (the "
+                "spacing refined until the count is within 10 %); 0: by spacing. Unused for a "
+                "point cloud, whose points are the phyxels."},
+    {.key = "phyxel_spacing",
+     .unit = "m",
+     .number = 0,
+     .range = Range::atLeast(0),
+     .meaning = "The lattice spacing of the phyxels inside the mesh; 0: by count."},
+    {.key = "neighbours",
+     .kind = FieldKind::kInteger,
+     .number = 26,
+     .range = Range::closed(4, 63),
+     .meaning = "Phyxels in each phyxel's MLS stencil besides itself, the nearest at rest; the "
+                "support h_i is 1.25 times the farthest one's distance. 26 is the 3 x 3 x 3 "
+                "block of the lattice: full rank at faces, edges and corners; the cost grows "
+                "with its square."},
+    {.key = "hourglass",
+     .number = 0.1,
+     .range = Range::atLeast(0),
+     .meaning = "Stiffness of the penalty on the MLS fit's misfit, relative to the shear "
+                "modulus: suppresses the zero-energy (checkerboard) modes of nodal integration "
+                "that the paper does not mention; zero for every affine motion. 0: off."},
+    {.key = "volume_stiffness",
+     .unit = "Pa",
+     .number = 0,
+     .range = Range::atLeast(0),
+     .meaning = "k_v of muller2004's volume term 1/2 k_v (det F - 1)^2 per rest volume, on top "
+                "of St Venant-Kirchhoff: resists collapse under strong compression (it adds k_v "
+                "to the small-strain bulk response). 0: off, the material exactly (E, nu)."},
+    {.key = "hessian",
+     .kind = FieldKind::kChoice,
+     .text = "exact",
+     .choices = kHessianKinds,
+     .meaning = "`projected` clamps each phyxel's material tangent dP/dF to positive "
+                "semi-definite for the implicit integrators' Newton steps; `exact` keeps it."},
+};
+
+constexpr ObjectSpec kMlsSolidSpec{
+    "mls_solid",
+    "Options of the meshless volume model (muller2004): phyxels sampled inside a closed mesh "
+    "(or the points of a point cloud), the moving-least-squares deformation gradient over each "
+    "phyxel's nearest neighbours, St Venant-Kirchhoff elasticity of the material's Young's "
+    "modulus, Poisson ratio and density; the mesh is carried by the phyxels (eq. 27).",
+    kMlsSolidFields};
+#pragma GCC diagnostic pop
+
+void readMlsSolid(ObjectReader& r, Problems& problems, BodyDef& body) {
+  MlsSolidDef& options = body.options<MlsSolidDef>();
+  options.phyxelCount = r.integer("phyxel_count");
+  options.phyxelSpacing = r.number("phyxel_spacing");
+  if (options.phyxelCount > 0 && options.phyxelSpacing > 0) {
+    problems.add(r.path(), "give at most one of 'phyxel_count' and 'phyxel_spacing'");
+  }
+  options.neighbours = r.integer("neighbours");
+  options.hourglass = r.number("hourglass");
+  options.volumeStiffness = r.number("volume_stiffness");
+  options.projectHessian = r.choice("hessian") == "projected";
+  r.finish();
+}
+
+Json writeMlsSolid(const BodyDef& body) {
+  const MlsSolidDef& d = body.options<MlsSolidDef>();
+  return {{"phyxel_count", d.phyxelCount},
+          {"phyxel_spacing", d.phyxelSpacing},
+          {"neighbours", d.neighbours},
+          {"hourglass", d.hourglass},
+          {"volume_stiffness", d.volumeStiffness},
+          {"hessian", d.projectHessian ? "projected" : "exact"}};
+}
+
+Discretization discretizeMlsSolid(const BodyDef& def, Geometry geometry,
+                                  std::vector<std::string>& warnings, const std::string& label) {
+  const MlsSolidDef& options = def.options<MlsSolidDef>();
+  MlsSolidParams params;
+  params.neighbours = options.neighbours;
+  params.hourglass = options.hourglass;
+  params.volumeStiffness = options.volumeStiffness;
+  params.projectHessian = options.projectHessian;
+  Discretization d;
+  if (geometry.isPointCloud()) {
+    d.model = std::make_unique<MlsSolidModel>(geometry.positions, std::span<const double>{},
+                                              def.material, params, geometry);
+    d.nodePositions = geometry.positions;
+    d.nodeOfVertex = identityMap(geometry.vertexCount());
+    return d;
+  }
+  (void)dropUnreferencedVertices(geometry, warnings, label);
+  if (options.phyxelCount <= 0 && !(options.phyxelSpacing > 0)) {
+    throw InputError("mls_solid: give phyxel_count or phyxel_spacing for a mesh");
+  }
+  const VolumeSampling sampling = options.phyxelSpacing > 0
+                                      ? sampleVolume(geometry, options.phyxelSpacing)
+                                      : sampleVolumeByCount(geometry, options.phyxelCount);
+  const size_t count = sampling.positions.size() / 3;
+  const double volume = enclosedVolume(geometry);
+  if (count == 0) {
+    std::ostringstream msg;
+    msg << "mls_solid: no lattice point of spacing " << sampling.spacing
+        << " m lies inside the mesh (is it closed? it encloses " << volume
+        << " m^3): choose a smaller phyxel_spacing";
+    throw InputError(msg.str());
+  }
+  // Volumes that sum to the mesh's (notes B2b: no boundary inflation).
+  const std::vector<double> volumes(count, volume / static_cast<double>(count));
+  const double latticeVolume = static_cast<double>(count) * std::pow(sampling.spacing, 3);
+  if (std::abs(latticeVolume / volume - 1.0) > 0.25) {
+    std::ostringstream msg;
+    msg << label << ": mls_solid: the " << count << " phyxels' lattice cells fill " << latticeVolume
+        << " m^3 of the mesh's " << volume
+        << " m^3; the sampling is coarse for this shape (or the mesh is not closed)";
+    warnings.push_back(msg.str());
+  }
+  d.model =
+      std::make_unique<MlsSolidModel>(sampling.positions, volumes, def.material, params, geometry);
+  d.nodePositions = sampling.positions;
+  // A vertex (pins and loads by vertex) stands for its nearest phyxel.
+  const PointKdTree tree(d.nodePositions);
+  d.nodeOfVertex.resize(static_cast<size_t>(geometry.vertexCount()));
+  std::vector<uint32_t> found;
+  std::vector<double> squared;
+  for (size_t v = 0; v < d.nodeOfVertex.size(); ++v) {
+    tree.nearest(&geometry.positions[3 * v], 1, found, squared);
+    d.nodeOfVertex[v] = static_cast<int32_t>(found[0]);
+  }
+  return d;
+}
+
+}  // namespace
+
+ModelRegistration mlsSolidRegistration() {
+  return {.name = MlsSolidDef::kModel,
+          .meaning = "Options of a body whose model is `mls_solid`.",
+          .options = &kMlsSolidSpec,
+          .nestedOptions = {},
+          .readOptions = readMlsSolid,
+          .writeOptions = writeMlsSolid,
+          .discretize = discretizeMlsSolid};
+}
+
+}  // namespace shellsim
