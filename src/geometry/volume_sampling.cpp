@@ -55,7 +55,11 @@ VolumeSampling sampleVolume(const Geometry& mesh, double spacing) {
   double origin[3];
   double cells = 1;
   for (int a = 0; a < 3; ++a) {
-    const double extent = std::floor((bounds.max[a] - bounds.min[a]) / spacing) + 1;
+    // floor(extent / spacing) points centred in the bounds: a box whose sides are multiples
+    // of the spacing gets one point at the centre of each cell, none on its faces (where the
+    // winding number is 1/2 and rounding would decide).
+    const double extent =
+        std::max(1.0, std::floor((bounds.max[a] - bounds.min[a]) / spacing + 1e-9));
     cells *= extent;
     if (!(cells <= 2e7)) {
       std::ostringstream msg;

@@ -30,8 +30,10 @@ struct VolumeSampling {
   double spacing = 0;             // the cubic lattice's spacing, m
 };
 
-// The points of a cubic lattice of spacing `spacing` that lie inside `mesh` (|winding| > 1/2),
-// the lattice centred on the mesh's bounding box, in lexicographic (z, y, x) order.
+// The points of a cubic lattice of spacing `spacing` that lie inside `mesh` (|winding| > 1/2):
+// floor(extent / spacing) points along each axis, centred on the mesh's bounding box (a box
+// with sides that are multiples of the spacing gets the centres of its cells), in
+// lexicographic (z, y, x) order.
 // Throws InputError for a point cloud or a non-positive spacing.
 [[nodiscard]] VolumeSampling sampleVolume(const Geometry& mesh, double spacing);
 

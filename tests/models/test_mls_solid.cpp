@@ -200,13 +200,14 @@ std::vector<double> checkerboard(std::span<const double> rest, int nx, int ny, d
   return x;
 }
 
-// Interior phyxels (not on the lattice's outer layer) and their checkerboard signs.
+// The checkerboard amplitude of the phyxels at least 3 layers inside the lattice, which no
+// one-sided boundary stencil reaches (a boundary phyxel's 26 neighbours lie within 2 layers).
 double interiorCheckerboard(std::span<const double> u, int n) {
   double sum = 0;
   int count = 0;
-  for (int k = 1; k + 1 < n; ++k) {
-    for (int j = 1; j + 1 < n; ++j) {
-      for (int i = 1; i + 1 < n; ++i) {
+  for (int k = 3; k + 3 < n; ++k) {
+    for (int j = 3; j + 3 < n; ++j) {
+      for (int i = 3; i + 3 < n; ++i) {
         const auto p = static_cast<size_t>(i + n * (j + n * k));
         sum += ((i + j + k) % 2 == 0 ? 1.0 : -1.0) * u[3 * p + 2];
         ++count;
@@ -242,7 +243,7 @@ double checkerboardGrowth(const MlsSolidModel& model, std::span<const double> re
 }
 
 TEST(MlsSolid, TheCheckerboardIsAZeroEnergyModeThatTheMisfitPenaltyHolds) {
-  constexpr int n = 7;
+  constexpr int n = 9;
   const std::vector<double> rest = lattice(n, n, n, 0.01);
   const Geometry none;
   MlsSolidParams off;
@@ -252,24 +253,28 @@ TEST(MlsSolid, TheCheckerboardIsAZeroEnergyModeThatTheMisfitPenaltyHolds) {
   // An interior phyxel's stencil is symmetric: the checkerboard leaves its F = I exactly.
   const std::vector<double> x = checkerboard(rest, n, n, 1e-4);
   const std::vector<double> F = plain.deformationGradients(x);
-  const size_t centre = 3 + n * (3 + n * 3);
+  const size_t centre = 4 + n * (4 + n * 4);
   double deviation = 0;
   for (int e = 0; e < 9; ++e) deviation += std::abs(F[9 * centre + e] - (e % 4 == 0 ? 1 : 0));
   EXPECT_LT(deviation, 1e-12);
-  // Undamped: without the penalty the interior keeps drifting in the mode (nothing pulls it
-  // back until the boundary's forces arrive); with it, it oscillates about zero.
+  // No restoring force on the deep interior without the penalty; with it, one against the
+  // displacement on every interior phyxel.
+  const std::vector<double> gPlain = testing::gradientAt(plain, x);
+  const std::vector<double> gPenalised = testing::gradientAt(penalised, x);
+  EXPECT_LT(std::abs(gPlain[3 * centre + 2]), 1e-12 * std::abs(gPenalised[3 * centre + 2]));
+  // The centre phyxel moved by +1e-4 m in z (i + j + k even): dE/dz > 0, pushed back.
+  EXPECT_GT(gPenalised[3 * centre + 2], 0.0);
+  // Undamped, kicked in the mode: without the penalty only the boundary's one-sided stencils
+  // pull the interior back, slowly (measured: amplitude 2.3e-5 m, a period of about 0.2 s);
+  // with it the mode is stiff (2.7e-6 m).
   const double speed = 1e-3;  // m/s
   const double dt = 0.5 * std::min(plain.stableTimeStep(), penalised.stableTimeStep());
-  const int steps = 400;
-  const double drift = speed * dt * steps;
+  const int steps = 2000;
   const double plainLargest = checkerboardGrowth(plain, rest, n, speed, dt, steps);
   const double penalisedLargest = checkerboardGrowth(penalised, rest, n, speed, dt, steps);
-  std::cout << "interior checkerboard over " << steps * dt << " s: free drift " << drift
-            << " m, plain " << plainLargest << " m, penalised " << penalisedLargest << " m\n";
-  // Measured: plain 0.32 of the free drift (the boundary's one-sided stencils push back
-  // after a few steps), penalised 0.027.
-  EXPECT_GT(plainLargest, 0.25 * drift);
-  EXPECT_LT(penalisedLargest, 0.05 * drift);
+  std::cout << "interior checkerboard over " << steps * dt << " s: plain " << plainLargest
+            << " m, penalised " << penalisedLargest << " m\n";
+  EXPECT_LT(penalisedLargest, 0.25 * plainLargest);
 }
 
 // The energy contract on a lattice block, a jittered one (with the volume term and a

@@ -15,6 +15,7 @@ struct MlsSolidDef {
   int32_t phyxelCount = 400;    // phyxels sampled inside a mesh (about); 0: by spacing
   double phyxelSpacing = 0;     // m, lattice spacing inside a mesh; 0: by count
   int32_t neighbours = 26;      // stencil size less the phyxel
+  bool quadraticBasis = true;   // F from a quadratic fit; false: the paper's linear one
   double hourglass = 0.1;       // misfit penalty c_hg relative to the shear modulus
   double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
   bool projectHessian = false;  // clamp each phyxel's material tangent to PSD

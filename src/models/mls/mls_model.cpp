@@ -28,6 +28,55 @@ struct MlsWorkspace : ModelWorkspace {
   std::vector<double> slots;     // (nEntries, 3)
 };
 
+// The weighted least-squares fit of a displacement component over a stencil (muller2004
+// eqs. 12-13 with the value at the phyxel fixed), in the monomials of y = x_ij / h: linear
+// (y; the paper's) or quadratic (y and its 6 products). Both are linear in the offsets
+// u_j - u_i: gradient = M_g (u_j - u_i)_j, and the fit's residual at the neighbours is
+// R (u_j - u_i)_j.
+struct StencilFit {
+  Eigen::Matrix<double, 3, Eigen::Dynamic> gradient;  // (3, n - 1), 1/m: column j is d_j
+  Eigen::MatrixXd residual;                           // R, (n - 1, n - 1)
+  bool quadratic = false;
+};
+
+StencilFit fitStencil(std::span<const Vec3> offsets, std::span<const double> weights, double h,
+                      bool quadratic) {
+  const auto n = static_cast<Eigen::Index>(offsets.size());
+  for (int attempt = quadratic ? 0 : 1; attempt < 2; ++attempt) {
+    const Eigen::Index b = attempt == 0 ? 9 : 3;
+    Eigen::MatrixXd P(n, b);
+    for (Eigen::Index j = 0; j < n; ++j) {
+      const Vec3 y = offsets[static_cast<size_t>(j)] / h;
+      P(j, 0) = y.x();
+      P(j, 1) = y.y();
+      P(j, 2) = y.z();
+      if (b == 9) {
+        P(j, 3) = y.x() * y.x();
+        P(j, 4) = y.y() * y.y();
+        P(j, 5) = y.z() * y.z();
+        P(j, 6) = y.x() * y.y();
+        P(j, 7) = y.y() * y.z();
+        P(j, 8) = y.z() * y.x();
+      }
+    }
+    const Eigen::Map<const Eigen::VectorXd> w(weights.data(), n);
+    const Eigen::MatrixXd PtW = P.transpose() * w.asDiagonal();
+    const Eigen::MatrixXd G = PtW * P;
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(G);
+    const double smallest = eigen.eigenvalues()(0), largest = eigen.eigenvalues()(b - 1);
+    // A quadratic needs three distinct positions along every axis: where the stencil has not
+    // got them (a slab two phyxels thick) the phyxel fits a plane, as the paper does.
+    if (b == 9 && !(smallest > 1e-10 * largest)) continue;
+    const Eigen::MatrixXd M = G.ldlt().solve(PtW);
+    StencilFit fit;
+    fit.gradient = M.topRows(3) / h;
+    fit.residual = Eigen::MatrixXd::Identity(n, n) - P * M;
+    fit.quadratic = b == 9;
+    return fit;
+  }
+  return {};
+}
+
 std::string describePoint(std::span<const double> positions, size_t i) {
   std::ostringstream out;
   out << "(" << positions[3 * i] << ", " << positions[3 * i + 1] << ", " << positions[3 * i + 2]
@@ -81,6 +130,8 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
   support_.resize(count);
   for (size_t i = 0; i <= count; ++i) stencilOffsets_[i] = static_cast<int32_t>(i * k);
   std::vector<double> worstCondition(count, 0.0);
+  std::vector<char> quadraticFits(count, 0);
+  const bool quadratic = params.quadraticBasis;
   shape_.resize(count * k * 3);
   volume_.resize(count);
   std::vector<std::string> errors(count);
@@ -144,12 +195,17 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
             errors[i] = msg.str();
             continue;
           }
-          const Eigen::Matrix3d inverse = A.inverse();
+          std::vector<Vec3> offsets(k - 1);
+          for (size_t j = 1; j < k; ++j) {
+            offsets[j - 1] = row(rest_, static_cast<size_t>(nodes[j])) - xi;
+          }
+          const StencilFit fit =
+              fitStencil(offsets, std::span<const double>(weights).subspan(1), h, quadratic);
+          quadraticFits[i] = fit.quadratic ? 1 : 0;
           Vec3 selfShape = Vec3::Zero();
           for (size_t j = 1; j < k; ++j) {
-            const Vec3 xij = row(rest_, static_cast<size_t>(nodes[j])) - xi;
-            const Vec3 d = inverse * xij * weights[j];  // eq. (21)
-            selfShape -= d;                             // eq. (20)
+            const Vec3 d = fit.gradient.col(static_cast<Eigen::Index>(j - 1));  // eq. (21)
+            selfShape -= d;                                                     // eq. (20)
             setRow(shape_, i * k + j, d);
           }
           setRow(shape_, i * k, selfShape);
@@ -161,6 +217,7 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
     if (!e.empty()) throw InputError(e);
   }
   worstCondition_ = *std::max_element(worstCondition.begin(), worstCondition.end());
+  quadraticCount_ = std::count(quadraticFits.begin(), quadraticFits.end(), 1);
   if (!volumes.empty()) {
     for (size_t i = 0; i < count; ++i) {
       if (!(volumes[i] > 0) || !std::isfinite(volumes[i])) {
@@ -174,8 +231,8 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
   mass_.resize(count);
   for (size_t i = 0; i < count; ++i) mass_[i] = material.density * volume_[i];
 
-  // The misfit penalty's constant Hessian Q_i, n x n per stencil:
-  //   F_i x_ij - (x_j - x_i) = sum_k alpha_jk x_k,  alpha_jk = d_k . x_ij - [k = j] + [k = i],
+  // The misfit penalty's constant Hessian Q_i, n x n per stencil: the fit's residual at
+  // neighbour j is r_j = sum_m R_jm (u_m - u_i) = sum_k alpha_jk u_k (alpha_j0 = -sum_m R_jm),
   //   Q_i = sum_j c_ij alpha_j alpha_j^T,  c_ij = c_hg mu v_i wbar_ij / |x_ij|^2.
   squareOffsets_.resize(count + 1);
   squareOffsets_[0] = 0;
@@ -187,28 +244,28 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
     tbb::parallel_for(
         tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
           Eigen::VectorXd alpha(static_cast<Eigen::Index>(k));
+          std::vector<Vec3> offsets(k - 1);
+          std::vector<double> weights(k - 1);
           for (size_t i = r.begin(); i != r.end(); ++i) {
             const int32_t* nodes = &stencilNodes_[i * k];
             const Vec3 xi = row(rest_, i);
-            const double h2 = support_[i] * support_[i];
+            const double h = support_[i];
             double weightSum = 0;
             for (size_t j = 1; j < k; ++j) {
-              weightSum += mls::poly6Shape(
-                  (row(rest_, static_cast<size_t>(nodes[j])) - xi).squaredNorm(), h2);
+              offsets[j - 1] = row(rest_, static_cast<size_t>(nodes[j])) - xi;
+              weights[j - 1] = mls::poly6Shape(offsets[j - 1].squaredNorm(), h * h);
+              weightSum += weights[j - 1];
             }
+            const StencilFit fit = fitStencil(offsets, weights, h, quadraticFits[i] != 0);
             Eigen::Map<Eigen::MatrixXd> Q(&misfit_[static_cast<size_t>(squareOffsets_[i])],
                                           static_cast<Eigen::Index>(k),
                                           static_cast<Eigen::Index>(k));
             for (size_t j = 1; j < k; ++j) {
-              const Vec3 xij = row(rest_, static_cast<size_t>(nodes[j])) - xi;
-              const double r2 = xij.squaredNorm();
-              const double c =
-                  hourglassScale_ * volume_[i] * mls::poly6Shape(r2, h2) / weightSum / r2;
-              for (size_t m = 0; m < k; ++m) {
-                alpha(static_cast<Eigen::Index>(m)) = row(shape_, i * k + m).dot(xij);
-              }
-              alpha(static_cast<Eigen::Index>(j)) -= 1.0;
-              alpha(0) += 1.0;
+              const auto jj = static_cast<Eigen::Index>(j - 1);
+              const double c = hourglassScale_ * volume_[i] * weights[j - 1] / weightSum /
+                               offsets[j - 1].squaredNorm();
+              alpha.tail(static_cast<Eigen::Index>(k - 1)) = fit.residual.row(jj).transpose();
+              alpha(0) = -fit.residual.row(jj).sum();
               Q.noalias() += c * alpha * alpha.transpose();
             }
           }

@@ -27,6 +27,14 @@
 //   corners), not 3 rbar_i: the stencils' cost is n^2 per phyxel in the Hessian, and 26
 //   neighbours already condition A (the notes measured cond 1.4 inside and 2.1 at a
 //   corner for 41).
+// - Basis. F comes from a quadratic fit, u_j - u_i = grad u . x_ij + x_ij^T H x_ij / 2 in
+//   weighted least squares, not the paper's linear one (eqs. 12-13). On a symmetric stencil
+//   the two give the same gradient; on the one-sided stencils at a body's faces the linear
+//   fit sees a plane through a bent field and misses the outer fibres' strain: a cantilever
+//   of 6 phyxels across was 1.29 times softer than the beam with it, 1.047 with the quadratic
+//   (tests/dynamics/test_mls_solid_accuracy.cpp). F stays linear in the positions, exact for
+//   every affine motion. Where a stencil cannot fix a quadratic (a slab two phyxels thick)
+//   that phyxel fits a plane. Option basis: linear keeps the paper's everywhere.
 // - Volumes. v_i = V / n for phyxels sampled on a lattice inside a closed mesh, V the volume
 //   it encloses, so masses and volumes sum to the object's; the paper's v_i = m_i / rho_i
 //   (eq. 10) inflates boundary phyxels (1.57 times at faces, 6.7 times at corners; notes
@@ -40,8 +48,9 @@
 //   exactly (notes B3), so nodal integration has no restoring force for it. The paper does
 //   not mention it. Suppressed (after Ganzenmuller 2015) by penalising the MLS fit's misfit
 //     E_hg = sum_i c_hg mu v_i / 2 sum_j wbar_ij |F_i x_ij - (x_j - x_i)|^2 / |x_ij|^2,
-//   wbar_ij = w_ij / sum_j w_ij: zero for every affine motion (so rigid motions and uniform
-//   strains are untouched), invariant under rotations, quadratic in x with a constant
+//   wbar_ij = w_ij / sum_j w_ij, with F_i x_ij replaced by the fit's prediction at j (the
+//   quadratic's, so a bent field is not penalised): zero for every affine motion (so rigid motions
+//   and uniform strains are untouched), invariant under rotations, quadratic in x with a constant
 //   Hessian Q_i (x) I per stencil, precomputed.
 #pragma once
 
@@ -61,6 +70,7 @@ namespace shellsim {
 
 struct MlsSolidParams {
   int32_t neighbours = 26;      // stencil size less the phyxel itself
+  bool quadraticBasis = true;   // fit F with a quadratic (else the paper's linear) basis
   double hourglass = 0.1;       // c_hg, the misfit penalty relative to mu, 1
   double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
   bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
@@ -102,6 +112,8 @@ class MlsSolidModel : public Model {
     const auto e = static_cast<size_t>(stencilOffsets_[static_cast<size_t>(i) + 1]);
     return std::span<const int32_t>(stencilNodes_).subspan(b, e - b);
   }
+  // Phyxels whose gradient comes from the quadratic fit (the others fit a plane).
+  [[nodiscard]] int64_t quadraticFitCount() const { return quadraticCount_; }
   // The largest condition number of the phyxels' moment matrices A_i.
   [[nodiscard]] double worstMomentCondition() const { return worstCondition_; }
 
@@ -132,6 +144,7 @@ class MlsSolidModel : public Model {
   Incidence incidence_;         // node -> entries of stencilNodes_
   double stableStep_ = 0;       // s
   double worstCondition_ = 0;
+  int64_t quadraticCount_ = 0;
 
   // The surface carried by the phyxels (eq. 27), bound at rest.
   Geometry restSurface_;              // positions (nVertices, 3), triangles

@@ -1,0 +1,169 @@
+// Accuracy of the meshless volume model (muller2004, issue 19), static solves of scenes built
+// here: a bar under an end load against uniaxial linear elasticity (Young's modulus and
+// Poisson's ratio measured in its middle, where Saint-Venant's principle makes the stress
+// uniaxial), Fig. 6's stretch with nu = 0 and 0.49 (volume change), and a cantilever of
+// phyxels against the Timoshenko beam.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
+#include "temp_folder.hpp"
+
+namespace shellsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kYoung = 1e6;  // Pa
+
+std::string mlsBody(double width, double length, double spacing, double poisson,
+                    const std::string& pins, const std::string& loads) {
+  std::ostringstream s;
+  s.precision(17);
+  s << R"({"name": "bar", "primitive": {"type": "box", "size": [)" << width << ", " << width << ", "
+    << length << R"(], "resolution": 8}, "transform": {"translation": [0, 0, )" << length / 2
+    << R"(]}, "model": "mls_solid", "mls_solid": {"phyxel_count": 0,
+    "phyxel_spacing": )"
+    << spacing << R"(}, "material": {"young_modulus": )" << kYoung << R"(, "poisson": )" << poisson
+    << R"(, "density": 1000}, "pins": [)" << pins << R"(], "loads": [)" << loads << "]}";
+  return s.str();
+}
+
+std::string slab(double z, double half, double thickness) {
+  std::ostringstream s;
+  s.precision(17);
+  s << R"({"shape": "box", "center": [0, 0, )" << z << R"(], "half_extents": [)" << half << ", "
+    << half << ", " << thickness << "]}";
+  return s.str();
+}
+
+std::unique_ptr<Simulation> staticRun(const fs::path& folder, const std::string& body,
+                                      int increments) {
+  std::ostringstream scene;
+  scene << R"({"gravity": [0, 0, 0], "bodies": [)" << body
+        << R"(], "time": {"duration": 1, "integrator": "static", "load_increments": )" << increments
+        << R"(, "newton_tolerance": 1e-10, "newton_max_iterations": 60},
+        "output": {"folder": "out", "formats": ["ply"]}})";
+  const SceneDef def = parseScene(scene.str(), "bar.json", folder);
+  auto sim = std::make_unique<Simulation>(def);
+  return sim;
+}
+
+// Mean of coordinate `axis` over the phyxels whose rest z is within 1e-9 of `z`.
+double layerMean(std::span<const double> rest, std::span<const double> x, double z, int axis,
+                 bool absolute = false) {
+  double sum = 0;
+  int count = 0;
+  for (size_t p = 0; p < rest.size() / 3; ++p) {
+    if (std::abs(rest[3 * p + 2] - z) > 1e-9) continue;
+    const double v = x[3 * p + static_cast<size_t>(axis)];
+    sum += absolute ? std::abs(v) : v;
+    ++count;
+  }
+  return sum / count;
+}
+
+struct Uniaxial {
+  double young, poisson;  // measured in the middle of the bar
+};
+
+// A w x w x 4w bar, its bottom layer of phyxels pinned, its top layer pulled (sign 1) or
+// pushed (-1) by a stress of 1e-3 E; the strains between the two layers a quarter of the
+// length either side of its middle, where the stress is uniaxial.
+Uniaxial barUnderEndLoad(const fs::path& folder, double poisson, int across, double sign) {
+  const double width = 0.06, length = 4 * width, a = width / across;
+  const double stress = sign * 1e-3 * kYoung;
+  std::ostringstream load;
+  load << R"({"shape": "box", "center": [0, 0, )" << length - a / 2
+       << R"(], "half_extents": [1, 1, 1e-6], "force": [0, 0, )" << stress * width * width << "]}";
+  auto sim =
+      staticRun(folder, mlsBody(width, length, a, poisson, slab(a / 2, 1, 1e-6), load.str()), 1);
+  const std::vector<double> rest(sim->positions(0).begin(), sim->positions(0).end());
+  sim->advanceFrames(1);
+  const std::span<const double> x = sim->positions(0);
+  // Two layers a quarter of the length either side of the middle.
+  const int layers = static_cast<int>(std::lround(length / a));
+  const double z0 = a / 2 + a * (layers / 4), z1 = a / 2 + a * (3 * layers / 4);
+  const double axial = (layerMean(rest, x, z1, 2) - layerMean(rest, x, z0, 2)) / (z1 - z0) - 1;
+  const double middle = a / 2 + a * (layers / 2);
+  const double lateral =
+      layerMean(rest, x, middle, 0, true) / layerMean(rest, rest, middle, 0, true) - 1;
+  return {stress / axial, -lateral / axial};
+}
+
+// A w x w x L cantilever of phyxels along z, its two bottom layers pinned (a clamp), a load
+// P across it (x) on its top layer; the top layer's mean deflection over the Timoshenko
+// beam's P l^3 / (3 E I) + P l / (kappa G A), kappa = 5/6, l from the clamp (the last pinned
+// layer, z = 3a/2, as a finite element clamp at its last fixed nodes) to the loaded layer.
+double cantileverRatio(const fs::path& folder, double poisson, int across, double slenderness) {
+  const double width = 0.06, a = width / across, length = slenderness * width;
+  const double inertia = std::pow(width, 4) / 12, area = width * width;
+  const double free = length - 2 * a;
+  const double shear = kYoung / (2 * (1 + poisson));
+  const double force = 1e-4 * 3 * kYoung * inertia / (free * free);  // deflection 1e-4 l
+  std::ostringstream load;
+  load << R"({"shape": "box", "center": [0, 0, )" << length - a / 2
+       << R"(], "half_extents": [1, 1, 1e-6], "force": [)" << force << ", 0, 0]}";
+  auto sim =
+      staticRun(folder, mlsBody(width, length, a, poisson, slab(a, 1, a * 0.6), load.str()), 1);
+  const std::vector<double> rest(sim->positions(0).begin(), sim->positions(0).end());
+  sim->advanceFrames(1);
+  const std::span<const double> x = sim->positions(0);
+  const double tip =
+      layerMean(rest, x, length - a / 2, 0) - layerMean(rest, rest, length - a / 2, 0);
+  const double beam = force * std::pow(free, 3) / (3 * kYoung * inertia) +
+                      force * free / (5.0 / 6.0 * shear * area);
+  return tip / beam;
+}
+
+// Measured (nu = 0.3, L = 10 w): 1.107 / 1.047 / 1.023 of the beam at 4 / 6 / 8 phyxels
+// across with the quadratic fit; the paper's linear fit 1.78 / 1.29 at 4 / 6 (its one-sided
+// stencils at the top and bottom faces see a plane through a bent field and miss most of the
+// outer fibres' strain). What is left is the nodal quadrature of I (the layers' sum of a z^2
+// is t^3/12 (1 - (a/t)^2)) and the clamp's O(a).
+TEST(MlsSolidAccuracy, CantileverWithinFivePercentOfTheTimoshenkoBeam) {
+  const testfiles::TempFolder folder("MlsCantilever");
+  const double six = cantileverRatio(folder.path(), 0.3, 6, 10);
+  const double eight = cantileverRatio(folder.path(), 0.3, 8, 10);
+  std::cout << "| cantilever | L = 10 w | 6 across " << six << " | 8 across " << eight << " |\n";
+  EXPECT_LT(std::abs(eight - 1), 0.05);
+  EXPECT_LT(std::abs(eight - 1), std::abs(six - 1));
+  EXPECT_LT(std::abs(six - 1), 0.08);
+}
+
+// Measured at 6 phyxels across (6 x 6 x 24), tension: E 0.997 / 0.994 / 0.992 and nu 0.007 /
+// 0.305 / 0.450 for nu = 0 / 0.3 / 0.45; at 4 across the fit's boundary layers are half the
+// bar and nu is off by up to 0.1.
+TEST(MlsSolidAccuracy, BarInTensionAndCompressionHasTheMaterialsModulusAndPoissonRatio) {
+  const testfiles::TempFolder folder("MlsBar");
+  for (const double nu : {0.0, 0.3, 0.45}) {
+    for (const double sign : {1.0, -1.0}) {
+      const Uniaxial m = barUnderEndLoad(folder.path(), nu, 6, sign);
+      std::cout << "| bar | " << (sign > 0 ? "tension" : "compression") << " | nu " << nu << " | E "
+                << m.young / kYoung << " E | nu " << m.poisson << " |\n";
+      EXPECT_NEAR(m.young / kYoung, 1, 0.02);
+      EXPECT_NEAR(m.poisson, nu, 0.015);
+    }
+  }
+}
+
+// muller2004 Fig. 6: a block stretched with nu = 0 keeps its width and gains volume as it
+// stretches; with nu = 0.49 it narrows and keeps its volume: dV / V = (1 - 2 nu) eps.
+TEST(MlsSolidAccuracy, StretchedWithPoissonRatioNearOneHalfTheVolumeIsKept) {
+  const testfiles::TempFolder folder("MlsFig6");
+  for (const double nu : {0.0, 0.49}) {
+    const Uniaxial m = barUnderEndLoad(folder.path(), nu, 6, 1.0);
+    const double volumeChange = 1 - 2 * m.poisson;  // dV / V per axial strain
+    std::cout << "| stretch | nu " << nu << " | lateral / axial " << -m.poisson << " | dV/V / eps "
+              << volumeChange << " |\n";
+    EXPECT_NEAR(volumeChange, 1 - 2 * nu, 0.03);
+  }
+}
+
+}  // namespace
+}  // namespace shellsim
