@@ -15,6 +15,7 @@
 #include "model_contract.hpp"
 #include "models/mls/mls_kernel.hpp"
 #include "models/mls/mls_model.hpp"
+#include "models/model_state.hpp"
 #include "shellsim/errors.hpp"
 
 namespace shellsim {
@@ -58,22 +59,25 @@ TEST(MlsKernel, StressAndTangentAreTheDerivativesOfTheEnergyDensity) {
   const mls::Elasticity material{3e4, 7e4, 2e4};
   for (int trial = 0; trial < 20; ++trial) {
     const mls::Mat3 F = randomF(rng, 0.4);
+    mls::Mat3 plastic = randomF(rng, 0.05) - mls::Mat3::Identity();
+    plastic = 0.5 * (plastic + plastic.transpose()).eval();
     mls::Mat3 P;
     mls::Tangent C;
-    mls::strainEnergyDensity(F, material, &P, &C);
+    mls::strainEnergyDensity(F, material, &plastic, &P, &C);
     const double h = 1e-6;
     for (int b = 0; b < 3; ++b) {
       for (int d = 0; d < 3; ++d) {
         mls::Mat3 plus = F, minus = F;
         plus(b, d) += h;
         minus(b, d) -= h;
-        const double numeric = (mls::strainEnergyDensity(plus, material, nullptr, nullptr) -
-                                mls::strainEnergyDensity(minus, material, nullptr, nullptr)) /
-                               (2 * h);
+        const double numeric =
+            (mls::strainEnergyDensity(plus, material, &plastic, nullptr, nullptr) -
+             mls::strainEnergyDensity(minus, material, &plastic, nullptr, nullptr)) /
+            (2 * h);
         EXPECT_NEAR(P(b, d), numeric, 1e-6 * std::max(1.0, std::abs(numeric)));
         mls::Mat3 Pp, Pm;
-        mls::strainEnergyDensity(plus, material, &Pp, nullptr);
-        mls::strainEnergyDensity(minus, material, &Pm, nullptr);
+        mls::strainEnergyDensity(plus, material, &plastic, &Pp, nullptr);
+        mls::strainEnergyDensity(minus, material, &plastic, &Pm, nullptr);
         const mls::Mat3 dP = (Pp - Pm) / (2 * h);
         for (int a = 0; a < 3; ++a) {
           for (int c = 0; c < 3; ++c) {
@@ -94,7 +98,7 @@ TEST(MlsKernel, SmallStrainIsLinearElasticity) {
   F(1, 1) -= nu * eps;
   F(2, 2) -= nu * eps;
   mls::Mat3 P;
-  mls::strainEnergyDensity(F, material, &P, nullptr);
+  mls::strainEnergyDensity(F, material, nullptr, &P, nullptr);
   EXPECT_NEAR(P(0, 0), E * eps, 1e-5 * E * eps);
   EXPECT_NEAR(P(1, 1), 0, 1e-5 * E * eps);
 }
@@ -277,6 +281,167 @@ TEST(MlsSolid, TheCheckerboardIsAZeroEnergyModeThatTheMisfitPenaltyHolds) {
   EXPECT_LT(penalisedLargest, 0.25 * plainLargest);
 }
 
+// A bar fixed at its bottom layer, released from a uniform stretch, vibrates at the fixed-free
+// bar's fundamental f = c / (4 l), c = sqrt(E / rho) (nu = 0: no lateral inertia), l from the
+// fixed layer to the free end; undamped velocity Verlet keeps its energy.
+struct Vibration {
+  double period;  // s, from three downward zero crossings of the free end
+  double drift;   // largest |E(t) - E(0)| / E(0)
+};
+
+Vibration vibrateBar(const MlsSolidModel& model, std::span<const double> rest, double a, double top,
+                     double dt) {
+  const size_t count = rest.size() / 3;
+  std::vector<char> fixed(count, 0);
+  for (size_t p = 0; p < count; ++p) fixed[p] = rest[3 * p + 2] < a ? 1 : 0;
+  const double strain = 1e-4;
+  std::vector<double> x(rest.begin(), rest.end()), v(rest.size(), 0.0), g(rest.size(), 0.0);
+  for (size_t p = 0; p < count; ++p) x[3 * p + 2] += strain * (rest[3 * p + 2] - a / 2);
+  const auto m = model.nodeMasses();
+  const double initial = model.addGradient(x, g).total();
+  double previous = 0, worstDrift = 0;
+  std::vector<double> crossings;
+  for (int step = 1; step <= 100000 && crossings.size() < 3; ++step) {
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (fixed[i / 3] == 0) v[i] -= 0.5 * dt * g[i] / m[i / 3];
+      x[i] += dt * v[i];
+    }
+    std::fill(g.begin(), g.end(), 0.0);
+    const double potential = model.addGradient(x, g).total();
+    double kinetic = 0, tip = 0;
+    int tipCount = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (fixed[i / 3] == 0) v[i] -= 0.5 * dt * g[i] / m[i / 3];
+      kinetic += 0.5 * m[i / 3] * v[i] * v[i];
+    }
+    for (size_t p = 0; p < count; ++p) {
+      if (std::abs(rest[3 * p + 2] - top) < 1e-9) {
+        tip += x[3 * p + 2] - rest[3 * p + 2];
+        ++tipCount;
+      }
+    }
+    tip /= tipCount;
+    worstDrift = std::max(worstDrift, std::abs(potential + kinetic - initial) / initial);
+    if (previous > 0 && tip <= 0)
+      crossings.push_back((step - 1 + previous / (previous - tip)) * dt);
+    previous = tip;
+  }
+  if (crossings.size() < 3) return {0, worstDrift};
+  return {(crossings[2] - crossings[0]) / 2, worstDrift};
+}
+
+// A bar fixed at its bottom layer, released from a uniform stretch, vibrates at the fixed-free
+// bar's fundamental f = c / (4 l), c = sqrt(E / rho) (nu = 0: no lateral inertia), l from the
+// fixed layer to the free end; undamped velocity Verlet keeps its energy to O(dt^2).
+TEST(MlsSolid, BarVibratesAtItsFundamentalAndVerletKeepsTheEnergy) {
+  constexpr int across = 3, layers = 24;
+  const double a = 0.01;
+  std::vector<double> rest = lattice(across, across, layers, a);
+  for (double& v : rest) v += a / 2;  // cell centres of [0, 3a]^2 x [0, 24 a]
+  const Geometry none;
+  const MaterialDef material = rubberBlock(0.0);
+  const MlsSolidModel model(rest, std::vector<double>(rest.size() / 3, a * a * a), material,
+                            MlsSolidParams{}, none);
+  const double top = a / 2 + a * (layers - 1);
+  const Vibration coarse = vibrateBar(model, rest, a, top, 0.5 * model.stableTimeStep());
+  const Vibration fine = vibrateBar(model, rest, a, top, 0.25 * model.stableTimeStep());
+  const double length = layers * a - a / 2;
+  const double expected = 4 * length / std::sqrt(material.youngModulus / material.density);
+  std::cout << "fixed-free bar: period " << coarse.period << " s, 4 l / c gives " << expected
+            << " s; energy drift " << coarse.drift << " at half the stable step, " << fine.drift
+            << " at a quarter\n";
+  EXPECT_NEAR(coarse.period / expected, 1.0, 0.03);
+  EXPECT_LT(coarse.drift, 5e-3);
+  EXPECT_LT(fine.drift, 0.35 * coarse.drift);  // O(dt^2): a quarter
+}
+
+// The affine image of the rest phyxels under G.
+std::vector<double> affine(std::span<const double> rest, const mls::Mat3& G) {
+  std::vector<double> x(rest.size());
+  for (size_t i = 0; i < rest.size() / 3; ++i) setRow(x, i, G * row(rest, i));
+  return x;
+}
+
+MlsSolidParams plasticParams(bool deviatoric) {
+  MlsSolidParams params;
+  MlsPlasticity plastic;
+  plastic.yieldStrain = 0.02;
+  plastic.creep = 50;
+  plastic.maxStrain = 0.5;
+  plastic.deviatoric = deviatoric;
+  params.plasticity = plastic;
+  return params;
+}
+
+// A block held at a uniform stretch creeps (muller2004 section 4.1) until its elastic strain
+// is back at the yield strain; released, it rests where its Green strain is the plastic
+// strain: the affine shape F = sqrt(I + 2 E_p), stress free. Below the yield strain nothing
+// flows.
+TEST(MlsSolidPlasticity, AHeldStretchCreepsToTheYieldStrainAndLeavesAPermanentShape) {
+  const std::vector<double> rest = lattice(5, 5, 5, 0.01, 0.2);
+  const Geometry none;
+  for (const bool deviatoric : {false, true}) {
+    MlsSolidModel model(rest, {}, rubberBlock(), plasticParams(deviatoric), none);
+    mls::Mat3 G = mls::Mat3::Identity();
+    G(2, 2) = 1.2;  // 20 % stretch
+    const std::vector<double> held = affine(rest, G);
+    for (int step = 0; step < 200; ++step) model.updateInelastic(held, 1e-3);
+    const mls::Mat3 green = 0.5 * (G.transpose() * G - mls::Mat3::Identity());
+    mls::Mat3 Ep;
+    const double* e = &model.plasticStrain()[6 * 62];
+    Ep << e[0], e[3], e[5], e[3], e[1], e[4], e[5], e[4], e[2];
+    mls::Mat3 elastic = green - Ep;
+    if (deviatoric) elastic -= elastic.trace() / 3 * mls::Mat3::Identity();
+    EXPECT_LE(elastic.norm(), 0.02 + 1e-12);
+    EXPECT_GT(elastic.norm(), 0.02 * (1 - 0.05) - 1e-12);  // one step of 5 % below at most
+    if (deviatoric) {
+      EXPECT_NEAR(Ep.trace(), 0, 1e-12);
+    }
+    // Released: the stress-free shape is the affine F = sqrt(I + 2 E_p) of every phyxel.
+    const Eigen::SelfAdjointEigenSolver<mls::Mat3> eigen(mls::Mat3::Identity() + 2 * Ep);
+    const mls::Mat3 relaxed = eigen.operatorSqrt();
+    const std::vector<double> free = affine(rest, relaxed);
+    const double stored = model.energy(held).total();
+    EXPECT_LT(model.energy(free).total(), 1e-12 * stored);
+    std::cout << (deviatoric ? "deviatoric" : "full") << " flow: permanent stretch "
+              << relaxed(2, 2) << ", elastic strain left " << elastic.norm() << "\n";
+    EXPECT_GT(relaxed(2, 2), 1.1);
+  }
+  // Below the yield strain: elastic.
+  MlsSolidModel model(rest, {}, rubberBlock(), plasticParams(true), none);
+  mls::Mat3 G = mls::Mat3::Identity();
+  G(2, 2) = 1.02;
+  for (int step = 0; step < 20; ++step) model.updateInelastic(affine(rest, G), 1e-3);
+  for (const double e : model.plasticStrain()) EXPECT_EQ(e, 0.0);
+}
+
+TEST(MlsSolidPlasticity, FlowsOnlyWithinItsTimeWindowAndItsStateRoundTrips) {
+  const std::vector<double> rest = lattice(4, 4, 4, 0.01);
+  const Geometry none;
+  MlsSolidParams params = plasticParams(true);
+  params.plasticity->from = 0.05;
+  params.plasticity->until = 0.08;
+  MlsSolidModel model(rest, {}, rubberBlock(), params, none);
+  mls::Mat3 G = mls::Mat3::Identity();
+  G(0, 1) = 0.3;  // shear
+  const std::vector<double> held = affine(rest, G);
+  int64_t yielding = 0;
+  for (int step = 0; step < 40; ++step)
+    yielding += model.updateInelastic(held, 1e-3).yieldingElements;
+  EXPECT_EQ(yielding, 0);  // until 0.04 s
+  for (int step = 0; step < 60; ++step)
+    yielding += model.updateInelastic(held, 1e-3).yieldingElements;
+  EXPECT_EQ(yielding, 30 * 64);  // 0.05 < t <= 0.08 s (the clock at each step's end)
+  // The state (plastic strains and clock) into a fresh model: the same energy bit for bit.
+  MlsSolidModel copy(rest, {}, rubberBlock(), params, none);
+  ByteWriter out;
+  model.state().write(out);
+  ByteReader in(out.bytes(), "test");
+  copy.setState(ModelState::read(in));
+  const std::vector<double> x = testing::perturbed(held, 1e-3, 4);
+  EXPECT_EQ(copy.energy(x).total(), model.energy(x).total());
+}
+
 // The energy contract on a lattice block, a jittered one (with the volume term and a
 // different neighbour count), and phyxels sampled inside a sphere mesh.
 testing::ContractCase mlsCase(const std::string& which) {
@@ -294,6 +459,9 @@ testing::ContractCase mlsCase(const std::string& which) {
       params.neighbours = 18;
       params.volumeStiffness = 5e4;
       params.hourglass = 0.5;
+    } else if (which == "plastic") {
+      rest = lattice(5, 4, 4, 0.01, 0.1);
+      params = plasticParams(true);
     } else {
       PrimitiveDef sphere;
       sphere.type = PrimitiveType::kSphere;
@@ -306,6 +474,14 @@ testing::ContractCase mlsCase(const std::string& which) {
     s.model = std::make_unique<MlsSolidModel>(rest, std::span<const double>{}, rubberBlock(),
                                               params, surface);
     s.rest = rest;
+    if (which == "plastic") {
+      // Sheared by 30 % and held while the plastic strain creeps.
+      mls::Mat3 G = mls::Mat3::Identity();
+      G(0, 2) = 0.3;
+      const std::vector<double> held = affine(rest, G);
+      for (int step = 0; step < 10; ++step) s.model->updateInelastic(held, 2e-3);
+      s.restIsRelaxed = false;
+    }
     s.scale = 0.01;
     return s;
   };
@@ -323,7 +499,7 @@ testing::ContractCase mlsCase(const std::string& which) {
 using testing::ModelContract;
 INSTANTIATE_TEST_SUITE_P(MlsSolid, ModelContract,
                          ::testing::Values(mlsCase("lattice"), mlsCase("jittered"),
-                                           mlsCase("sphere")),
+                                           mlsCase("sphere"), mlsCase("plastic")),
                          testing::contractCaseName);
 
 }  // namespace

@@ -4,9 +4,21 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace shellsim {
+
+// Strain-state plasticity of an mls_solid (muller2004 section 4.1), in Green strain.
+struct MlsPlasticityDef {
+  double yieldStrain = 0.01;    // c_yield
+  double creep = 10;            // c_creep, 1/s
+  double maxStrain = 1;         // c_max
+  bool deviatoric = true;       // flow by the deviator of the elastic strain
+  double from = 0;              // s, plastic from this time on
+  std::optional<double> until;  // s; none: to the end
+  bool operator==(const MlsPlasticityDef&) const = default;
+};
 
 // Options of an mls_solid body; the material's Young's modulus, Poisson ratio and density
 // give St Venant-Kirchhoff elasticity (its thickness is unused).
@@ -19,6 +31,7 @@ struct MlsSolidDef {
   double hourglass = 0.1;       // misfit penalty c_hg relative to the shear modulus
   double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
   bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
+  std::optional<MlsPlasticityDef> plasticity;  // none: elastic
   bool operator==(const MlsSolidDef&) const = default;
 };
 

@@ -10,10 +10,11 @@ Mat3 cofactor(const Mat3& F) {
   return c;
 }
 
-double strainEnergyDensity(const Mat3& F, const Elasticity& material, Mat3* stress,
-                           Tangent* tangent) {
+double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,
+                           Mat3* stress, Tangent* tangent) {
   const Mat3 identity = Mat3::Identity();
-  const Mat3 green = 0.5 * (F.transpose() * F - identity);
+  Mat3 green = 0.5 * (F.transpose() * F - identity);
+  if (plastic != nullptr) green -= *plastic;
   const double trace = green.trace();
   const double J = F.determinant();
   const double energy = material.mu * green.squaredNorm() + 0.5 * material.lambda * trace * trace +

@@ -36,14 +36,15 @@ struct Elasticity {
 // (muller2004 eq. 22 writes its rows of the transpose).
 [[nodiscard]] Mat3 cofactor(const Mat3& F);
 
-// The energy density per rest volume, J/m^3,
-//   Psi(F) = mu E:E + lambda / 2 tr(E)^2 + k_v / 2 (det F - 1)^2,  E = (F^T F - I) / 2,
+// The energy density per rest volume, J/m^3, with the plastic strain E_p (muller2004 section
+// 4.1: the elastic strain is the total less the plastic, E_e = E - E_p; null: none),
+//   Psi(F) = mu E_e:E_e + lambda / 2 tr(E_e)^2 + k_v / 2 (det F - 1)^2,  E = (F^T F - I) / 2,
 // St Venant-Kirchhoff (muller2004 eqs. 4-5 in the standard convention) plus the volume
 // term of eq. (7). Writes the first Piola-Kirchhoff stress P = dPsi/dF = F S + k_v (J - 1)
-// cof(F), S = 2 mu E + lambda tr(E) I, when `stress` is given, and the tangent dP/dF (the
+// cof(F), S = 2 mu E_e + lambda tr(E_e) I, when `stress` is given, and the tangent dP/dF (the
 // notes' B5: dP = dF S + F dS, dS = 2 mu dE + lambda tr(dE) I, dE = sym(F^T dF), plus
 // k_v ((cof : dF) cof + (J - 1) dcof)) when `tangent` is given.
-double strainEnergyDensity(const Mat3& F, const Elasticity& material, Mat3* stress,
-                           Tangent* tangent);
+double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,
+                           Mat3* stress, Tangent* tangent);
 
 }  // namespace shellsim::mls

@@ -293,6 +293,81 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
         omegaSquared > 0 ? 2.0 / std::sqrt(omegaSquared) : std::numeric_limits<double>::infinity();
   }
   bindSurface(surface);
+  plasticity_ = params.plasticity;
+  if (plasticity_) {
+    plasticStrain_.assign(6 * count, 0.0);
+    clock_.assign(1, 0.0);
+  }
+}
+
+const mls::Mat3* MlsSolidModel::plasticAt(size_t p, mls::Mat3& storage) const {
+  if (plasticStrain_.empty()) return nullptr;
+  const double* e = &plasticStrain_[6 * p];
+  storage << e[0], e[3], e[5], e[3], e[1], e[4], e[5], e[4], e[2];
+  return &storage;
+}
+
+InelasticReport MlsSolidModel::updateInelastic(std::span<const double> x, double dt,
+                                               ModelWorkspace* workspace) {
+  (void)workspace;
+  InelasticReport report;
+  if (!plasticity_) return report;
+  clock_[0] += dt;
+  const MlsPlasticity& plastic = *plasticity_;
+  if (clock_[0] < plastic.from || clock_[0] > plastic.until) return report;
+  const auto count = static_cast<size_t>(nodeCount_);
+  std::vector<uint8_t> yielded(count, 0);
+  const double rate = std::min(1.0, plastic.creep * dt);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, count, 256),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      mls::Mat3 storage;
+                      for (size_t p = r.begin(); p != r.end(); ++p) {
+                        const mls::Mat3 F = deformationGradient(p, x);
+                        const mls::Mat3 Ep = *plasticAt(p, storage);
+                        mls::Mat3 elastic = 0.5 * (F.transpose() * F - mls::Mat3::Identity()) - Ep;
+                        if (plastic.deviatoric) {
+                          elastic -= elastic.trace() / 3.0 * mls::Mat3::Identity();
+                        }
+                        if (!(elastic.norm() > plastic.yieldStrain)) continue;
+                        // muller2004 section 4.1 (O'Brien 2002): creep toward the strain.
+                        mls::Mat3 next = Ep + rate * elastic;
+                        const double size = next.norm();
+                        if (size > plastic.maxStrain) next *= plastic.maxStrain / size;
+                        double* e = &plasticStrain_[6 * p];
+                        e[0] = next(0, 0);
+                        e[1] = next(1, 1);
+                        e[2] = next(2, 2);
+                        e[3] = 0.5 * (next(0, 1) + next(1, 0));
+                        e[4] = 0.5 * (next(1, 2) + next(2, 1));
+                        e[5] = 0.5 * (next(2, 0) + next(0, 2));
+                        yielded[p] = 1;
+                      }
+                    });
+  report.yieldingElements = std::count(yielded.begin(), yielded.end(), 1);
+  return report;
+}
+
+std::vector<Model::NodeScalar> MlsSolidModel::nodeScalars() const {
+  if (plasticStrain_.empty()) return {};
+  NodeScalar out{"plastic_strain", std::vector<double>(static_cast<size_t>(nodeCount_))};
+  mls::Mat3 storage;
+  for (size_t p = 0; p < out.values.size(); ++p) out.values[p] = plasticAt(p, storage)->norm();
+  return {out};
+}
+
+void MlsSolidModel::listStateFields(StateFields& fields) {
+  if (!plasticity_) return;
+  fields.add("plastic_strain", &plasticStrain_, StateShape::kPerNode, 6);
+  fields.add("clock", &clock_);
+}
+
+void MlsSolidModel::stateAssigned() {
+  if (plasticity_ && clock_.size() != 1) {
+    throw InputError("mls_solid state: 'clock' must hold one value");
+  }
+  for (const double e : plasticStrain_) {
+    if (!std::isfinite(e)) throw InputError("mls_solid state: a plastic strain is not finite");
+  }
 }
 
 mls::Mat3 MlsSolidModel::deformationGradient(size_t p, std::span<const double> x) const {
@@ -327,10 +402,10 @@ double MlsSolidModel::phyxelEnergy(size_t p, std::span<const double> x, double* 
     relative.row(static_cast<Eigen::Index>(m)) = ur.transpose();
     F.noalias() += ur * row(shape_, begin + m).transpose();
   }
-  mls::Mat3 P;
+  mls::Mat3 P, plastic;
   const double v = volume_[p];
-  double energy =
-      v * mls::strainEnergyDensity(F, elasticity_, g != nullptr ? &P : nullptr, nullptr);
+  double energy = v * mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic),
+                                               g != nullptr ? &P : nullptr, nullptr);
   if (g != nullptr) {
     for (size_t m = 0; m < n; ++m) {
       const Vec3 gm = v * P * row(shape_, begin + m);
@@ -400,8 +475,8 @@ bool MlsSolidModel::hessianBlocks(std::span<const double> x, std::span<double> v
           const auto n = static_cast<size_t>(stencilOffsets_[p + 1]) - begin;
           const mls::Mat3 F = deformationGradient(p, x);
           mls::Tangent C;
-          mls::Mat3 P;
-          mls::strainEnergyDensity(F, elasticity_, &P, &C);
+          mls::Mat3 P, plastic;
+          mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic), &P, &C);
           C *= volume_[p];
           if (projectHessian_) {
             const Eigen::SelfAdjointEigenSolver<mls::Tangent> eigen(0.5 * (C + C.transpose()));

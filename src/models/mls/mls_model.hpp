@@ -55,7 +55,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -68,12 +70,28 @@
 
 namespace shellsim {
 
+// Strain-state plasticity (muller2004 section 4.1 after O'Brien et al. 2002; notes B6), per
+// phyxel, in Green strain (the paper's values are in its doubled strain): the elastic strain
+// is E_e = E - E_p; after each step, where |dev E_e| (or |E_e| with full flow) passes the
+// yield strain, E_p += min(1, c_creep dt) dev E_e, then |E_p| is capped at the maximum.
+// Active from `from` to `until` seconds of the body's time (muller2004 Fig. 3 switches a head
+// from elastic to plastic and back).
+struct MlsPlasticity {
+  double yieldStrain = 0.01;  // c_yield, Frobenius norm of the (deviatoric) elastic strain
+  double creep = 10;          // c_creep, 1/s
+  double maxStrain = 1;       // c_max, Frobenius norm of the plastic strain
+  bool deviatoric = true;     // flow by the deviator (volume kept) or the whole elastic strain
+  double from = 0;            // s
+  double until = std::numeric_limits<double>::infinity();  // s
+};
+
 struct MlsSolidParams {
   int32_t neighbours = 26;      // stencil size less the phyxel itself
   bool quadraticBasis = true;   // fit F with a quadratic (else the paper's linear) basis
   double hourglass = 0.1;       // c_hg, the misfit penalty relative to mu, 1
   double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
   bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
+  std::optional<MlsPlasticity> plasticity;  // none: elastic
 };
 
 class MlsSolidModel : public Model {
@@ -101,6 +119,15 @@ class MlsSolidModel : public Model {
   bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
   [[nodiscard]] double stableTimeStep() const override { return stableStep_; }
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
+  InelasticReport updateInelastic(std::span<const double> x, double dt,
+                                  ModelWorkspace* workspace) override;
+  using Model::updateInelastic;
+  [[nodiscard]] std::vector<NodeScalar> nodeScalars() const override;
+  void listStateFields(StateFields& fields) override;
+  void stateAssigned() override;
+  // The plastic strain of every phyxel, (nPhyxels, 6): xx, yy, zz, xy, yz, zx; empty when
+  // elastic.
+  [[nodiscard]] std::span<const double> plasticStrain() const { return plasticStrain_; }
 
   // The deformation gradient of every phyxel at x, (nPhyxels, 3, 3) row-major.
   [[nodiscard]] std::vector<double> deformationGradients(std::span<const double> x) const;
@@ -121,6 +148,8 @@ class MlsSolidModel : public Model {
   // Energy of phyxel p at x; adds v_p P d_k + (Q x)_k into g (its stencil's slots,
   // (stencil, 3)) when g is not null.
   double phyxelEnergy(size_t p, std::span<const double> x, double* g) const;
+  // Phyxel p's plastic strain, or null when the model is elastic.
+  [[nodiscard]] const mls::Mat3* plasticAt(size_t p, mls::Mat3& storage) const;
   // F of phyxel p at x (eq. 14 with the displacements u = x - X).
   [[nodiscard]] mls::Mat3 deformationGradient(size_t p, std::span<const double> x) const;
   [[nodiscard]] Vec3 displacement(std::span<const double> x, size_t node) const {
@@ -144,6 +173,9 @@ class MlsSolidModel : public Model {
   Incidence incidence_;         // node -> entries of stencilNodes_
   double stableStep_ = 0;       // s
   double worstCondition_ = 0;
+  std::optional<MlsPlasticity> plasticity_;
+  std::vector<double> plasticStrain_;  // (nPhyxels, 6): xx, yy, zz, xy, yz, zx; state
+  std::vector<double> clock_;          // (1): the body's time, s; state
   int64_t quadraticCount_ = 0;
 
   // The surface carried by the phyxels (eq. 27), bound at rest.

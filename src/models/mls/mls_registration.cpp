@@ -3,6 +3,7 @@
 // section 3.2: phyxels on a lattice inside a closed mesh, which they then carry, or the
 // points of a point cloud).
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,6 +78,12 @@ constexpr FieldSpec kMlsSolidFields[] = {
      .meaning = "k_v of muller2004's volume term 1/2 k_v (det F - 1)^2 per rest volume, on top "
                 "of St Venant-Kirchhoff: resists collapse under strong compression (it adds k_v "
                 "to the small-strain bulk response). 0: off, the material exactly (E, nu)."},
+    {.key = "plasticity",
+     .kind = FieldKind::kObject,
+     .object = "mls_plasticity",
+     .optional = true,
+     .meaning = "Strain-state plasticity of the phyxels (muller2004 section 4.1); absent: "
+                "elastic."},
     {.key = "hessian",
      .kind = FieldKind::kChoice,
      .text = "exact",
@@ -84,6 +91,50 @@ constexpr FieldSpec kMlsSolidFields[] = {
      .meaning = "`projected` clamps each phyxel's material tangent dP/dF to positive "
                 "semi-definite for the implicit integrators' Newton steps; `exact` keeps it."},
 };
+
+constexpr std::string_view kFlowKinds[] = {"deviatoric", "full"};
+
+constexpr FieldSpec kPlasticityFields[] = {
+    {.key = "yield_strain",
+     .number = 0.01,
+     .range = Range::above(0),
+     .meaning = "c_yield: a phyxel flows while the Frobenius norm of its elastic Green strain "
+                "(its deviator with `flow` deviatoric) exceeds this. The paper's strain is twice "
+                "the Green strain: its values are twice these."},
+    {.key = "creep",
+     .unit = "1/s",
+     .number = 10,
+     .range = Range::above(0),
+     .meaning = "c_creep: while yielding, the plastic strain moves by min(1, c_creep dt) of the "
+                "elastic strain per step."},
+    {.key = "max_strain",
+     .number = 1,
+     .range = Range::above(0),
+     .meaning = "c_max: the Frobenius norm of the plastic strain is capped at this."},
+    {.key = "flow",
+     .kind = FieldKind::kChoice,
+     .text = "deviatoric",
+     .choices = kFlowKinds,
+     .meaning = "`deviatoric`: the plastic strain follows the deviator of the elastic strain and "
+                "keeps the volume (O'Brien et al. 2002); `full`: the whole elastic strain, as "
+                "the paper writes it."},
+    {.key = "from",
+     .unit = "s",
+     .number = 0,
+     .range = Range::atLeast(0),
+     .meaning = "Plastic from this time on; elastic before (muller2004 Fig. 3 makes a head "
+                "plastic between bounces)."},
+    {.key = "until",
+     .unit = "s",
+     .range = Range::atLeast(0),
+     .optional = true,
+     .rule = "> from",
+     .meaning = "Elastic again after this time, keeping its plastic strain; absent: to the end."},
+};
+
+constexpr ObjectSpec kPlasticitySpec{
+    "mls_plasticity", "Strain-state plasticity of an mls_solid (muller2004 section 4.1).",
+    kPlasticityFields};
 
 constexpr ObjectSpec kMlsSolidSpec{
     "mls_solid",
@@ -93,6 +144,8 @@ constexpr ObjectSpec kMlsSolidSpec{
     "modulus, Poisson ratio and density; the mesh is carried by the phyxels (eq. 27).",
     kMlsSolidFields};
 #pragma GCC diagnostic pop
+
+constexpr const ObjectSpec* kNestedSpecs[] = {&kPlasticitySpec};
 
 void readMlsSolid(ObjectReader& r, Problems& problems, BodyDef& body) {
   MlsSolidDef& options = body.options<MlsSolidDef>();
@@ -106,18 +159,43 @@ void readMlsSolid(ObjectReader& r, Problems& problems, BodyDef& body) {
   options.hourglass = r.number("hourglass");
   options.volumeStiffness = r.number("volume_stiffness");
   options.projectHessian = r.choice("hessian") == "projected";
+  if (r.has("plasticity")) {
+    ObjectReader pr = r.object("plasticity", kPlasticitySpec);
+    MlsPlasticityDef p;
+    p.yieldStrain = pr.number("yield_strain");
+    p.creep = pr.number("creep");
+    p.maxStrain = pr.number("max_strain");
+    p.deviatoric = pr.choice("flow") == "deviatoric";
+    p.from = pr.number("from");
+    p.until = pr.tryNumber("until");
+    if (p.until && !(*p.until > p.from)) {
+      problems.add(pr.path() + ".until", "must be later than 'from'");
+    }
+    pr.finish();
+    options.plasticity = p;
+  }
   r.finish();
 }
 
 Json writeMlsSolid(const BodyDef& body) {
   const MlsSolidDef& d = body.options<MlsSolidDef>();
-  return {{"phyxel_count", d.phyxelCount},
-          {"phyxel_spacing", d.phyxelSpacing},
-          {"neighbours", d.neighbours},
-          {"basis", d.quadraticBasis ? "quadratic" : "linear"},
-          {"hourglass", d.hourglass},
-          {"volume_stiffness", d.volumeStiffness},
-          {"hessian", d.projectHessian ? "projected" : "exact"}};
+  Json out = {{"phyxel_count", d.phyxelCount},
+              {"phyxel_spacing", d.phyxelSpacing},
+              {"neighbours", d.neighbours},
+              {"basis", d.quadraticBasis ? "quadratic" : "linear"},
+              {"hourglass", d.hourglass},
+              {"volume_stiffness", d.volumeStiffness},
+              {"hessian", d.projectHessian ? "projected" : "exact"}};
+  if (d.plasticity) {
+    const MlsPlasticityDef& p = *d.plasticity;
+    out["plasticity"] = {{"yield_strain", p.yieldStrain},
+                         {"creep", p.creep},
+                         {"max_strain", p.maxStrain},
+                         {"flow", p.deviatoric ? "deviatoric" : "full"},
+                         {"from", p.from}};
+    if (p.until) out["plasticity"]["until"] = *p.until;
+  }
+  return out;
 }
 
 Discretization discretizeMlsSolid(const BodyDef& def, Geometry geometry,
@@ -129,6 +207,12 @@ Discretization discretizeMlsSolid(const BodyDef& def, Geometry geometry,
   params.hourglass = options.hourglass;
   params.volumeStiffness = options.volumeStiffness;
   params.projectHessian = options.projectHessian;
+  if (options.plasticity) {
+    const MlsPlasticityDef& p = *options.plasticity;
+    params.plasticity = MlsPlasticity{
+        p.yieldStrain, p.creep, p.maxStrain,
+        p.deviatoric,  p.from,  p.until.value_or(std::numeric_limits<double>::infinity())};
+  }
   Discretization d;
   if (geometry.isPointCloud()) {
     d.model = std::make_unique<MlsSolidModel>(geometry.positions, std::span<const double>{},
@@ -184,7 +268,7 @@ ModelRegistration mlsSolidRegistration() {
   return {.name = MlsSolidDef::kModel,
           .meaning = "Options of a body whose model is `mls_solid`.",
           .options = &kMlsSolidSpec,
-          .nestedOptions = {},
+          .nestedOptions = kNestedSpecs,
           .readOptions = readMlsSolid,
           .writeOptions = writeMlsSolid,
           .discretize = discretizeMlsSolid};
