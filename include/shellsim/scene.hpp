@@ -97,6 +97,9 @@ struct MaterialDef {
   double thickness = 1.0e-3;    // m, > 0
   double density = 1000.0;      // kg/m^3, > 0
   double damping = 0.0;         // mass-proportional damping coefficient, 1/s, >= 0
+  // Rate at which the nodes' velocities relative to the rigid motion of their piece decay,
+  // 1/s, >= 0: internal friction that stills vibrations but not flight or spin.
+  double internalDamping = 0.0;
   // Raw per-model stiffness override: mass_spring uses it as the spring constant, N/m.
   std::optional<double> stiffness;
 

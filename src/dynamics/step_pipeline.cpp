@@ -156,6 +156,7 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     const double work = stepWork(world, start.bodies, start.obstaclePower, dt);
     world.externalWork += work;
     world.externalWorkMagnitude += std::abs(work);
+    dampInternalMotion(world, dt);
     updateInelastic(world, dt, times);  // commit: plasticity, fracture
     ++counts_.accepted;
     return;

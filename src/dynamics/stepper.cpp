@@ -3,6 +3,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "core/assembler.hpp"
+#include "core/vec3.hpp"
 #include "dynamics/contact.hpp"
 #include "shellsim/errors.hpp"
 
@@ -60,6 +62,67 @@ void moveScriptedNodes(Body& body, double time) {
 }
 
 }  // namespace
+
+void dampInternalMotion(World& world, double dt) {
+  for (Body& body : world.bodies) {
+    if (!(body.internalDamping > 0)) continue;
+    const double keep = std::exp(-body.internalDamping * dt);
+    const std::vector<int32_t> pieces = body.model->nodePieces();
+    const auto n = static_cast<size_t>(body.nodeCount());
+    const size_t pieceCount =
+        pieces.empty() ? 1
+                       : static_cast<size_t>(*std::max_element(pieces.begin(), pieces.end())) + 1;
+    const auto pieceOf = [&](size_t i) {
+      return pieces.empty() ? size_t{0} : static_cast<size_t>(pieces[i]);
+    };
+    const auto mass = body.model->nodeMasses();
+    struct Rigid {
+      double mass = 0;
+      Vec3 moment = Vec3::Zero(), momentum = Vec3::Zero(), angular = Vec3::Zero();
+      Eigen::Matrix3d inertia = Eigen::Matrix3d::Zero();
+      Vec3 centre = Vec3::Zero(), velocity = Vec3::Zero(), spin = Vec3::Zero();
+    };
+    std::vector<Rigid> rigid(pieceCount);
+    for (size_t i = 0; i < n; ++i) {
+      if (body.pinned[i]) continue;
+      Rigid& r = rigid[pieceOf(i)];
+      r.mass += mass[i];
+      r.moment += mass[i] * row(body.positions, i);
+      r.momentum += mass[i] * row(body.velocities, i);
+    }
+    for (Rigid& r : rigid) {
+      if (!(r.mass > 0)) continue;
+      r.centre = r.moment / r.mass;
+      r.velocity = r.momentum / r.mass;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (body.pinned[i]) continue;
+      Rigid& r = rigid[pieceOf(i)];
+      const Vec3 d = row(body.positions, i) - r.centre;
+      r.angular += mass[i] * d.cross(row(body.velocities, i) - r.velocity);
+      r.inertia += mass[i] * (d.squaredNorm() * Eigen::Matrix3d::Identity() - d * d.transpose());
+    }
+    for (Rigid& r : rigid) {
+      if (!(r.mass > 0)) continue;
+      // omega = I^-1 L; a piece with a singular inertia (its nodes on a line) spins about
+      // what the pseudo-inverse finds (the line carries no angular momentum along itself).
+      const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eigen(r.inertia);
+      const Vec3 values = eigen.eigenvalues();
+      Vec3 inverse = Vec3::Zero();
+      for (int k = 0; k < 3; ++k) {
+        if (values[k] > 1e-12 * values.maxCoeff()) inverse[k] = 1.0 / values[k];
+      }
+      r.spin = eigen.eigenvectors() * inverse.asDiagonal() * eigen.eigenvectors().transpose() *
+               r.angular;
+    }
+    forEachNode(body, [&](size_t i) {
+      if (body.pinned[i]) return;
+      const Rigid& r = rigid[pieceOf(i)];
+      const Vec3 rigidVelocity = r.velocity + r.spin.cross(row(body.positions, i) - r.centre);
+      setRow(body.velocities, i, rigidVelocity + keep * (row(body.velocities, i) - rigidVelocity));
+    });
+  }
+}
 
 void applyScriptedMotion(World& world) {
   for (Body& body : world.bodies) moveScriptedNodes(body, world.time);

@@ -77,6 +77,13 @@ void proposeStep(World& world, double dt, PhaseTimes& times);
 // an element broke or the topology changed, so the next step starts from forces of the new
 // topology.
 void updateInelastic(World& world, double dt, PhaseTimes& times);
+// Internal friction after an accepted step of dt (Body::internalDamping): in every piece of a
+// body, the free nodes' velocities relative to the piece's rigid motion (the velocity field
+// v_r(x) = V + omega x (x - c) with the free nodes' momentum and angular momentum about
+// their centre of mass c) are scaled by exp(-internalDamping dt). The relative velocities
+// carry no momentum and no angular momentum, so both are kept exactly. Sums in node order:
+// the same for any thread count.
+void dampInternalMotion(World& world, double dt);
 
 // Every body's external loads at its current positions and world.time into
 // body.externalForces: region forces, and pressure p a_j N_j along the nodes' area vectors.

@@ -223,6 +223,7 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
   body.positions = std::move(discretization.nodePositions);
   body.nodeOfInputVertex = std::move(discretization.nodeOfVertex);
   body.damping = def.material.damping;
+  body.internalDamping = def.material.internalDamping;
   body.thickness = def.material.thickness;
   if (discretization.dense) {
     if (body.model->changesNodeCount()) {

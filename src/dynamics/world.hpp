@@ -83,6 +83,7 @@ struct Body {
   std::vector<int32_t> contactObstacle;  // (nNodes), obstacle touched this step, or -1
   std::vector<double> contactNormal;     // (nNodes, 3), its outward normal where touched
   double damping = 0;                    // mass-proportional damping, 1/s
+  double internalDamping = 0;            // decay of motion relative to the rigid, 1/s
   double thickness = 0;                  // the material's, m: where its surface touches another
   EnergyParts elastic;                   // at the current positions, J
   // sum over the pinned nodes of dU/dx_i . v_i at the current positions and time, W: the

@@ -172,6 +172,7 @@ MaterialDef readMaterial(ObjectReader& r) {
   m.thickness = r.number("thickness");
   m.density = r.number("density");
   m.damping = r.number("damping");
+  m.internalDamping = r.number("internal_damping");
   m.stiffness = r.tryNumber("stiffness");
   r.finish();
   return m;

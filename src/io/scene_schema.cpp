@@ -211,6 +211,15 @@ constexpr FieldSpec kMaterialFields[] = {
      .number = 0.0,
      .range = Range::atLeast(0),
      .meaning = "Mass-proportional damping coefficient."},
+    {.key = "internal_damping",
+     .unit = "1/s",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .meaning = "Internal friction: after every step the free nodes' velocities relative to the "
+                "rigid motion of their piece (its momentum and angular momentum, fitted by mass) "
+                "decay by exp(-internal_damping dt), so vibrations die out while flight, spin and "
+                "bounces are kept (Muller et al. 2007, Position Based Dynamics, section 3.5); "
+                "momentum and angular momentum are conserved. A solid hit hard rings without it."},
     {.key = "stiffness",
      .unit = "N/m",
      .range = Range::above(0),

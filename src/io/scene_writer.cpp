@@ -66,7 +66,8 @@ Json material(const MaterialDef& m) {
               {"poisson", m.poisson},
               {"thickness", m.thickness},
               {"density", m.density},
-              {"damping", m.damping}};
+              {"damping", m.damping},
+              {"internal_damping", m.internalDamping}};
   if (m.stiffness) out["stiffness"] = *m.stiffness;
   return out;
 }
