@@ -145,6 +145,35 @@ TEST(MlsSolid, RigidMotionsStoreNoEnergyAndTheCarriedSurfaceMovesWithThem) {
   EXPECT_LT(worst, 1e-12);
 }
 
+TEST(MlsSolid, SurfelsFollowAnAffineMotionAndTheirNormalsTheInverseTranspose) {
+  // Surfels (points with normals) around a lattice: under x -> G X + t their centres move
+  // affinely and their normals turn to G^-T n, normalised (section 5.1).
+  const std::vector<double> rest = lattice(5, 5, 5, 0.01);
+  Geometry surfels;
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  for (int k = 0; k < 50; ++k) {
+    const Vec3 p(0.02 + 0.025 * unit(rng), 0.02 + 0.025 * unit(rng), 0.02 + 0.025 * unit(rng));
+    const Vec3 n = Vec3(unit(rng), unit(rng), unit(rng)).normalized();
+    surfels.positions.insert(surfels.positions.end(), {p.x(), p.y(), p.z()});
+    surfels.normals.insert(surfels.normals.end(), {n.x(), n.y(), n.z()});
+  }
+  const MlsSolidModel model(rest, {}, rubberBlock(), MlsSolidParams{}, surfels);
+  std::mt19937 shapes(8);
+  const mls::Mat3 G = randomF(shapes, 0.3);
+  const Vec3 t(0.1, 0.2, -0.3);
+  std::vector<double> x(rest.size());
+  for (size_t i = 0; i < rest.size() / 3; ++i) setRow(x, i, G * row(rest, i) + t);
+  const Geometry moved = model.surface(x);
+  ASSERT_EQ(moved.vertexCount(), 50);
+  ASSERT_TRUE(moved.hasNormals());
+  for (size_t v = 0; v < 50; ++v) {
+    EXPECT_LT((row(moved.positions, v) - (G * row(surfels.positions, v) + t)).norm(), 1e-12);
+    const Vec3 expected = (G.inverse().transpose() * row(surfels.normals, v)).normalized();
+    EXPECT_LT((row(moved.normals, v) - expected).norm(), 1e-12);
+  }
+}
+
 TEST(MlsSolid, LatticeVolumesSumToTheMeshVolume) {
   PrimitiveDef sphere;
   sphere.type = PrimitiveType::kSphere;
@@ -442,6 +471,88 @@ TEST(MlsSolidPlasticity, FlowsOnlyWithinItsTimeWindowAndItsStateRoundTrips) {
   EXPECT_EQ(copy.energy(x).total(), model.energy(x).total());
 }
 
+MlsSolidParams meltParams() {
+  MlsSolidParams params;
+  MlsPlasticity melt;
+  melt.yieldStrain = 0.01;
+  melt.creep = 0;  // no flow: only the absorption (section 4.2)
+  melt.deviatoric = false;
+  melt.melt = true;
+  melt.meltInterval = 0;  // every step
+  params.plasticity = melt;
+  params.volumeStiffness = 5e4;
+  return params;
+}
+
+// Reference absorption (muller2004 section 4.2) is objective: a block stretched along x and
+// absorbed stores the stretch as elastic strain (it wants to contract along x); turned
+// rigidly by 90 degrees about z and absorbed again, its forces turn with it (it wants to
+// contract along y), with no net force or torque. Storing the strain without the rotation
+// (notes B6 a) would keep pulling along x: a spurious torque on a spinning blob.
+TEST(MlsSolidMelting, AbsorptionTurnsTheStoredStrainWithTheMaterial) {
+  const std::vector<double> rest = lattice(4, 4, 4, 0.01, 0.15);
+  const Geometry none;
+  MlsSolidModel model(rest, {}, rubberBlock(), meltParams(), none);
+  mls::Mat3 stretch = mls::Mat3::Identity();
+  stretch(0, 0) = 1.1;
+  const std::vector<double> stretched = affine(rest, stretch);
+  model.updateInelastic(stretched, 1e-3);
+  EXPECT_EQ(model.topologyVersion(), 1u);
+  const std::vector<double> before = testing::gradientAt(model, stretched);
+  const mls::Mat3 Q = Eigen::AngleAxisd(std::numbers::pi / 2, Vec3::UnitZ()).toRotationMatrix();
+  const std::vector<double> turned = affine(stretched, Q);
+  model.updateInelastic(turned, 1e-3);
+  const std::vector<double> after = testing::gradientAt(model, turned);
+  double worst = 0, scale = 0;
+  Vec3 force = Vec3::Zero(), torque = Vec3::Zero();
+  for (size_t i = 0; i < rest.size() / 3; ++i) {
+    worst = std::max(worst, (row(after, i) - Q * row(before, i)).norm());
+    scale = std::max(scale, row(before, i).norm());
+    force += row(after, i);
+    torque += row(turned, i).cross(row(after, i));
+  }
+  EXPECT_GT(scale, 0.0);  // the stretch is stored
+  EXPECT_LT(worst, 1e-9 * scale);
+  EXPECT_LT(force.norm(), 1e-10 * scale);
+  EXPECT_LT(torque.norm(), 1e-10 * scale * 0.04);
+  // The stored strain pulls the block back along y now: the phyxels at large y are pulled
+  // towards smaller y (dE/dy > 0 there).
+  size_t top = 0;
+  for (size_t i = 0; i < rest.size() / 3; ++i) {
+    if (turned[3 * i + 1] > turned[3 * top + 1]) top = i;
+  }
+  EXPECT_GT(after[3 * top + 1], 0.0);
+  // Volume: the stretch's det F = 1.1 is remembered, the rigid turn's 1 adds nothing.
+  for (const double a : model.volumeRatios()) EXPECT_NEAR(a, 1.1, 1e-9);
+}
+
+TEST(MlsSolidMelting, AMeltedStateRoundTripsBitForBit) {
+  const std::vector<double> rest = lattice(4, 4, 4, 0.01, 0.15);
+  PrimitiveDef box;
+  box.type = PrimitiveType::kBox;
+  box.size = {0.04, 0.04, 0.04};
+  box.resolution = 4;
+  Geometry mesh = makePrimitive(box);
+  for (size_t i = 0; i < mesh.positions.size(); ++i) mesh.positions[i] += 0.015;
+  MlsSolidModel model(rest, {}, rubberBlock(), meltParams(), mesh);
+  std::vector<double> x(rest);
+  for (int step = 0; step < 20; ++step) {  // a shear that grows, absorbed every step
+    mls::Mat3 G = mls::Mat3::Identity();
+    G(0, 2) = 0.01 * step;
+    x = affine(rest, G);
+    model.updateInelastic(x, 1e-3);
+  }
+  MlsSolidModel copy(rest, {}, rubberBlock(), meltParams(), mesh);
+  ByteWriter out;
+  model.state().write(out);
+  ByteReader in(out.bytes(), "test");
+  copy.setState(ModelState::read(in));
+  const std::vector<double> y = testing::perturbed(x, 1e-3, 4);
+  EXPECT_EQ(copy.energy(y).total(), model.energy(y).total());
+  EXPECT_EQ(copy.surface(y).positions, model.surface(y).positions);
+  EXPECT_EQ(copy.stableTimeStep(), model.stableTimeStep());
+}
+
 // The energy contract on a lattice block, a jittered one (with the volume term and a
 // different neighbour count), and phyxels sampled inside a sphere mesh.
 testing::ContractCase mlsCase(const std::string& which) {
@@ -459,6 +570,9 @@ testing::ContractCase mlsCase(const std::string& which) {
       params.neighbours = 18;
       params.volumeStiffness = 5e4;
       params.hourglass = 0.5;
+    } else if (which == "melted") {
+      rest = lattice(5, 4, 4, 0.01, 0.1);
+      params = meltParams();
     } else if (which == "plastic") {
       rest = lattice(5, 4, 4, 0.01, 0.1);
       params = plasticParams(true);
@@ -474,6 +588,19 @@ testing::ContractCase mlsCase(const std::string& which) {
     s.model = std::make_unique<MlsSolidModel>(rest, std::span<const double>{}, rubberBlock(),
                                               params, surface);
     s.rest = rest;
+    if (which == "melted") {
+      // Sheared by 20 % in four absorbed steps: stored strain, a volume ratio, new stencils.
+      for (int step = 1; step <= 4; ++step) {
+        mls::Mat3 G = mls::Mat3::Identity();
+        G(0, 2) = 0.05 * step;
+        G(1, 1) = 1 + 0.02 * step;
+        s.model->updateInelastic(affine(rest, G), 2e-3);
+      }
+      s.rest =
+          std::vector<double>(dynamic_cast<MlsSolidModel&>(*s.model).referencePositions().begin(),
+                              dynamic_cast<MlsSolidModel&>(*s.model).referencePositions().end());
+      s.restIsRelaxed = false;
+    }
     if (which == "plastic") {
       // Sheared by 30 % and held while the plastic strain creeps.
       mls::Mat3 G = mls::Mat3::Identity();
@@ -499,7 +626,8 @@ testing::ContractCase mlsCase(const std::string& which) {
 using testing::ModelContract;
 INSTANTIATE_TEST_SUITE_P(MlsSolid, ModelContract,
                          ::testing::Values(mlsCase("lattice"), mlsCase("jittered"),
-                                           mlsCase("sphere"), mlsCase("plastic")),
+                                           mlsCase("sphere"), mlsCase("plastic"),
+                                           mlsCase("melted")),
                          testing::contractCaseName);
 
 }  // namespace

@@ -17,6 +17,8 @@ struct MlsPlasticityDef {
   bool deviatoric = true;       // flow by the deviator of the elastic strain
   double from = 0;              // s, plastic from this time on
   std::optional<double> until;  // s; none: to the end
+  bool melt = false;            // absorb the shape into the reference while plastic
+  double meltInterval = 0.005;  // s, at most this often (0: every step)
   bool operator==(const MlsPlasticityDef&) const = default;
 };
 

@@ -11,18 +11,20 @@ Mat3 cofactor(const Mat3& F) {
 }
 
 double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,
-                           Mat3* stress, Tangent* tangent) {
+                           Mat3* stress, Tangent* tangent, double volumeScale) {
   const Mat3 identity = Mat3::Identity();
   Mat3 green = 0.5 * (F.transpose() * F - identity);
   if (plastic != nullptr) green -= *plastic;
   const double trace = green.trace();
+  const double scale = volumeScale;
   const double J = F.determinant();
   const double energy = material.mu * green.squaredNorm() + 0.5 * material.lambda * trace * trace +
-                        0.5 * material.volumeStiffness * (J - 1.0) * (J - 1.0);
+                        0.5 * material.volumeStiffness * (scale * J - 1.0) * (scale * J - 1.0);
   if (stress == nullptr && tangent == nullptr) return energy;
   const Mat3 S = 2.0 * material.mu * green + material.lambda * trace * identity;
   const Mat3 cof = cofactor(F);
-  if (stress != nullptr) *stress = F * S + material.volumeStiffness * (J - 1.0) * cof;
+  if (stress != nullptr)
+    *stress = F * S + material.volumeStiffness * (scale * J - 1.0) * scale * cof;
   if (tangent != nullptr) {
     for (int b = 0; b < 3; ++b) {
       for (int d = 0; d < 3; ++d) {
@@ -36,7 +38,9 @@ double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3
         dCof.col(1) = dF.col(2).cross(F.col(0)) + F.col(2).cross(dF.col(0));
         dCof.col(2) = dF.col(0).cross(F.col(1)) + F.col(0).cross(dF.col(1));
         const double dJ = cof(b, d);  // cof : dF
-        const Mat3 dP = dF * S + F * dS + material.volumeStiffness * (dJ * cof + (J - 1.0) * dCof);
+        const Mat3 dP =
+            dF * S + F * dS +
+            material.volumeStiffness * scale * (scale * dJ * cof + (scale * J - 1.0) * dCof);
         for (int a = 0; a < 3; ++a) {
           for (int c = 0; c < 3; ++c) (*tangent)(3 * a + c, 3 * b + d) = dP(a, c);
         }

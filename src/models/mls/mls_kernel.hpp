@@ -44,7 +44,9 @@ struct Elasticity {
 // cof(F), S = 2 mu E_e + lambda tr(E_e) I, when `stress` is given, and the tangent dP/dF (the
 // notes' B5: dP = dF S + F dS, dS = 2 mu dE + lambda tr(dE) I, dE = sym(F^T dF), plus
 // k_v ((cof : dF) cof + (J - 1) dcof)) when `tangent` is given.
+// volumeScale a: the volume term measures a det F against 1 (a melt's reference has a
+// times the original volume), 1/2 k_v (a J - 1)^2, so that P gains k_v (a J - 1) a cof(F).
 double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,
-                           Mat3* stress, Tangent* tangent);
+                           Mat3* stress, Tangent* tangent, double volumeScale = 1.0);
 
 }  // namespace shellsim::mls

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -67,7 +68,14 @@ StencilFit fitStencil(std::span<const Vec3> offsets, std::span<const double> wei
     // A quadratic needs three distinct positions along every axis: where the stencil has not
     // got them (a slab two phyxels thick) the phyxel fits a plane, as the paper does.
     if (b == 9 && !(smallest > 1e-10 * largest)) continue;
-    const Eigen::MatrixXd M = G.ldlt().solve(PtW);
+    // The pseudo-inverse: a melt may squeeze a neighbourhood flat (notes B6 d), and then the
+    // gradient along the lost direction is left out rather than made up.
+    Eigen::VectorXd inverse = eigen.eigenvalues();
+    for (Eigen::Index e = 0; e < b; ++e) {
+      inverse(e) = inverse(e) > 1e-10 * largest ? 1.0 / inverse(e) : 0.0;
+    }
+    const Eigen::MatrixXd M =
+        eigen.eigenvectors() * inverse.asDiagonal() * eigen.eigenvectors().transpose() * PtW;
     StencilFit fit;
     fit.gradient = M.topRows(3) / h;
     fit.residual = Eigen::MatrixXd::Identity(n, n) - P * M;
@@ -122,17 +130,98 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
   hourglassScale_ = params.hourglass * elasticity_.mu;
   projectHessian_ = params.projectHessian;
 
+  neighbours_ = params.neighbours;
+  quadratic_ = params.quadraticBasis;
+  volume_.assign(count, 0.0);
+  buildStencils(true);
+  if (!volumes.empty()) {
+    for (size_t i = 0; i < count; ++i) {
+      if (!(volumes[i] > 0) || !std::isfinite(volumes[i])) {
+        std::ostringstream msg;
+        msg << "mls_solid: phyxel " << i << " has volume " << volumes[i] << " (must be positive)";
+        throw InputError(msg.str());
+      }
+    }
+    volume_.assign(volumes.begin(), volumes.end());
+  }
+  mass_.resize(count);
+  for (size_t i = 0; i < count; ++i) mass_[i] = material.density * volume_[i];
+  buildMisfit();
+  computeStableStep();
+  bindSurface(surface);
+  plasticity_ = params.plasticity;
+  if (plasticity_) {
+    plasticStrain_.assign(6 * count, 0.0);
+    clock_.assign(plasticity_->melt ? 2 : 1, 0.0);
+    if (plasticity_->melt) volumeRatio_.assign(count, 1.0);
+  }
+}
+
+// Rebinding the surface to the moved reference is a kd-tree query per vertex: done every
+// this many absorptions (between them the bindings stay, with their rest offsets updated).
+constexpr int64_t kRebindEvery = 16;
+
+void MlsSolidModel::absorbReference(std::span<const double> x) {
+  const auto count = static_cast<size_t>(nodeCount_);
+  // The surface's new rest shape is where it is now (eq. 27 at x): with F = I after the
+  // absorption, eq. (27) puts it exactly there.
+  if (restSurface_.vertexCount() > 0) {
+    std::vector<double> positions, normals;
+    carrySurface(x, positions, restSurface_.hasNormals() ? &normals : nullptr);
+    restSurface_.positions = std::move(positions);
+    if (restSurface_.hasNormals()) restSurface_.normals = std::move(normals);
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 256), [&](const tbb::blocked_range<size_t>& r) {
+        mls::Mat3 storage;
+        for (size_t p = r.begin(); p != r.end(); ++p) {
+          const mls::Mat3 F = deformationGradient(p, x);
+          const mls::Mat3 elastic =
+              0.5 * (F.transpose() * F - mls::Mat3::Identity()) - *plasticAt(p, storage);
+          // The elastic strain lives in the reference's axes: in the new reference (the
+          // current shape) it is R E_e R^T, R the rotation of F (notes B6 a: without it a
+          // spinning blob keeps its strain in world axes and meets a spurious torque).
+          const Eigen::JacobiSVD<mls::Mat3> svd(F, Eigen::ComputeFullU | Eigen::ComputeFullV);
+          mls::Mat3 U = svd.matrixU();
+          if ((U * svd.matrixV().transpose()).determinant() < 0) U.col(2) *= -1;
+          const mls::Mat3 R = U * svd.matrixV().transpose();
+          // The new total strain is 0: the plastic strain is minus the elastic one.
+          const mls::Mat3 next = -(R * elastic * R.transpose());
+          double* e = &plasticStrain_[6 * p];
+          e[0] = next(0, 0);
+          e[1] = next(1, 1);
+          e[2] = next(2, 2);
+          e[3] = 0.5 * (next(0, 1) + next(1, 0));
+          e[4] = 0.5 * (next(1, 2) + next(2, 1));
+          e[5] = 0.5 * (next(2, 0) + next(0, 2));
+          volumeRatio_[p] *= std::max(F.determinant(), 1e-3);
+        }
+      });
+  rest_.assign(x.begin(), x.end());
+  buildStencils(false);
+  buildMisfit();
+  computeStableStep();
+  ++absorptions_;
+  ++topologyVersion_;
+  if (restSurface_.vertexCount() > 0 && absorptions_ % kRebindEvery == 0) {
+    const Geometry carried = restSurface_;
+    bindSurface(carried);
+  }
+}
+
+void MlsSolidModel::buildStencils(bool firstBuild) {
+  const auto count = static_cast<size_t>(nodeCount_);
   // Stencils: the phyxel first, then its neighbours nearest first.
-  const auto k = static_cast<size_t>(params.neighbours) + 1;
+  const auto k = static_cast<size_t>(neighbours_) + 1;
   const PointKdTree tree(rest_);
   stencilOffsets_.resize(count + 1);
   stencilNodes_.resize(count * k);
   support_.resize(count);
   for (size_t i = 0; i <= count; ++i) stencilOffsets_[i] = static_cast<int32_t>(i * k);
   std::vector<double> worstCondition(count, 0.0);
-  std::vector<char> quadraticFits(count, 0);
-  const bool quadratic = params.quadraticBasis;
-  shape_.resize(count * k * 3);
+  quadraticFits_.assign(count, 0);
+  const bool quadratic = quadratic_;
+  shape_.assign(count * k * 3, 0.0);
   volume_.resize(count);
   std::vector<std::string> errors(count);
   tbb::parallel_for(
@@ -146,7 +235,7 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
           size_t filled = 1;
           for (size_t f = 0; f < found.size() && filled < k; ++f) {
             if (found[f] == i) continue;
-            if (!(squared[f] > 0)) {
+            if (!(squared[f] > 0) && firstBuild) {
               errors[i] = "mls_solid: phyxels " + std::to_string(i) + " and " +
                           std::to_string(found[f]) + " coincide at " + describePoint(rest_, i);
               break;
@@ -183,10 +272,10 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
           const double condition =
               smallest > 0 ? largest / smallest : std::numeric_limits<double>::infinity();
           worstCondition[i] = condition;
-          if (!(condition < kMaxMomentCondition)) {
+          if (!(condition < kMaxMomentCondition) && firstBuild) {
             std::ostringstream msg;
             msg << "mls_solid: phyxel " << i << " at " << describePoint(rest_, i) << ": its "
-                << params.neighbours
+                << neighbours_
                 << " nearest neighbours lie in a plane or on a line (moment matrix condition "
                 << condition
                 << "): MLS needs phyxels spread in three dimensions around each one, and one "
@@ -201,7 +290,7 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
           }
           const StencilFit fit =
               fitStencil(offsets, std::span<const double>(weights).subspan(1), h, quadratic);
-          quadraticFits[i] = fit.quadratic ? 1 : 0;
+          quadraticFits_[i] = fit.quadratic ? 1 : 0;
           Vec3 selfShape = Vec3::Zero();
           for (size_t j = 1; j < k; ++j) {
             const Vec3 d = fit.gradient.col(static_cast<Eigen::Index>(j - 1));  // eq. (21)
@@ -210,27 +299,19 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
           }
           setRow(shape_, i * k, selfShape);
           // Shepard volume 1 / sum_j W_ij with the normalised poly6, 315 / (64 pi h^3) W-shape.
-          volume_[i] = 64.0 * std::numbers::pi * h * h * h / (315.0 * weightSum);
+          if (firstBuild) volume_[i] = 64.0 * std::numbers::pi * h * h * h / (315.0 * weightSum);
         }
       });
   for (const std::string& e : errors) {
     if (!e.empty()) throw InputError(e);
   }
   worstCondition_ = *std::max_element(worstCondition.begin(), worstCondition.end());
-  quadraticCount_ = std::count(quadraticFits.begin(), quadraticFits.end(), 1);
-  if (!volumes.empty()) {
-    for (size_t i = 0; i < count; ++i) {
-      if (!(volumes[i] > 0) || !std::isfinite(volumes[i])) {
-        std::ostringstream msg;
-        msg << "mls_solid: phyxel " << i << " has volume " << volumes[i] << " (must be positive)";
-        throw InputError(msg.str());
-      }
-    }
-    volume_.assign(volumes.begin(), volumes.end());
-  }
-  mass_.resize(count);
-  for (size_t i = 0; i < count; ++i) mass_[i] = material.density * volume_[i];
+  quadraticCount_ = std::count(quadraticFits_.begin(), quadraticFits_.end(), 1);
+}
 
+void MlsSolidModel::buildMisfit() {
+  const auto count = static_cast<size_t>(nodeCount_);
+  const auto k = static_cast<size_t>(neighbours_) + 1;
   // The misfit penalty's constant Hessian Q_i, n x n per stencil: the fit's residual at
   // neighbour j is r_j = sum_m R_jm (u_m - u_i) = sum_k alpha_jk u_k (alpha_j0 = -sum_m R_jm),
   //   Q_i = sum_j c_ij alpha_j alpha_j^T,  c_ij = c_hg mu v_i wbar_ij / |x_ij|^2.
@@ -256,14 +337,15 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
               weights[j - 1] = mls::poly6Shape(offsets[j - 1].squaredNorm(), h * h);
               weightSum += weights[j - 1];
             }
-            const StencilFit fit = fitStencil(offsets, weights, h, quadraticFits[i] != 0);
+            const StencilFit fit = fitStencil(offsets, weights, h, quadraticFits_[i] != 0);
             Eigen::Map<Eigen::MatrixXd> Q(&misfit_[static_cast<size_t>(squareOffsets_[i])],
                                           static_cast<Eigen::Index>(k),
                                           static_cast<Eigen::Index>(k));
             for (size_t j = 1; j < k; ++j) {
               const auto jj = static_cast<Eigen::Index>(j - 1);
-              const double c = hourglassScale_ * volume_[i] * weights[j - 1] / weightSum /
-                               offsets[j - 1].squaredNorm();
+              const double r2 = offsets[j - 1].squaredNorm();
+              if (!(r2 > 0)) continue;  // a coincident neighbour (a melt) has no misfit
+              const double c = hourglassScale_ * volume_[i] * weights[j - 1] / weightSum / r2;
               alpha.tail(static_cast<Eigen::Index>(k - 1)) = fit.residual.row(jj).transpose();
               alpha(0) = -fit.residual.row(jj).sum();
               Q.noalias() += c * alpha * alpha.transpose();
@@ -272,7 +354,10 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
         });
   }
   incidence_ = buildIncidence(stencilNodes_, nodeCount_);
+}
 
+void MlsSolidModel::computeStableStep() {
+  const auto count = static_cast<size_t>(nodeCount_);
   // Stable step: Gershgorin's bound on the largest eigenvalue of M^-1 K at rest, per dof row
   // sum of |K| (gathered per node in a fixed order), Verlet stable for dt < 2 / omega_max.
   {
@@ -291,12 +376,6 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
       omegaSquared = std::max(omegaSquared, rowSums[i] / mass_[i / 3]);
     stableStep_ =
         omegaSquared > 0 ? 2.0 / std::sqrt(omegaSquared) : std::numeric_limits<double>::infinity();
-  }
-  bindSurface(surface);
-  plasticity_ = params.plasticity;
-  if (plasticity_) {
-    plasticStrain_.assign(6 * count, 0.0);
-    clock_.assign(1, 0.0);
   }
 }
 
@@ -344,6 +423,11 @@ InelasticReport MlsSolidModel::updateInelastic(std::span<const double> x, double
                       }
                     });
   report.yieldingElements = std::count(yielded.begin(), yielded.end(), 1);
+  // clock_[1]: when the reference was last absorbed.
+  if (plastic.melt && clock_[0] - clock_[1] >= plastic.meltInterval * (1 - 1e-9)) {
+    absorbReference(x);
+    clock_[1] = clock_[0];
+  }
   return report;
 }
 
@@ -359,15 +443,52 @@ void MlsSolidModel::listStateFields(StateFields& fields) {
   if (!plasticity_) return;
   fields.add("plastic_strain", &plasticStrain_, StateShape::kPerNode, 6);
   fields.add("clock", &clock_);
+  if (!plasticity_->melt) return;
+  fields.add("reference", &rest_, StateShape::kPerNode, 3);
+  fields.add("volume_ratio", &volumeRatio_, StateShape::kPerNode);
+  fields.add("absorptions", &absorptions_);
+  fields.add("topology_version", &topologyVersion_);
+  fields.add("surface_rest", &restSurface_.positions);
+  fields.add("surface_rest_normals", &restSurface_.normals);
+  fields.add("binding_offsets", &bindOffsets_);
+  fields.add("binding_phyxels", &bindPhyxels_);
+  fields.add("binding_weights", &bindWeights_);
 }
 
 void MlsSolidModel::stateAssigned() {
-  if (plasticity_ && clock_.size() != 1) {
-    throw InputError("mls_solid state: 'clock' must hold one value");
+  if (plasticity_ && clock_.size() != (plasticity_->melt ? 2u : 1u)) {
+    throw InputError("mls_solid state: 'clock' must hold " +
+                     std::string(plasticity_->melt ? "two values" : "one value"));
   }
   for (const double e : plasticStrain_) {
     if (!std::isfinite(e)) throw InputError("mls_solid state: a plastic strain is not finite");
   }
+  if (!plasticity_ || !plasticity_->melt) return;
+  for (const double v : rest_) {
+    if (!std::isfinite(v)) throw InputError("mls_solid state: a reference position is not finite");
+  }
+  for (const double a : volumeRatio_) {
+    if (!(a > 0) || !std::isfinite(a)) {
+      throw InputError("mls_solid state: a volume ratio is not positive");
+    }
+  }
+  // The binding must fit the surface and the phyxels.
+  const auto vertices = restSurface_.positions.size() / 3;
+  bool consistent = restSurface_.positions.size() % 3 == 0 &&
+                    (restSurface_.normals.empty() ||
+                     restSurface_.normals.size() == restSurface_.positions.size()) &&
+                    bindPhyxels_.size() == bindWeights_.size() &&
+                    (vertices == 0 ? bindOffsets_.empty()
+                                   : bindOffsets_.size() == vertices + 1 && bindOffsets_[0] == 0);
+  for (size_t v = 0; consistent && v < vertices; ++v) {
+    consistent = bindOffsets_[v] <= bindOffsets_[v + 1] &&
+                 static_cast<size_t>(bindOffsets_[v + 1]) <= bindPhyxels_.size();
+  }
+  for (const int32_t p : bindPhyxels_) consistent = consistent && p >= 0 && p < nodeCount_;
+  if (!consistent) throw InputError("mls_solid state: the surface binding does not fit");
+  buildStencils(false);
+  buildMisfit();
+  computeStableStep();
 }
 
 mls::Mat3 MlsSolidModel::deformationGradient(size_t p, std::span<const double> x) const {
@@ -404,8 +525,9 @@ double MlsSolidModel::phyxelEnergy(size_t p, std::span<const double> x, double* 
   }
   mls::Mat3 P, plastic;
   const double v = volume_[p];
-  double energy = v * mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic),
-                                               g != nullptr ? &P : nullptr, nullptr);
+  double energy =
+      v * mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic),
+                                   g != nullptr ? &P : nullptr, nullptr, volumeScale(p));
   if (g != nullptr) {
     for (size_t m = 0; m < n; ++m) {
       const Vec3 gm = v * P * row(shape_, begin + m);
@@ -476,7 +598,7 @@ bool MlsSolidModel::hessianBlocks(std::span<const double> x, std::span<double> v
           const mls::Mat3 F = deformationGradient(p, x);
           mls::Tangent C;
           mls::Mat3 P, plastic;
-          mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic), &P, &C);
+          mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic), &P, &C, volumeScale(p));
           C *= volume_[p];
           if (projectHessian_) {
             const Eigen::SelfAdjointEigenSolver<mls::Tangent> eigen(0.5 * (C + C.transpose()));
@@ -534,9 +656,10 @@ void MlsSolidModel::bindSurface(const Geometry& surface) {
   bindOffsets_.clear();
   bindPhyxels_.clear();
   bindWeights_.clear();
-  if (surface.isPointCloud()) return;  // the frames show the phyxels
+  if (surface.vertexCount() == 0) return;  // the frames show the phyxels
   restSurface_.positions = surface.positions;
   restSurface_.triangles = surface.triangles;
+  if (surface.isPointCloud()) restSurface_.normals = surface.normals;
   const PointKdTree tree(rest_);
   const double widest = *std::max_element(support_.begin(), support_.end());
   const auto vertices = static_cast<size_t>(surface.vertexCount());
@@ -569,32 +692,48 @@ void MlsSolidModel::bindSurface(const Geometry& surface) {
   }
 }
 
-Geometry MlsSolidModel::surface(std::span<const double> x) const {
-  Geometry g;
-  if (restSurface_.triangles.empty()) {
-    g.positions.assign(x.begin(), x.end());
-    return g;
-  }
+void MlsSolidModel::carrySurface(std::span<const double> x, std::vector<double>& positions,
+                                 std::vector<double>* normals) const {
   const std::vector<double> F = deformationGradients(x);
   const auto vertices = static_cast<size_t>(restSurface_.vertexCount());
-  g.positions.resize(3 * vertices);
-  g.triangles = restSurface_.triangles;
+  positions.resize(3 * vertices);
+  if (normals != nullptr) normals->resize(3 * vertices);
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, vertices, 256), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t v = r.begin(); v != r.end(); ++v) {
           // muller2004 eq. (27): x_s = sum_i w_i (x_i + F_i (X_s - X_i)).
           const Vec3 rest = row(restSurface_.positions, v);
           Vec3 sum = Vec3::Zero();
+          mls::Mat3 blended = mls::Mat3::Zero();
           for (auto b = static_cast<size_t>(bindOffsets_[v]);
                b < static_cast<size_t>(bindOffsets_[v + 1]); ++b) {
             const auto p = static_cast<size_t>(bindPhyxels_[b]);
             const Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>> Fp(&F[9 * p]);
             sum += bindWeights_[b] * (row(x, p) + Fp * (rest - row(rest_, p)));
+            if (normals != nullptr) blended += bindWeights_[b] * Fp;
           }
-          setRow(g.positions, v, sum);
+          setRow(positions, v, sum);
+          if (normals != nullptr) {
+            // A surfel's tangent axes t map to blended F t (section 5.1), so its normal
+            // t1' x t2' is along cof(F) n = det(F) F^-T n.
+            const Vec3 n = mls::cofactor(blended) * row(restSurface_.normals, v);
+            const double length = n.norm();
+            setRow(*normals, v, length > 0 ? Vec3(n / length) : row(restSurface_.normals, v));
+          }
         }
       });
-  computeVertexNormals(g);
+}
+
+Geometry MlsSolidModel::surface(std::span<const double> x) const {
+  Geometry g;
+  if (restSurface_.vertexCount() == 0) {
+    g.positions.assign(x.begin(), x.end());
+    return g;
+  }
+  const bool surfels = restSurface_.hasNormals();  // a point cloud with normals
+  carrySurface(x, g.positions, surfels ? &g.normals : nullptr);
+  g.triangles = restSurface_.triangles;
+  if (!surfels && !g.triangles.empty()) computeVertexNormals(g);
   return g;
 }
 

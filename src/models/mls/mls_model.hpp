@@ -83,6 +83,13 @@ struct MlsPlasticity {
   bool deviatoric = true;     // flow by the deviator (volume kept) or the whole elastic strain
   double from = 0;            // s
   double until = std::numeric_limits<double>::infinity();  // s
+  // Melting (section 4.2): every step while active, the current shape becomes the reference
+  // (its elastic strain kept as a plastic strain rotated with the material), so the body
+  // flows; the volume term then measures each phyxel's volume against its original one.
+  bool melt = false;
+  // Absorb at most this often, s (0: every step, as the paper): each absorption rebuilds the
+  // stencils, which costs about as much as tens of explicit steps.
+  double meltInterval = 0.005;
 };
 
 struct MlsSolidParams {
@@ -98,8 +105,9 @@ class MlsSolidModel : public Model {
  public:
   // phyxels: rest positions, (nPhyxels, 3), m. volumes: rest volume of each, (nPhyxels), m^3,
   // or empty for the Shepard volumes of points (see above). material: E, nu, density (its
-  // thickness is unused). surface: a mesh carried by the phyxels for the frames (eq. 27), or
-  // a point cloud / empty geometry to write the phyxels themselves. Throws InputError for
+  // thickness is unused). surface: a mesh or a point cloud (surfels: with normals) carried
+  // by the phyxels for the frames (eq. 27), or an empty geometry to write the phyxels
+  // themselves. Throws InputError for
   // too few phyxels, coincident phyxels, or a phyxel whose neighbours are coplanar.
   MlsSolidModel(std::span<const double> phyxels, std::span<const double> volumes,
                 const MaterialDef& material, const MlsSolidParams& params, const Geometry& surface);
@@ -128,6 +136,13 @@ class MlsSolidModel : public Model {
   // The plastic strain of every phyxel, (nPhyxels, 6): xx, yy, zz, xy, yz, zx; empty when
   // elastic.
   [[nodiscard]] std::span<const double> plasticStrain() const { return plasticStrain_; }
+  [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
+  // The reference positions the stencils were built on, (nPhyxels, 3), m (the rest shape
+  // until a melt absorbs the deformation).
+  [[nodiscard]] std::span<const double> referencePositions() const { return rest_; }
+  // Each phyxel's volume now over its original one at the reference, (nPhyxels); empty
+  // unless melting.
+  [[nodiscard]] std::span<const double> volumeRatios() const { return volumeRatio_; }
 
   // The deformation gradient of every phyxel at x, (nPhyxels, 3, 3) row-major.
   [[nodiscard]] std::vector<double> deformationGradients(std::span<const double> x) const;
@@ -152,10 +167,24 @@ class MlsSolidModel : public Model {
   [[nodiscard]] const mls::Mat3* plasticAt(size_t p, mls::Mat3& storage) const;
   // F of phyxel p at x (eq. 14 with the displacements u = x - X).
   [[nodiscard]] mls::Mat3 deformationGradient(size_t p, std::span<const double> x) const;
+  [[nodiscard]] double volumeScale(size_t p) const {
+    return volumeRatio_.empty() ? 1.0 : volumeRatio_[p];
+  }
   [[nodiscard]] Vec3 displacement(std::span<const double> x, size_t node) const {
     return row(x, node) - row(rest_, node);
   }
   void bindSurface(const Geometry& surface);
+  // Eq. (27) for every surface vertex (and surfel normal, when `normals` is given) at x.
+  void carrySurface(std::span<const double> x, std::vector<double>& positions,
+                    std::vector<double>* normals) const;
+  // The stencils, their fits and support radii on rest_ (first build: refuses coincident
+  // phyxels and singular neighbourhoods and sets the Shepard volumes; a melt's rebuild
+  // takes them as they come), the misfit penalty, and the stable step.
+  void buildStencils(bool firstBuild);
+  void buildMisfit();
+  void computeStableStep();
+  // Melting (section 4.2): the shape at x becomes the reference.
+  void absorbReference(std::span<const double> x);
 
   int32_t nodeCount_ = 0;
   mls::Elasticity elasticity_;
@@ -173,7 +202,13 @@ class MlsSolidModel : public Model {
   Incidence incidence_;         // node -> entries of stencilNodes_
   double stableStep_ = 0;       // s
   double worstCondition_ = 0;
+  int32_t neighbours_ = 26;
+  bool quadratic_ = true;
+  std::vector<char> quadraticFits_;  // (nPhyxels): 1 where the quadratic fit holds
   std::optional<MlsPlasticity> plasticity_;
+  uint64_t topologyVersion_ = 0;       // bumped when a melt rebuilds the stencils; state
+  std::vector<double> volumeRatio_;    // (nPhyxels) with melting: volume over the original
+  int64_t absorptions_ = 0;            // reference absorptions so far; state
   std::vector<double> plasticStrain_;  // (nPhyxels, 6): xx, yy, zz, xy, yz, zx; state
   std::vector<double> clock_;          // (1): the body's time, s; state
   int64_t quadraticCount_ = 0;

@@ -93,6 +93,7 @@ constexpr FieldSpec kMlsSolidFields[] = {
 };
 
 constexpr std::string_view kFlowKinds[] = {"deviatoric", "full"};
+constexpr std::string_view kOnOff[] = {"off", "on"};
 
 constexpr FieldSpec kPlasticityFields[] = {
     {.key = "yield_strain",
@@ -130,6 +131,23 @@ constexpr FieldSpec kPlasticityFields[] = {
      .optional = true,
      .rule = "> from",
      .meaning = "Elastic again after this time, keeping its plastic strain; absent: to the end."},
+    {.key = "melt",
+     .kind = FieldKind::kChoice,
+     .text = "off",
+     .choices = kOnOff,
+     .meaning = "`on`: melting (muller2004 section 4.2): every step while plastic, the current "
+                "shape becomes the reference (neighbours, fits and supports rebuilt; the elastic "
+                "strain kept, turned with the material), so the body flows for good; each "
+                "phyxel's volume is measured against its original one, so `volume_stiffness` "
+                "keeps the melt from collapsing. With yield_strain small and creep high a melt "
+                "forgets its shape; after `until` it is elastic in the shape it flowed into."},
+    {.key = "melt_interval",
+     .unit = "s",
+     .number = 0.005,
+     .range = Range::atLeast(0),
+     .meaning = "A melt absorbs its shape at most this often (0: every step, as the paper); "
+                "each absorption rebuilds the stencils, about the cost of tens of explicit "
+                "steps, and the plastic creep carries the flow in between."},
 };
 
 constexpr ObjectSpec kPlasticitySpec{
@@ -168,6 +186,8 @@ void readMlsSolid(ObjectReader& r, Problems& problems, BodyDef& body) {
     p.deviatoric = pr.choice("flow") == "deviatoric";
     p.from = pr.number("from");
     p.until = pr.tryNumber("until");
+    p.melt = pr.choice("melt") == "on";
+    p.meltInterval = pr.number("melt_interval");
     if (p.until && !(*p.until > p.from)) {
       problems.add(pr.path() + ".until", "must be later than 'from'");
     }
@@ -192,7 +212,9 @@ Json writeMlsSolid(const BodyDef& body) {
                          {"creep", p.creep},
                          {"max_strain", p.maxStrain},
                          {"flow", p.deviatoric ? "deviatoric" : "full"},
-                         {"from", p.from}};
+                         {"from", p.from},
+                         {"melt", p.melt ? "on" : "off"},
+                         {"melt_interval", p.meltInterval}};
     if (p.until) out["plasticity"]["until"] = *p.until;
   }
   return out;
@@ -210,13 +232,14 @@ Discretization discretizeMlsSolid(const BodyDef& def, Geometry geometry,
   if (options.plasticity) {
     const MlsPlasticityDef& p = *options.plasticity;
     params.plasticity = MlsPlasticity{
-        p.yieldStrain, p.creep, p.maxStrain,
-        p.deviatoric,  p.from,  p.until.value_or(std::numeric_limits<double>::infinity())};
+        p.yieldStrain, p.creep,       p.maxStrain,
+        p.deviatoric,  p.from,        p.until.value_or(std::numeric_limits<double>::infinity()),
+        p.melt,        p.meltInterval};
   }
   Discretization d;
   if (geometry.isPointCloud()) {
     d.model = std::make_unique<MlsSolidModel>(geometry.positions, std::span<const double>{},
-                                              def.material, params, geometry);
+                                              def.material, params, Geometry{});
     d.nodePositions = geometry.positions;
     d.nodeOfVertex = identityMap(geometry.vertexCount());
     return d;

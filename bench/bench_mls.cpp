@@ -1,0 +1,100 @@
+// Table 1 of muller2004 on this machine, with the bunny for the paper's Max Planck bust:
+// milliseconds of physics per frame (1/30 s simulated) for 200 and 400 phyxels, explicit
+// (velocity Verlet at half the stable step) and implicit (backward Euler at 1/120 s, the
+// Newton solve of appendix B), the bunny dropped on a floor; and the surfel update (eq. 27
+// with the normals, section 5.1) for 10k, 20k and 100k surfels on 200 phyxels. The paper's
+// figures (Pentium 4, 2.8 GHz): 200 phyxels + 10k surfels 15 ms (explicit) and 22 ms
+// (implicit) of physics per frame, 400 + 20k 35 and 60 ms; the surface with rendering 22
+// and 50 ms. Run: build/release/bench/shellsim_bench --benchmark_filter=Muller
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/vec3.hpp"
+#include "geometry/volume_sampling.hpp"
+#include "models/mls/mls_model.hpp"
+#include "shellsim/io.hpp"
+#include "shellsim/parallel.hpp"
+#include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
+
+namespace {
+
+std::string bunnyScene(int phyxels, bool implicit) {
+  std::ostringstream s;
+  s << R"({"gravity": [0, 0, -9.81], "obstacles": [{"type": "plane", "point": [0, 0, 0],
+    "normal": [0, 0, 1], "friction": 0.5}], "bodies": [{"name": "bunny", "file": ")"
+    << SHELLSIM_DATA_DIR << R"(/stanford-bunny.obj", "transform": {"scale": 2,
+    "rotation_degrees": [90, 0, 0], "translation": [0, 0, 0.05]}, "model": "mls_solid",
+    "mls_solid": {"phyxel_count": )"
+    << phyxels << R"(}, "material": {"young_modulus": 5e5, "poisson": 0.3, "density": 1000,
+    "internal_damping": 10}}], "time": {"duration": 100, "frame_rate": 30)"
+    << (implicit ? R"(, "integrator": "backward_euler", "time_step": 0.008333333333333333)" : "")
+    << R"(}, "output": {"folder": "out", "formats": ["ply"], "checkpoint_every": 0}})";
+  return s.str();
+}
+
+// (phyxels, implicit, threads)
+void BM_MullerTable1Physics(benchmark::State& state) {
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(2)));
+  const bool implicit = state.range(1) != 0;
+  const shellsim::SceneDef def =
+      shellsim::parseScene(bunnyScene(static_cast<int>(state.range(0)), implicit), "bunny.json",
+                           std::filesystem::temp_directory_path());
+  shellsim::Simulation sim(def);
+  for (auto _ : state) sim.advanceFrames(1);
+  const shellsim::StepStatistics steps = sim.statistics();
+  state.counters["phyxels"] = static_cast<double>(sim.masses(0).size());
+  state.counters["steps_per_frame"] =
+      static_cast<double>(steps.steps) / static_cast<double>(state.iterations());
+  state.counters["ms_per_simulated_s"] =
+      benchmark::Counter(30.0 * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_MullerTable1Physics)
+    ->ArgsProduct({{200, 400}, {0, 1}, {1, 2}})
+    ->Iterations(30)
+    ->Unit(benchmark::kMillisecond);
+
+// (surfels, threads): the surfels are the bunny's vertices with their normals, cycled with
+// small offsets past its 35k, carried by 200 phyxels, at a deformed state.
+void BM_MullerSurfels(benchmark::State& state) {
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
+  shellsim::Geometry bunny =
+      shellsim::readGeometry(std::string(SHELLSIM_DATA_DIR) + "/stanford-bunny.obj");
+  shellsim::computeVertexNormals(bunny);
+  const shellsim::VolumeSampling phyxels = shellsim::sampleVolumeByCount(bunny, 200);
+  shellsim::Geometry surfels;
+  const auto count = static_cast<size_t>(state.range(0));
+  const auto vertices = static_cast<size_t>(bunny.vertexCount());
+  for (size_t k = 0; k < count; ++k) {
+    const size_t v = k % vertices;
+    const double offset = 1e-4 * static_cast<double>(k / vertices);
+    for (int c = 0; c < 3; ++c) {
+      surfels.positions.push_back(bunny.positions[3 * v + c] + offset);
+      surfels.normals.push_back(bunny.normals[3 * v + c]);
+    }
+  }
+  shellsim::MaterialDef material;
+  material.youngModulus = 5e5;
+  const shellsim::MlsSolidModel model(phyxels.positions, {}, material, shellsim::MlsSolidParams{},
+                                      surfels);
+  std::vector<double> x(phyxels.positions);
+  for (size_t i = 0; i < x.size(); i += 3) x[i + 2] += 0.1 * x[i] * x[i];  // a bend
+  for (auto _ : state) {
+    const shellsim::Geometry moved = model.surface(x);
+    benchmark::DoNotOptimize(moved.positions.data());
+  }
+  state.counters["surfels"] = static_cast<double>(count);
+  state.counters["phyxels"] = static_cast<double>(model.nodeCount());
+}
+BENCHMARK(BM_MullerSurfels)
+    ->ArgsProduct({{10000, 20000, 100000}, {1, 2}})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
