@@ -12,6 +12,7 @@
 #include <numbers>
 #include <random>
 
+#include "core/lanczos.hpp"
 #include "core/union_find.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "shellsim/errors.hpp"
@@ -437,62 +438,25 @@ double FiberModel::stableTimeStep() const {
                    : meanLength / static_cast<double>(network_.restLength.size());
   std::vector<double> invSqrtMass(nodes);
   for (size_t i = 0; i < nodes; ++i) invSqrtMass[i] = 1.0 / std::sqrt(mass_[i]);
-  std::vector<double> v(dofs), previous(dofs, 0.0), w(dofs), plus(dofs), minus(dofs), gp(dofs),
-      gm(dofs);
-  std::mt19937 rng(12345);
-  std::normal_distribution<double> normal;
-  double norm = 0;
-  for (double& value : v) {
-    value = normal(rng);
-    norm += value * value;
-  }
-  for (double& value : v) value /= std::sqrt(norm);
-  const int steps = static_cast<int>(std::min<size_t>(40, dofs));
+  std::vector<double> plus(dofs), minus(dofs), gp(dofs), gm(dofs);
   Workspace workspace;
-  std::vector<double> alpha, beta;
-  double betaPrevious = 0;
-  for (int step = 0; step < steps; ++step) {
-    double maxDisplacement = 0;
-    for (size_t i = 0; i < dofs; ++i)
-      maxDisplacement = std::max(maxDisplacement, std::abs(v[i] * invSqrtMass[i / 3]));
-    const double t = 1e-6 * meanLength / maxDisplacement;
-    for (size_t i = 0; i < dofs; ++i) {
-      const double d = t * v[i] * invSqrtMass[i / 3];
-      plus[i] = restPositions_[i] + d;
-      minus[i] = restPositions_[i] - d;
-    }
-    std::fill(gp.begin(), gp.end(), 0.0);
-    std::fill(gm.begin(), gm.end(), 0.0);
-    evaluate(plus, gp, NodeOutputs(), workspace);
-    evaluate(minus, gm, NodeOutputs(), workspace);
-    double a = 0;
-    for (size_t i = 0; i < dofs; ++i) {
-      w[i] = (gp[i] - gm[i]) / (2 * t) * invSqrtMass[i / 3] - betaPrevious * previous[i];
-      a += w[i] * v[i];
-    }
-    double b = 0;
-    for (size_t i = 0; i < dofs; ++i) {
-      w[i] -= a * v[i];
-      b += w[i] * w[i];
-    }
-    b = std::sqrt(b);
-    alpha.push_back(a);
-    if (!(b > 1e-12 * std::abs(a)) || step + 1 == steps) break;
-    beta.push_back(b);
-    previous = v;
-    for (size_t i = 0; i < dofs; ++i) v[i] = w[i] / b;
-    betaPrevious = b;
-  }
-  const auto m = static_cast<Eigen::Index>(alpha.size());
-  Eigen::MatrixXd tridiagonal = Eigen::MatrixXd::Zero(m, m);
-  for (Eigen::Index i = 0; i < m; ++i) {
-    tridiagonal(i, i) = alpha[static_cast<size_t>(i)];
-    if (i + 1 < m) tridiagonal(i, i + 1) = tridiagonal(i + 1, i) = beta[static_cast<size_t>(i)];
-  }
   const double lambda =
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(tridiagonal, Eigen::EigenvaluesOnly)
-          .eigenvalues()
-          .maxCoeff();
+      largestEigenvalueLanczos(dofs, 40, [&](std::span<const double> v, std::span<double> w) {
+        double maxDisplacement = 0;
+        for (size_t i = 0; i < dofs; ++i)
+          maxDisplacement = std::max(maxDisplacement, std::abs(v[i] * invSqrtMass[i / 3]));
+        const double t = 1e-6 * meanLength / maxDisplacement;
+        for (size_t i = 0; i < dofs; ++i) {
+          const double d = t * v[i] * invSqrtMass[i / 3];
+          plus[i] = restPositions_[i] + d;
+          minus[i] = restPositions_[i] - d;
+        }
+        std::fill(gp.begin(), gp.end(), 0.0);
+        std::fill(gm.begin(), gm.end(), 0.0);
+        evaluate(plus, gp, NodeOutputs(), workspace);
+        evaluate(minus, gm, NodeOutputs(), workspace);
+        for (size_t i = 0; i < dofs; ++i) w[i] = (gp[i] - gm[i]) / (2 * t) * invSqrtMass[i / 3];
+      });
   stableStep_ =
       lambda > 0 ? 0.7 * 2.0 / std::sqrt(lambda) : std::numeric_limits<double>::infinity();
   return *stableStep_;
