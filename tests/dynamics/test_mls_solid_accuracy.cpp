@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "shellsim/errors.hpp"
 #include "shellsim/scene.hpp"
 #include "shellsim/world.hpp"
 #include "temp_folder.hpp"
@@ -163,6 +164,36 @@ TEST(MlsSolidAccuracy, StretchedWithPoissonRatioNearOneHalfTheVolumeIsKept) {
               << volumeChange << " |\n";
     EXPECT_NEAR(volumeChange, 1 - 2 * nu, 0.03);
   }
+}
+
+// Bad input is refused with the element named: one layer of phyxels (a planar point cloud)
+// names the phyxel whose neighbourhood is flat; an open sheet encloses no volume.
+TEST(MlsSolidInput, APlanarCloudAndAnOpenSheetAreRefusedWithTheReason) {
+  const testfiles::TempFolder folder("MlsInput");
+  std::string cloud;
+  for (int j = 0; j < 8; ++j) {
+    for (int i = 0; i < 8; ++i)
+      cloud += std::to_string(0.01 * i) + " " + std::to_string(0.01 * j) + " 0\n";
+  }
+  folder.write("sheet.xyz", cloud);
+  const auto refused = [&](const std::string& body) -> std::string {
+    std::ostringstream scene;
+    scene << R"({"bodies": [)" << body << R"(], "time": {"duration": 0.1},
+      "output": {"folder": "out"}})";
+    try {
+      Simulation sim(parseScene(scene.str(), "bad.json", folder.path()));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string flat =
+      refused(R"({"name": "flat", "file": "sheet.xyz", "model": "mls_solid"})");
+  EXPECT_NE(flat.find("phyxel"), std::string::npos) << flat;
+  EXPECT_NE(flat.find("in a plane"), std::string::npos) << flat;
+  const std::string open = refused(
+      R"({"name": "open", "primitive": {"type": "sheet", "size": [0.1, 0.1, 0]}, "model": "mls_solid"})");
+  EXPECT_NE(open.find("encloses no volume"), std::string::npos) << open;
 }
 
 }  // namespace
