@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numbers>
 #include <sstream>
+#include <vector>
 
 #include "shellsim/errors.hpp"
 
@@ -79,17 +80,92 @@ VolumeSampling sampleVolume(const Geometry& mesh, double spacing) {
                 origin[1] + spacing * static_cast<double>(iy),
                 origin[2] + spacing * static_cast<double>(iz));
   };
-  std::vector<char> inside(total, 0);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, total, 16),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      for (size_t i = r.begin(); i != r.end(); ++i) {
-                        inside[i] = std::abs(windingNumber(mesh, latticePoint(i))) > 0.5 ? 1 : 0;
-                      }
-                    });
+  // Inside by the winding number of rays along the lattice's columns (signed crossings), along
+  // each of the three axes, and by majority: each triangle visits only the columns its
+  // shadow covers, so the cost is the triangles plus the points (a generalized winding number
+  // per point costs their product: 9.5 s for 2,000 phyxels of the bunny, 2 s now). A ray
+  // through a hole (the bunny's open base) or exactly through an edge can miscount along one
+  // axis; the two others outvote it. Signed counts, not parity: the cow's horns overlap its
+  // head, and parity called the overlap outside.
+  std::vector<uint8_t> votes(total, 0);
+  const auto index = [&](size_t ix, size_t iy, size_t iz) {
+    return ix + counts[0] * (iy + counts[1] * iz);
+  };
+  for (int axis = 0; axis < 3; ++axis) {
+    const int u = (axis + 1) % 3, v = (axis + 2) % 3;
+    const size_t columns = counts[u] * counts[v];
+    // Per column (iu, iv): where triangles cross it along `axis`, and whether each faces
+    // +axis (+1, leaving an outward-oriented surface) or -axis (-1).
+    std::vector<std::vector<std::pair<double, int>>> crossings(columns);
+    const auto triangles = static_cast<size_t>(mesh.triangleCount());
+    for (size_t t = 0; t < triangles; ++t) {
+      Vec3 corner[3];
+      for (int k = 0; k < 3; ++k) {
+        corner[k] = row(mesh.positions, static_cast<size_t>(mesh.triangles[3 * t + k]));
+      }
+      const double minU = std::min({corner[0][u], corner[1][u], corner[2][u]});
+      const double maxU = std::max({corner[0][u], corner[1][u], corner[2][u]});
+      const double minV = std::min({corner[0][v], corner[1][v], corner[2][v]});
+      const double maxV = std::max({corner[0][v], corner[1][v], corner[2][v]});
+      const double firstU = std::max(0.0, std::ceil((minU - origin[u]) / spacing));
+      const double lastU =
+          std::min(static_cast<double>(counts[u]) - 1, std::floor((maxU - origin[u]) / spacing));
+      const double firstV = std::max(0.0, std::ceil((minV - origin[v]) / spacing));
+      const double lastV =
+          std::min(static_cast<double>(counts[v]) - 1, std::floor((maxV - origin[v]) / spacing));
+      // Twice the signed area of the shadow, and the edge functions of a column point.
+      const double area = (corner[1][u] - corner[0][u]) * (corner[2][v] - corner[0][v]) -
+                          (corner[2][u] - corner[0][u]) * (corner[1][v] - corner[0][v]);
+      if (area == 0) continue;  // seen edge-on: the ray grazes it
+      for (double iu = firstU; iu <= lastU; ++iu) {
+        for (double iv = firstV; iv <= lastV; ++iv) {
+          const double pu = origin[u] + spacing * iu, pv = origin[v] + spacing * iv;
+          double weight[3];
+          for (int k = 0; k < 3; ++k) {
+            const Vec3& a = corner[(k + 1) % 3];
+            const Vec3& b = corner[(k + 2) % 3];
+            weight[k] = ((b[u] - a[u]) * (pv - a[v]) - (pu - a[u]) * (b[v] - a[v])) / area;
+          }
+          if (weight[0] < 0 || weight[1] < 0 || weight[2] < 0) continue;
+          const double along = weight[0] * corner[0][axis] + weight[1] * corner[1][axis] +
+                               weight[2] * corner[2][axis];
+          crossings[static_cast<size_t>(iu) + counts[u] * static_cast<size_t>(iv)].emplace_back(
+              along, area > 0 ? 1 : -1);
+        }
+      }
+    }
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, columns, 64),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t c = r.begin(); c != r.end(); ++c) {
+                          std::vector<std::pair<double, int>>& hits = crossings[c];
+                          std::sort(hits.begin(), hits.end());
+                          const size_t iu = c % counts[u], iv = c / counts[u];
+                          // The ray's winding number: the signed crossings beyond the point
+                          // (0 outside; 1 inside, -1 in an inward-oriented mesh, 2 where two
+                          // closed parts overlap, which parity would call outside).
+                          int beyond = 0;
+                          for (const auto& hit : hits) beyond += hit.second;
+                          size_t passed = 0;
+                          for (size_t ia = 0; ia < counts[axis]; ++ia) {
+                            const double at = origin[axis] + spacing * static_cast<double>(ia);
+                            while (passed < hits.size() && hits[passed].first < at) {
+                              beyond -= hits[passed].second;
+                              ++passed;
+                            }
+                            if (beyond == 0) continue;
+                            size_t ijk[3];
+                            ijk[axis] = ia;
+                            ijk[u] = iu;
+                            ijk[v] = iv;
+                            ++votes[index(ijk[0], ijk[1], ijk[2])];
+                          }
+                        }
+                      });
+  }
   VolumeSampling out;
   out.spacing = spacing;
   for (size_t i = 0; i < total; ++i) {
-    if (inside[i] == 0) continue;
+    if (votes[i] < 2) continue;
     const Vec3 p = latticePoint(i);
     out.positions.insert(out.positions.end(), {p.x(), p.y(), p.z()});
   }

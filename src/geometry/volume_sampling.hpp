@@ -1,11 +1,13 @@
 // Points inside a closed triangle mesh (private to the library): the phyxels of a meshless
 // volume (muller2004 section 3.2, "phyxels sampled from the object's volume").
 //
-// Inside is decided by the generalized winding number (Jacobson et al. 2013): the sum over
+// windingNumber is the generalized winding number (Jacobson et al. 2013): the sum over
 // the triangles of their signed solid angles seen from the point, divided by 4 pi. It is 1
 // inside a closed, outward-oriented mesh and 0 outside; on a mesh with small holes (the
 // Stanford bunny's base) it degrades smoothly instead of flipping whole rays as a parity
-// test does, so |w| > 1/2 is a robust inside test for meshes of either orientation.
+// test does, so |w| > 1/2 is a robust inside test for meshes of either orientation; it
+// costs a pass over the triangles per point, so sampleVolume counts signed crossings along
+// lattice columns with a vote of the three axes, and the tests hold it to the winding number.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,10 @@ struct VolumeSampling {
   double spacing = 0;             // the cubic lattice's spacing, m
 };
 
-// The points of a cubic lattice of spacing `spacing` that lie inside `mesh` (|winding| > 1/2):
+// The points of a cubic lattice of spacing `spacing` that lie inside `mesh`: where the
+// winding number of a ray along the lattice's column (its signed crossings) is not 0, in
+// two of the three axis directions (on a closed mesh, the same as |winding| > 1/2, overlaps
+// and inverted parts included; a small hole is outvoted):
 // floor(extent / spacing) points along each axis, centred on the mesh's bounding box (a box
 // with sides that are multiples of the spacing gets the centres of its cells), in
 // lexicographic (z, y, x) order.
