@@ -125,6 +125,7 @@ class MlsSolidModel : public Model {
                           ModelWorkspace* workspace) const override;
   [[nodiscard]] std::vector<int32_t> hessianBlockNodes() const override;
   bool hessianBlocks(std::span<const double> x, std::span<double> values) const override;
+  // 0.7 x 2 / sqrt(lambda_max(M^-1 K)) at the reference by Lanczos, never below Gershgorin.
   [[nodiscard]] double stableTimeStep() const override { return stableStep_; }
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
   InelasticReport updateInelastic(std::span<const double> x, double dt,
