@@ -69,9 +69,6 @@ void dampInternalMotion(World& world, double dt) {
     const double keep = std::exp(-body.internalDamping * dt);
     const std::vector<int32_t> pieces = body.model->nodePieces();
     const auto n = static_cast<size_t>(body.nodeCount());
-    const size_t pieceCount =
-        pieces.empty() ? 1
-                       : static_cast<size_t>(*std::max_element(pieces.begin(), pieces.end())) + 1;
     const auto pieceOf = [&](size_t i) {
       return pieces.empty() ? size_t{0} : static_cast<size_t>(pieces[i]);
     };
@@ -82,7 +79,7 @@ void dampInternalMotion(World& world, double dt) {
       Eigen::Matrix3d inertia = Eigen::Matrix3d::Zero();
       Vec3 centre = Vec3::Zero(), velocity = Vec3::Zero(), spin = Vec3::Zero();
     };
-    std::vector<Rigid> rigid(pieceCount);
+    std::vector<Rigid> rigid(static_cast<size_t>(pieceCount(pieces)));
     for (size_t i = 0; i < n; ++i) {
       if (body.pinned[i]) continue;
       Rigid& r = rigid[pieceOf(i)];
