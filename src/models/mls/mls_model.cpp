@@ -134,7 +134,6 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
   neighbours_ = params.neighbours;
   quadratic_ = params.quadraticBasis;
   volume_.assign(count, 0.0);
-  buildStencils(true);
   if (!volumes.empty()) {
     for (size_t i = 0; i < count; ++i) {
       if (!(volumes[i] > 0) || !std::isfinite(volumes[i])) {
@@ -145,9 +144,9 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
     }
     volume_.assign(volumes.begin(), volumes.end());
   }
+  buildStencils(true, volumes.empty());
   mass_.resize(count);
   for (size_t i = 0; i < count; ++i) mass_[i] = material.density * volume_[i];
-  buildMisfit();
   computeStableStep();
   bindSurface(surface);
   plasticity_ = params.plasticity;
@@ -199,8 +198,7 @@ void MlsSolidModel::absorbReference(std::span<const double> x) {
         }
       });
   rest_.assign(x.begin(), x.end());
-  buildStencils(false);
-  buildMisfit();
+  buildStencils(false, false);
   computeStableStep();
   ++absorptions_;
   ++topologyVersion_;
@@ -210,17 +208,23 @@ void MlsSolidModel::absorbReference(std::span<const double> x) {
   }
 }
 
-void MlsSolidModel::buildStencils(bool firstBuild) {
+void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
   const auto count = static_cast<size_t>(nodeCount_);
   // Stencils: the phyxel first, then its neighbours nearest first.
   const auto k = static_cast<size_t>(neighbours_) + 1;
+  squareOffsets_.resize(count + 1);
+  squareOffsets_[0] = 0;
+  for (size_t i = 0; i < count; ++i) {
+    squareOffsets_[i + 1] = squareOffsets_[i] + static_cast<int64_t>(k * k);
+  }
+  misfit_.assign(static_cast<size_t>(squareOffsets_[count]), 0.0);
   const PointKdTree tree(rest_);
   stencilOffsets_.resize(count + 1);
   stencilNodes_.resize(count * k);
   support_.resize(count);
   for (size_t i = 0; i <= count; ++i) stencilOffsets_[i] = static_cast<int32_t>(i * k);
   std::vector<double> worstCondition(count, 0.0);
-  quadraticFits_.assign(count, 0);
+  std::vector<char> quadraticFits(count, 0);
   const bool quadratic = quadratic_;
   shape_.assign(count * k * 3, 0.0);
   volume_.resize(count);
@@ -291,7 +295,7 @@ void MlsSolidModel::buildStencils(bool firstBuild) {
           }
           const StencilFit fit =
               fitStencil(offsets, std::span<const double>(weights).subspan(1), h, quadratic);
-          quadraticFits_[i] = fit.quadratic ? 1 : 0;
+          quadraticFits[i] = fit.quadratic ? 1 : 0;
           Vec3 selfShape = Vec3::Zero();
           for (size_t j = 1; j < k; ++j) {
             const Vec3 d = fit.gradient.col(static_cast<Eigen::Index>(j - 1));  // eq. (21)
@@ -300,60 +304,36 @@ void MlsSolidModel::buildStencils(bool firstBuild) {
           }
           setRow(shape_, i * k, selfShape);
           // Shepard volume 1 / sum_j W_ij with the normalised poly6, 315 / (64 pi h^3) W-shape.
-          if (firstBuild) volume_[i] = 64.0 * std::numbers::pi * h * h * h / (315.0 * weightSum);
+          if (shepardVolumes) {
+            volume_[i] = 64.0 * std::numbers::pi * h * h * h / (315.0 * weightSum);
+          }
+          // The misfit penalty's constant Hessian Q_i, n x n: the fit's residual at neighbour
+          // j is r_j = sum_m R_jm (u_m - u_i) = sum_k alpha_jk u_k (alpha_j0 = -sum_m R_jm),
+          //   Q_i = sum_j c_ij alpha_j alpha_j^T,  c_ij = c_hg mu v_i wbar_ij / |x_ij|^2,
+          // wbar_ij = w_ij / sum_{j != i} w_ij.
+          if (hourglassScale_ > 0) {
+            const double neighbourWeight = weightSum - 1.0;
+            Eigen::Map<Eigen::MatrixXd> Q(&misfit_[static_cast<size_t>(squareOffsets_[i])],
+                                          static_cast<Eigen::Index>(k),
+                                          static_cast<Eigen::Index>(k));
+            Eigen::VectorXd alpha(static_cast<Eigen::Index>(k));
+            for (size_t j = 1; j < k; ++j) {
+              const auto jj = static_cast<Eigen::Index>(j - 1);
+              const double r2 = offsets[j - 1].squaredNorm();
+              if (!(r2 > 0)) continue;  // a coincident neighbour (a melt) has no misfit
+              const double c = hourglassScale_ * volume_[i] * weights[j] / neighbourWeight / r2;
+              alpha.tail(static_cast<Eigen::Index>(k - 1)) = fit.residual.row(jj).transpose();
+              alpha(0) = -fit.residual.row(jj).sum();
+              Q.noalias() += c * alpha * alpha.transpose();
+            }
+          }
         }
       });
   for (const std::string& e : errors) {
     if (!e.empty()) throw InputError(e);
   }
   worstCondition_ = *std::max_element(worstCondition.begin(), worstCondition.end());
-  quadraticCount_ = std::count(quadraticFits_.begin(), quadraticFits_.end(), 1);
-}
-
-void MlsSolidModel::buildMisfit() {
-  const auto count = static_cast<size_t>(nodeCount_);
-  const auto k = static_cast<size_t>(neighbours_) + 1;
-  // The misfit penalty's constant Hessian Q_i, n x n per stencil: the fit's residual at
-  // neighbour j is r_j = sum_m R_jm (u_m - u_i) = sum_k alpha_jk u_k (alpha_j0 = -sum_m R_jm),
-  //   Q_i = sum_j c_ij alpha_j alpha_j^T,  c_ij = c_hg mu v_i wbar_ij / |x_ij|^2.
-  squareOffsets_.resize(count + 1);
-  squareOffsets_[0] = 0;
-  for (size_t i = 0; i < count; ++i) {
-    squareOffsets_[i + 1] = squareOffsets_[i] + static_cast<int64_t>(k * k);
-  }
-  misfit_.assign(static_cast<size_t>(squareOffsets_[count]), 0.0);
-  if (hourglassScale_ > 0) {
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
-          Eigen::VectorXd alpha(static_cast<Eigen::Index>(k));
-          std::vector<Vec3> offsets(k - 1);
-          std::vector<double> weights(k - 1);
-          for (size_t i = r.begin(); i != r.end(); ++i) {
-            const int32_t* nodes = &stencilNodes_[i * k];
-            const Vec3 xi = row(rest_, i);
-            const double h = support_[i];
-            double weightSum = 0;
-            for (size_t j = 1; j < k; ++j) {
-              offsets[j - 1] = row(rest_, static_cast<size_t>(nodes[j])) - xi;
-              weights[j - 1] = mls::poly6Shape(offsets[j - 1].squaredNorm(), h * h);
-              weightSum += weights[j - 1];
-            }
-            const StencilFit fit = fitStencil(offsets, weights, h, quadraticFits_[i] != 0);
-            Eigen::Map<Eigen::MatrixXd> Q(&misfit_[static_cast<size_t>(squareOffsets_[i])],
-                                          static_cast<Eigen::Index>(k),
-                                          static_cast<Eigen::Index>(k));
-            for (size_t j = 1; j < k; ++j) {
-              const auto jj = static_cast<Eigen::Index>(j - 1);
-              const double r2 = offsets[j - 1].squaredNorm();
-              if (!(r2 > 0)) continue;  // a coincident neighbour (a melt) has no misfit
-              const double c = hourglassScale_ * volume_[i] * weights[j - 1] / weightSum / r2;
-              alpha.tail(static_cast<Eigen::Index>(k - 1)) = fit.residual.row(jj).transpose();
-              alpha(0) = -fit.residual.row(jj).sum();
-              Q.noalias() += c * alpha * alpha.transpose();
-            }
-          }
-        });
-  }
+  quadraticCount_ = std::count(quadraticFits.begin(), quadraticFits.end(), 1);
   incidence_ = buildIncidence(stencilNodes_, nodeCount_);
 }
 
@@ -507,8 +487,7 @@ void MlsSolidModel::stateAssigned() {
   }
   for (const int32_t p : bindPhyxels_) consistent = consistent && p >= 0 && p < nodeCount_;
   if (!consistent) throw InputError("mls_solid state: the surface binding does not fit");
-  buildStencils(false);
-  buildMisfit();
+  buildStencils(false, false);
   computeStableStep();
 }
 

@@ -178,11 +178,11 @@ class MlsSolidModel : public Model {
   // Eq. (27) for every surface vertex (and surfel normal, when `normals` is given) at x.
   void carrySurface(std::span<const double> x, std::vector<double>& positions,
                     std::vector<double>* normals) const;
-  // The stencils, their fits and support radii on rest_ (first build: refuses coincident
-  // phyxels and singular neighbourhoods and sets the Shepard volumes; a melt's rebuild
-  // takes them as they come), the misfit penalty, and the stable step.
-  void buildStencils(bool firstBuild);
-  void buildMisfit();
+  // The stencils, their fits, support radii and misfit penalties on rest_ (first build:
+  // refuses coincident phyxels and singular neighbourhoods; a melt's rebuild takes them as
+  // they come), with the Shepard volumes when asked for (volume_ holds the given ones
+  // otherwise: the penalty scales with them); computeStableStep follows each build.
+  void buildStencils(bool firstBuild, bool shepardVolumes);
   void computeStableStep();
   // Melting (section 4.2): the shape at x becomes the reference.
   void absorbReference(std::span<const double> x);
@@ -205,7 +205,6 @@ class MlsSolidModel : public Model {
   double worstCondition_ = 0;
   int32_t neighbours_ = 26;
   bool quadratic_ = true;
-  std::vector<char> quadraticFits_;  // (nPhyxels): 1 where the quadratic fit holds
   std::optional<MlsPlasticity> plasticity_;
   uint64_t topologyVersion_ = 0;       // bumped when a melt rebuilds the stencils; state
   std::vector<double> volumeRatio_;    // (nPhyxels) with melting: volume over the original
