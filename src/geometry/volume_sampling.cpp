@@ -40,6 +40,42 @@ double enclosedVolume(const Geometry& mesh) {
   return std::abs(sum) / 6.0;
 }
 
+namespace {
+
+// a before b in the (u, v) plane, lexicographically: the order in which an edge's end points
+// are taken, so that the two triangles sharing it see exactly opposite edge functions.
+bool before(const Vec3& a, const Vec3& b, int u, int v) {
+  return a[u] < b[u] || (a[u] == b[u] && a[v] < b[v]);
+}
+
+// The edge function of the point (pu, pv) against the edge a -> b in the (u, v) plane: twice
+// the signed area of (a, b, p), positive left of the edge. Computed from the edge's end
+// points in a fixed order, so that the triangles on either side of the edge get values that
+// are exactly each other's negative, also after rounding.
+double edgeFunction(const Vec3& a, const Vec3& b, int u, int v, double pu, double pv) {
+  const bool flip = before(b, a, u, v);
+  const Vec3& lo = flip ? b : a;
+  const Vec3& hi = flip ? a : b;
+  const double e = (hi[u] - lo[u]) * (pv - lo[v]) - (pu - lo[u]) * (hi[v] - lo[v]);
+  return flip ? -e : e;
+}
+
+// Where a column passes exactly through an edge (or a vertex), the point is moved by the
+// infinitesimal (eps, eps^2): the sign of the edge function's change is that of
+// -(b_v - a_v), or of (b_u - a_u) when the edge is parallel to u (simulation of simplicity).
+// Of the two triangles sharing the edge exactly one then holds the column, so the crossing
+// counts once: before, a column through a face diagonal of the box primitive counted it
+// twice or not at all, and a 6 x 6 x 24 bar lost one of its 864 lattice points.
+double edgeTieBreak(const Vec3& a, const Vec3& b, int u, int v) {
+  const bool flip = before(b, a, u, v);
+  const Vec3& lo = flip ? b : a;
+  const Vec3& hi = flip ? a : b;
+  const double d = hi[v] != lo[v] ? -(hi[v] - lo[v]) : hi[u] - lo[u];
+  return flip ? -d : d;
+}
+
+}  // namespace
+
 VolumeSampling sampleVolume(const Geometry& mesh, double spacing) {
   if (mesh.isPointCloud()) {
     throw InputError(
@@ -107,12 +143,16 @@ VolumeSampling sampleVolume(const Geometry& mesh, double spacing) {
       const double maxU = std::max({corner[0][u], corner[1][u], corner[2][u]});
       const double minV = std::min({corner[0][v], corner[1][v], corner[2][v]});
       const double maxV = std::max({corner[0][v], corner[1][v], corner[2][v]});
-      const double firstU = std::max(0.0, std::ceil((minU - origin[u]) / spacing));
-      const double lastU =
-          std::min(static_cast<double>(counts[u]) - 1, std::floor((maxU - origin[u]) / spacing));
-      const double firstV = std::max(0.0, std::ceil((minV - origin[v]) / spacing));
-      const double lastV =
-          std::min(static_cast<double>(counts[v]) - 1, std::floor((maxV - origin[v]) / spacing));
+      // The columns under the shadow's bounds, one more on each side: a column on the bounds
+      // may round out of them, and the exact test below decides (a column through the
+      // shared edge of two triangles belongs to the one the tie-break gives it, which may be
+      // the one whose bounds it rounded out of).
+      const double firstU = std::max(0.0, std::ceil((minU - origin[u]) / spacing) - 1);
+      const double lastU = std::min(static_cast<double>(counts[u]) - 1,
+                                    std::floor((maxU - origin[u]) / spacing) + 1);
+      const double firstV = std::max(0.0, std::ceil((minV - origin[v]) / spacing) - 1);
+      const double lastV = std::min(static_cast<double>(counts[v]) - 1,
+                                    std::floor((maxV - origin[v]) / spacing) + 1);
       // Twice the signed area of the shadow, and the edge functions of a column point.
       const double area = (corner[1][u] - corner[0][u]) * (corner[2][v] - corner[0][v]) -
                           (corner[2][u] - corner[0][u]) * (corner[1][v] - corner[0][v]);
@@ -121,12 +161,16 @@ VolumeSampling sampleVolume(const Geometry& mesh, double spacing) {
         for (double iv = firstV; iv <= lastV; ++iv) {
           const double pu = origin[u] + spacing * iu, pv = origin[v] + spacing * iv;
           double weight[3];
-          for (int k = 0; k < 3; ++k) {
-            const Vec3& a = corner[(k + 1) % 3];
-            const Vec3& b = corner[(k + 2) % 3];
-            weight[k] = ((b[u] - a[u]) * (pv - a[v]) - (pu - a[u]) * (b[v] - a[v])) / area;
+          bool inside = true;
+          for (int k = 0; k < 3 && inside; ++k) {
+            const double side =
+                edgeFunction(corner[(k + 1) % 3], corner[(k + 2) % 3], u, v, pu, pv);
+            weight[k] = side / area;
+            inside = side != 0 ? (side > 0) == (area > 0)
+                               : (edgeTieBreak(corner[(k + 1) % 3], corner[(k + 2) % 3], u, v) >
+                                  0) == (area > 0);
           }
-          if (weight[0] < 0 || weight[1] < 0 || weight[2] < 0) continue;
+          if (!inside) continue;
           const double along = weight[0] * corner[0][axis] + weight[1] * corner[1][axis] +
                                weight[2] * corner[2][axis];
           crossings[static_cast<size_t>(iu) + counts[u] * static_cast<size_t>(iv)].emplace_back(

@@ -236,6 +236,23 @@ TEST(MlsSolid, ColumnCrossingsAgreeWithTheWindingNumber) {
   }
 }
 
+// Columns through the box primitive's face diagonals hit edges shared by two triangles:
+// each crossing counts once, and every cell centre of the box is inside.
+TEST(MlsSolid, ABoxKeepsEveryCellCentreWhereColumnsRunThroughFaceDiagonals) {
+  PrimitiveDef box;
+  box.type = PrimitiveType::kBox;
+  box.resolution = 8;
+  for (const double length : {0.24, 0.6}) {  // the bar and the cantilever of the accuracy tests
+    box.size = {0.06, 0.06, length};
+    for (const double spacing : {0.01, 0.015, 0.03}) {
+      const VolumeSampling s = sampleVolume(makePrimitive(box), spacing);
+      const auto n = [&](double side) { return static_cast<size_t>(std::lround(side / spacing)); };
+      EXPECT_EQ(s.positions.size() / 3, n(0.06) * n(0.06) * n(length))
+          << "length " << length << ", spacing " << spacing;
+    }
+  }
+}
+
 TEST(MlsSolid, RefusesPhyxelsInOnePlane) {
   const std::vector<double> sheet = lattice(8, 8, 1, 0.01);
   const Geometry none;
