@@ -187,13 +187,7 @@ void MlsSolidModel::absorbReference(std::span<const double> x) {
           const mls::Mat3 R = U * svd.matrixV().transpose();
           // The new total strain is 0: the plastic strain is minus the elastic one.
           const mls::Mat3 next = -(R * elastic * R.transpose());
-          double* e = &plasticStrain_[6 * p];
-          e[0] = next(0, 0);
-          e[1] = next(1, 1);
-          e[2] = next(2, 2);
-          e[3] = 0.5 * (next(0, 1) + next(1, 0));
-          e[4] = 0.5 * (next(1, 2) + next(2, 1));
-          e[5] = 0.5 * (next(2, 0) + next(0, 2));
+          setPlasticAt(p, next);
           volumeRatio_[p] *= std::max(F.determinant(), 1e-3);
         }
       });
@@ -387,6 +381,16 @@ const mls::Mat3* MlsSolidModel::plasticAt(size_t p, mls::Mat3& storage) const {
   return &storage;
 }
 
+void MlsSolidModel::setPlasticAt(size_t p, const mls::Mat3& strain) {
+  double* e = &plasticStrain_[6 * p];
+  e[0] = strain(0, 0);
+  e[1] = strain(1, 1);
+  e[2] = strain(2, 2);
+  e[3] = 0.5 * (strain(0, 1) + strain(1, 0));
+  e[4] = 0.5 * (strain(1, 2) + strain(2, 1));
+  e[5] = 0.5 * (strain(2, 0) + strain(0, 2));
+}
+
 InelasticReport MlsSolidModel::updateInelastic(std::span<const double> x, double dt,
                                                ModelWorkspace* workspace) {
   (void)workspace;
@@ -413,13 +417,7 @@ InelasticReport MlsSolidModel::updateInelastic(std::span<const double> x, double
                         mls::Mat3 next = Ep + rate * elastic;
                         const double size = next.norm();
                         if (size > plastic.maxStrain) next *= plastic.maxStrain / size;
-                        double* e = &plasticStrain_[6 * p];
-                        e[0] = next(0, 0);
-                        e[1] = next(1, 1);
-                        e[2] = next(2, 2);
-                        e[3] = 0.5 * (next(0, 1) + next(1, 0));
-                        e[4] = 0.5 * (next(1, 2) + next(2, 1));
-                        e[5] = 0.5 * (next(2, 0) + next(0, 2));
+                        setPlasticAt(p, next);
                         yielded[p] = 1;
                       }
                     });

@@ -166,6 +166,8 @@ class MlsSolidModel : public Model {
   double phyxelEnergy(size_t p, std::span<const double> x, double* g) const;
   // Phyxel p's plastic strain, or null when the model is elastic.
   [[nodiscard]] const mls::Mat3* plasticAt(size_t p, mls::Mat3& storage) const;
+  // Stores the symmetric part of `strain` as phyxel p's plastic strain (the 6 components).
+  void setPlasticAt(size_t p, const mls::Mat3& strain);
   // F of phyxel p at x (eq. 14 with the displacements u = x - X).
   [[nodiscard]] mls::Mat3 deformationGradient(size_t p, std::span<const double> x) const;
   [[nodiscard]] double volumeScale(size_t p) const {
