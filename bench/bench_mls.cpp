@@ -106,4 +106,46 @@ BENCHMARK(BM_MullerSurfels)
     ->ArgsProduct({{10000, 20000, 100000}, {1, 2}})
     ->Unit(benchmark::kMillisecond);
 
+// The clamped plate of tests/dynamics/test_plate_models.cpp (1 m, a / h = 100, nu = 0.3,
+// aluminium) through every shell model, explicit: (model, cells, threads) with model 0
+// discrete_shell, 1 fiber, 2 inelastic_shell, 3 and 4 mls_solid of 2 and 3 layers. Reports
+// the nodes, the stable step and the time per step; the deflections are the test's.
+void BM_PlateModels(benchmark::State& state) {
+  static const char* const kModels[] = {R"("model": "discrete_shell")", R"("model": "fiber")",
+                                        R"("model": "inelastic_shell")",
+                                        R"("model": "mls_solid", "mls_solid": {"layers": 2})",
+                                        R"("model": "mls_solid", "mls_solid": {"layers": 3})"};
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(2)));
+  std::ostringstream scene;
+  scene << R"({"gravity": [0, 0, -9.81], "bodies": [{"name": "plate", "primitive": {"type":
+    "sheet", "size": [1, 1, 0], "resolution": )"
+        << state.range(1) << R"(}, )" << kModels[state.range(0)]
+        << R"(, "material": {"young_modulus": 7e10, "poisson": 0.3, "thickness": 0.01,
+    "density": 2700}, "pins": [{"shape": "box", "center": [0.5, 0, 0], "half_extents": [0.001,
+    1, 0.01]}, {"shape": "box", "center": [-0.5, 0, 0], "half_extents": [0.001, 1, 0.01]},
+    {"shape": "box", "center": [0, 0.5, 0], "half_extents": [1, 0.001, 0.01]}, {"shape": "box",
+    "center": [0, -0.5, 0], "half_extents": [1, 0.001, 0.01]}]}], "time": {"duration": 100,
+    "frame_rate": 10000}, "output": {"folder": "out", "formats": ["ply"], "checkpoint_every": 0}})";
+  const shellsim::SceneDef def =
+      shellsim::parseScene(scene.str(), "plate.json", std::filesystem::temp_directory_path());
+  shellsim::Simulation sim(def);
+  sim.advanceFrames(1);  // warm: the first frame sizes the buffers
+  const int64_t before = sim.statistics().steps;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    sim.advanceFrames(1);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const auto steps = static_cast<double>(sim.statistics().steps - before);
+  state.counters["nodes"] = static_cast<double>(sim.masses(0).size());
+  state.counters["stable_step_us"] = 1e6 * sim.stableTimeStep(0);
+  state.counters["us_per_step"] = 1e6 * seconds / steps;
+  state.counters["s_per_simulated_s"] = seconds / (static_cast<double>(state.iterations()) / 1e4);
+}
+BENCHMARK(BM_PlateModels)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {32}, {2}})
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace

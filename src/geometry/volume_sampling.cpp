@@ -240,4 +240,48 @@ VolumeSampling sampleVolumeByCount(const Geometry& mesh, int32_t count) {
   return best;
 }
 
+VolumeSampling sampleSheetLayers(const Geometry& mesh, double thickness, int32_t layers) {
+  if (mesh.isPointCloud()) throw InputError("sheet layers: need a triangle mesh");
+  if (!(thickness > 0) || !std::isfinite(thickness)) {
+    throw InputError("sheet layers: the thickness must be positive");
+  }
+  if (layers != 2 && layers != 3) throw InputError("sheet layers: 2 or 3 layers");
+  const double edge = std::sqrt(0.6);
+  const std::vector<double> zeta =
+      layers == 2 ? std::vector<double>{-1 / std::sqrt(3.0), 1 / std::sqrt(3.0)}
+                  : std::vector<double>{-edge, 0, edge};
+  const std::vector<double> weight =
+      layers == 2 ? std::vector<double>{1, 1} : std::vector<double>{5.0 / 9, 8.0 / 9, 5.0 / 9};
+  const auto vertices = static_cast<size_t>(mesh.vertexCount());
+  std::vector<double> area(vertices, 0.0);
+  for (size_t t = 0; t < static_cast<size_t>(mesh.triangleCount()); ++t) {
+    const auto a = static_cast<size_t>(mesh.triangles[3 * t]);
+    const auto b = static_cast<size_t>(mesh.triangles[3 * t + 1]);
+    const auto c = static_cast<size_t>(mesh.triangles[3 * t + 2]);
+    const Vec3 pa = row(mesh.positions, a);
+    const double doubled = (row(mesh.positions, b) - pa).cross(row(mesh.positions, c) - pa).norm();
+    for (const size_t v : {a, b, c}) area[v] += doubled / 6.0;
+  }
+  Geometry oriented = mesh;
+  computeVertexNormals(oriented);
+  const auto L = static_cast<size_t>(layers);
+  VolumeSampling sheet;
+  sheet.positions.resize(3 * vertices * L);
+  sheet.volumes.resize(vertices * L);
+  for (size_t v = 0; v < vertices; ++v) {
+    const Vec3 normal = row(oriented.normals, v);
+    if (!(area[v] > 0) || !(std::abs(normal.norm() - 1.0) < 1e-6)) {
+      std::ostringstream msg;
+      msg << "sheet layers: vertex " << v << " has no area or no normal (its triangles are "
+          << "degenerate or cancel out): repair the mesh";
+      throw InputError(msg.str());
+    }
+    for (size_t l = 0; l < L; ++l) {
+      setRow(sheet.positions, v * L + l, row(mesh.positions, v) + zeta[l] * thickness / 2 * normal);
+      sheet.volumes[v * L + l] = area[v] * thickness * weight[l] / 2;
+    }
+  }
+  return sheet;
+}
+
 }  // namespace shellsim

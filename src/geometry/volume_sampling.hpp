@@ -30,6 +30,7 @@ namespace shellsim {
 struct VolumeSampling {
   std::vector<double> positions;  // lattice points inside, (nPoints, 3), m
   double spacing = 0;             // the cubic lattice's spacing, m
+  std::vector<double> volumes;    // (nPoints), m^3, where each point stands for its own
 };
 
 // The points of a cubic lattice of spacing `spacing` that lie inside `mesh`: where the
@@ -45,5 +46,17 @@ struct VolumeSampling {
 // The same with the spacing chosen so that about `count` points lie inside (within 10 %
 // where the mesh allows; a few refinements of (V / count)^(1/3)).
 [[nodiscard]] VolumeSampling sampleVolumeByCount(const Geometry& mesh, int32_t count);
+
+// A sheet of thickness t as `layers` (2 or 3) layers of points on its mid-surface `mesh`,
+// vertex-major, (nVertices, layers, 3): vertex v's point l at X_v + zeta_l t / 2 n_v, n_v
+// the area-weighted normal, standing for the volume A_v t w_l / 2 (A_v a third of the areas
+// of v's triangles), zeta and w the Gauss-Legendre points and weights on [-1, 1] (2:
+// +-1/sqrt 3, 1 and 1; 3: 0, +-sqrt(3/5), 8/9 and 5/9). They integrate a density quadratic
+// across the sheet (the bending energy's) exactly: two layers at the faces +-t/2 would give
+// 3 times the bending stiffness (specs/muller2004.md B8). spacing: unused (0).
+// Throws InputError for a point cloud, a thickness that is not positive, a layer count other
+// than 2 or 3, or a vertex without area or normal (naming it).
+[[nodiscard]] VolumeSampling sampleSheetLayers(const Geometry& mesh, double thickness,
+                                               int32_t layers);
 
 }  // namespace shellsim

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "geometry/primitives.hpp"
+#include "plate_scene.hpp"
 #include "shellsim/scene.hpp"
 #include "shellsim/world.hpp"
 #include "temp_folder.hpp"
@@ -23,54 +24,9 @@ namespace shellsim {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The grid over the node coordinates xs x ys in z = 0, each cell split along alternating
-// diagonals like the sheet primitive's, counter-clockwise about +z, written to an OBJ; with
-// jitter > 0 every node with movable(x, y) moves by up to jitter times its cell's smaller
-// side in a random direction of the plane (fixed seed). Returns the file.
-template <class Movable>
-fs::path writeGrid(const fs::path& folder, const std::string& name, const std::vector<double>& xs,
-                   const std::vector<double>& ys, double jitter, const Movable& movable) {
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<double> unit(0, 1);
-  const fs::path file = folder / (name + ".obj");
-  std::ofstream out(file);
-  out.precision(17);
-  for (size_t j = 0; j < ys.size(); ++j) {
-    for (size_t i = 0; i < xs.size(); ++i) {
-      double x = xs[i], y = ys[j];
-      const double r = std::sqrt(unit(rng)), angle = 2 * std::numbers::pi * unit(rng);
-      if (jitter > 0 && movable(x, y)) {
-        const double cell = std::min(xs[i + 1] - xs[i], ys[j + 1] - ys[j]);
-        x += jitter * cell * r * std::cos(angle);
-        y += jitter * cell * r * std::sin(angle);
-      }
-      out << "v " << x << ' ' << y << " 0\n";
-    }
-  }
-  const auto id = [&](size_t i, size_t j) { return j * xs.size() + i + 1; };
-  for (size_t j = 0; j + 1 < ys.size(); ++j) {
-    for (size_t i = 0; i + 1 < xs.size(); ++i) {
-      if ((i + j) % 2 == 0) {
-        out << "f " << id(i, j) << ' ' << id(i + 1, j) << ' ' << id(i + 1, j + 1) << '\n';
-        out << "f " << id(i, j) << ' ' << id(i + 1, j + 1) << ' ' << id(i, j + 1) << '\n';
-      } else {
-        out << "f " << id(i, j) << ' ' << id(i + 1, j) << ' ' << id(i, j + 1) << '\n';
-        out << "f " << id(i + 1, j) << ' ' << id(i + 1, j + 1) << ' ' << id(i, j + 1) << '\n';
-      }
-    }
-  }
-  return file;
-}
-
-// n equal cells over [a, b], with an extra cell of width `ring` beyond each end when > 0.
-std::vector<double> coordinates(double a, double b, int n, double ring = 0) {
-  std::vector<double> c;
-  if (ring > 0) c.push_back(a - ring);
-  for (int i = 0; i <= n; ++i) c.push_back(a + (b - a) * i / n);
-  if (ring > 0) c.push_back(b + ring);
-  return c;
-}
+using plate_scene::coordinates;
+using plate_scene::pinBox;
+using plate_scene::writeGrid;
 
 // A clamp of a rotation-free shell is two rows of pins, here one cell apart. What it costs:
 // the patches of the faces along the clamp fit their quadratics across the clamped line,
@@ -88,14 +44,6 @@ std::string materialJson() {
   std::ostringstream s;
   s << R"("material": {"young_modulus": )" << kYoung << R"(, "poisson": )" << kPoisson
     << R"(, "thickness": )" << kThickness << R"(, "density": )" << kDensity << "}";
-  return s.str();
-}
-
-std::string pinBox(double cx, double cy, double hx, double hy) {
-  std::ostringstream s;
-  s.precision(17);
-  s << R"({"shape": "box", "center": [)" << cx << ", " << cy << R"(, 0], "half_extents": [)" << hx
-    << ", " << hy << ", 0.001]}";
   return s.str();
 }
 

@@ -58,13 +58,19 @@ mls::Mat3 randomF(std::mt19937& rng, double amplitude) {
 TEST(MlsKernel, StressAndTangentAreTheDerivativesOfTheEnergyDensity) {
   std::mt19937 rng(5);
   const mls::Elasticity material{3e4, 7e4, 2e4};
-  for (int trial = 0; trial < 20; ++trial) {
+  for (int trial = 0; trial < 40; ++trial) {
     const mls::Mat3 F = randomF(rng, 0.4);
     mls::Mat3 plastic = randomF(rng, 0.05) - mls::Mat3::Identity();
     plastic = 0.5 * (plastic + plastic.transpose()).eval();
+    // Odd trials: the sheet law of two layers about a random normal.
+    const Eigen::Vector3d normal = Eigen::Vector3d(randomF(rng, 1).col(0)).normalized();
+    const Eigen::Vector3d* sheet = trial % 2 == 1 ? &normal : nullptr;
+    const auto density = [&](const mls::Mat3& G, mls::Mat3* P, mls::Tangent* C) {
+      return mls::strainEnergyDensity(G, material, &plastic, P, C, 1.0, sheet);
+    };
     mls::Mat3 P;
     mls::Tangent C;
-    mls::strainEnergyDensity(F, material, &plastic, &P, &C);
+    density(F, &P, &C);
     const double h = 1e-6;
     for (int b = 0; b < 3; ++b) {
       for (int d = 0; d < 3; ++d) {
@@ -72,13 +78,11 @@ TEST(MlsKernel, StressAndTangentAreTheDerivativesOfTheEnergyDensity) {
         plus(b, d) += h;
         minus(b, d) -= h;
         const double numeric =
-            (mls::strainEnergyDensity(plus, material, &plastic, nullptr, nullptr) -
-             mls::strainEnergyDensity(minus, material, &plastic, nullptr, nullptr)) /
-            (2 * h);
+            (density(plus, nullptr, nullptr) - density(minus, nullptr, nullptr)) / (2 * h);
         EXPECT_NEAR(P(b, d), numeric, 1e-6 * std::max(1.0, std::abs(numeric)));
         mls::Mat3 Pp, Pm;
-        mls::strainEnergyDensity(plus, material, &plastic, &Pp, nullptr);
-        mls::strainEnergyDensity(minus, material, &plastic, &Pm, nullptr);
+        density(plus, &Pp, nullptr);
+        density(minus, &Pm, nullptr);
         const mls::Mat3 dP = (Pp - Pm) / (2 * h);
         for (int a = 0; a < 3; ++a) {
           for (int c = 0; c < 3; ++c) {
@@ -88,6 +92,33 @@ TEST(MlsKernel, StressAndTangentAreTheDerivativesOfTheEnergyDensity) {
       }
     }
   }
+}
+
+TEST(MlsKernel, TheSheetLawIsPlaneStressInTheSheetAndUncoupledAcrossIt) {
+  const double E = 2e5, nu = 0.3, eps = 1e-7;
+  const mls::Elasticity material{E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu)), 0};
+  const Eigen::Vector3d normal = Eigen::Vector3d::UnitZ();
+  // Stretched along x with the lateral in-plane strain -nu eps and none across the sheet:
+  // plane stress gives sigma_xx = E eps, sigma_yy = 0, and no stress across.
+  mls::Mat3 F = mls::Mat3::Identity();
+  F(0, 0) += eps;
+  F(1, 1) -= nu * eps;
+  mls::Mat3 P;
+  mls::strainEnergyDensity(F, material, nullptr, &P, nullptr, 1.0, &normal);
+  EXPECT_NEAR(P(0, 0), E * eps, 1e-5 * E * eps);
+  EXPECT_NEAR(P(1, 1), 0, 1e-5 * E * eps);
+  EXPECT_NEAR(P(2, 2), 0, 1e-5 * E * eps);
+  // A strain across the sheet stresses only across it, by lambda + 2 mu.
+  F = mls::Mat3::Identity();
+  F(2, 2) += eps;
+  mls::strainEnergyDensity(F, material, nullptr, &P, nullptr, 1.0, &normal);
+  EXPECT_NEAR(P(2, 2), (material.lambda + 2 * material.mu) * eps, 1e-5 * E * eps);
+  EXPECT_NEAR(P(0, 0), 0, 1e-5 * E * eps);
+  // Shear across the sheet as the isotropic law: tau = mu gamma.
+  F = mls::Mat3::Identity();
+  F(0, 2) += eps;
+  mls::strainEnergyDensity(F, material, nullptr, &P, nullptr, 1.0, &normal);
+  EXPECT_NEAR(P(0, 2), material.mu * eps, 1e-5 * E * eps);
 }
 
 TEST(MlsKernel, SmallStrainIsLinearElasticity) {
@@ -633,6 +664,23 @@ testing::ContractCase mlsCase(const std::string& which) {
     } else if (which == "plastic") {
       rest = lattice(5, 4, 4, 0.01, 0.1);
       params = plasticParams(true);
+    } else if (which == "sheet2" || which == "sheet3") {
+      // Two or three layers of a sheet curled on a cylinder of radius 5 cm.
+      Geometry mid = makeEquilateralLattice(6, 7, 0.01);
+      for (size_t v = 0; v < static_cast<size_t>(mid.vertexCount()); ++v) {
+        const double angle = mid.positions[3 * v] / 0.05;
+        mid.positions[3 * v] = 0.05 * std::sin(angle);
+        mid.positions[3 * v + 2] = 0.05 * std::cos(angle);
+      }
+      const int layers = which == "sheet2" ? 2 : 3;
+      const VolumeSampling sheet = sampleSheetLayers(mid, 0.003, layers);
+      params.layers = layers;
+      params.neighbours = 20;
+      s.model = std::make_unique<MlsSolidModel>(sheet.positions, sheet.volumes, rubberBlock(),
+                                                params, mid);
+      s.rest = sheet.positions;
+      s.scale = 0.01;
+      return s;
     } else {
       PrimitiveDef sphere;
       sphere.type = PrimitiveType::kSphere;
@@ -683,8 +731,8 @@ testing::ContractCase mlsCase(const std::string& which) {
 using testing::ModelContract;
 INSTANTIATE_TEST_SUITE_P(MlsSolid, ModelContract,
                          ::testing::Values(mlsCase("lattice"), mlsCase("jittered"),
-                                           mlsCase("sphere"), mlsCase("plastic"),
-                                           mlsCase("melted")),
+                                           mlsCase("sphere"), mlsCase("plastic"), mlsCase("melted"),
+                                           mlsCase("sheet2"), mlsCase("sheet3")),
                          testing::contractCaseName);
 
 }  // namespace

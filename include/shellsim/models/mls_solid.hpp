@@ -23,7 +23,7 @@ struct MlsPlasticityDef {
 };
 
 // Options of an mls_solid body; the material's Young's modulus, Poisson ratio and density
-// give St Venant-Kirchhoff elasticity (its thickness is unused).
+// give St Venant-Kirchhoff elasticity (its thickness is a layered sheet's).
 struct MlsSolidDef {
   static constexpr std::string_view kModel = "mls_solid";
   int32_t phyxelCount = 400;    // phyxels sampled inside a mesh (about); 0: by spacing
@@ -34,6 +34,7 @@ struct MlsSolidDef {
   double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
   bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
   std::optional<MlsPlasticityDef> plasticity;  // none: elastic
+  int32_t layers = 0;  // 0: phyxels fill a closed mesh; 2 or 3: layers of a sheet (the mesh)
   bool operator==(const MlsSolidDef&) const = default;
 };
 

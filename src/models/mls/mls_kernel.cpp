@@ -10,18 +10,41 @@ Mat3 cofactor(const Mat3& F) {
   return c;
 }
 
+namespace {
+
+// The second Piola-Kirchhoff stress of a strain, S = dPsi/dE (linear in E): isotropic, or the
+// sheet law about the normal n (see the header).
+Mat3 secondPiola(const Mat3& strain, const Elasticity& material, const Eigen::Vector3d* normal) {
+  if (normal == nullptr) {
+    return 2.0 * material.mu * strain + material.lambda * strain.trace() * Mat3::Identity();
+  }
+  const Eigen::Vector3d& n = *normal;
+  const Mat3 tangential = Mat3::Identity() - n * n.transpose();
+  const Mat3 inPlane = tangential * strain * tangential;
+  const Eigen::Vector3d shear = tangential * (strain * n);
+  const double across = n.dot(strain * n);
+  const double mu = material.mu, lambda = material.lambda;
+  const double planeLambda = 2.0 * lambda * mu / (lambda + 2.0 * mu);
+  return 2.0 * mu * inPlane + planeLambda * inPlane.trace() * tangential +
+         2.0 * mu * (shear * n.transpose() + n * shear.transpose()) +
+         (lambda + 2.0 * mu) * across * n * n.transpose();
+}
+
+}  // namespace
+
 double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,
-                           Mat3* stress, Tangent* tangent, double volumeScale) {
+                           Mat3* stress, Tangent* tangent, double volumeScale,
+                           const Eigen::Vector3d* sheetNormal) {
   const Mat3 identity = Mat3::Identity();
   Mat3 green = 0.5 * (F.transpose() * F - identity);
   if (plastic != nullptr) green -= *plastic;
-  const double trace = green.trace();
   const double scale = volumeScale;
   const double J = F.determinant();
-  const double energy = material.mu * green.squaredNorm() + 0.5 * material.lambda * trace * trace +
+  // Psi is quadratic in the strain: Psi = S(E) : E / 2.
+  const Mat3 S = secondPiola(green, material, sheetNormal);
+  const double energy = 0.5 * S.cwiseProduct(green).sum() +
                         0.5 * material.volumeStiffness * (scale * J - 1.0) * (scale * J - 1.0);
   if (stress == nullptr && tangent == nullptr) return energy;
-  const Mat3 S = 2.0 * material.mu * green + material.lambda * trace * identity;
   const Mat3 cof = cofactor(F);
   if (stress != nullptr)
     *stress = F * S + material.volumeStiffness * (scale * J - 1.0) * scale * cof;
@@ -32,7 +55,7 @@ double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3
         dF(b, d) = 1.0;
         const Mat3 FtdF = F.transpose() * dF;
         const Mat3 dE = 0.5 * (FtdF + FtdF.transpose());
-        const Mat3 dS = 2.0 * material.mu * dE + material.lambda * dE.trace() * identity;
+        const Mat3 dS = secondPiola(dE, material, sheetNormal);
         Mat3 dCof;
         dCof.col(0) = dF.col(1).cross(F.col(2)) + F.col(1).cross(dF.col(2));
         dCof.col(1) = dF.col(2).cross(F.col(0)) + F.col(2).cross(dF.col(0));

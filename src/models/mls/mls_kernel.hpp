@@ -46,7 +46,19 @@ struct Elasticity {
 // k_v ((cof : dF) cof + (J - 1) dcof)) when `tangent` is given.
 // volumeScale a: the volume term measures a det F against 1 (a melt's reference has a
 // times the original volume), 1/2 k_v (a J - 1)^2, so that P gains k_v (a J - 1) a cof(F).
+//
+// sheetNormal n (unit, in the reference), when given: the phyxel is one of two layers of a
+// sheet, which cannot show a thickness strain that varies across the sheet; the isotropic
+// law would then hold the thickness strain of bending at 0 and stiffen bending by up to
+// (1 - nu)^2 / (1 - 2 nu) (Poisson locking of solid shells). The sheet law replaces the
+// coupling through the thickness by plane stress in the sheet: with E_t = (I - nn^T) E
+// (I - nn^T), g = (I - nn^T) E n, e = n^T E n,
+//   Psi = mu E_t:E_t + lambda' / 2 tr(E_t)^2 + 2 mu |g|^2 + (lambda + 2 mu) / 2 e^2,
+// lambda' = 2 lambda mu / (lambda + 2 mu) = E nu / (1 - nu^2), the same as the isotropic
+// law for every strain with e = 0 when nu = 0, and S = 2 mu E_t + lambda' tr(E_t) (I - nn^T) +
+// 2 mu (g n^T + n g^T) + (lambda + 2 mu) e nn^T.
 double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,
-                           Mat3* stress, Tangent* tangent, double volumeScale = 1.0);
+                           Mat3* stress, Tangent* tangent, double volumeScale = 1.0,
+                           const Eigen::Vector3d* sheetNormal = nullptr);
 
 }  // namespace shellsim::mls

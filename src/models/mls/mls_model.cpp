@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <sstream>
 
 #include "core/lanczos.hpp"
@@ -41,24 +42,35 @@ struct StencilFit {
   bool quadratic = false;
 };
 
+// thinDirection (unit), when given: the stencil is two layers of a sheet (MlsSolidParams::
+// layers) across that direction n, which hold two distinct positions along n only, so the
+// quadratic leaves out (y.n)^2 and keeps the other five products in a frame (a, b, n): the
+// bending field u = -kappa (y.a)(y.n) a + kappa (y.a)^2 / 2 n stays exact.
 StencilFit fitStencil(std::span<const Vec3> offsets, std::span<const double> weights, double h,
-                      bool quadratic) {
+                      bool quadratic, const Vec3* thinDirection) {
   const auto n = static_cast<Eigen::Index>(offsets.size());
+  Vec3 axisA = Vec3::UnitX(), axisB = Vec3::UnitY(), axisN = Vec3::UnitZ();
+  if (thinDirection != nullptr) {
+    axisN = *thinDirection;
+    axisA = axisN.unitOrthogonal();
+    axisB = axisN.cross(axisA);
+  }
   for (int attempt = quadratic ? 0 : 1; attempt < 2; ++attempt) {
-    const Eigen::Index b = attempt == 0 ? 9 : 3;
+    const Eigen::Index b = attempt == 1 ? 3 : (thinDirection != nullptr ? 8 : 9);
     Eigen::MatrixXd P(n, b);
     for (Eigen::Index j = 0; j < n; ++j) {
       const Vec3 y = offsets[static_cast<size_t>(j)] / h;
       P(j, 0) = y.x();
       P(j, 1) = y.y();
       P(j, 2) = y.z();
-      if (b == 9) {
-        P(j, 3) = y.x() * y.x();
-        P(j, 4) = y.y() * y.y();
-        P(j, 5) = y.z() * y.z();
-        P(j, 6) = y.x() * y.y();
-        P(j, 7) = y.y() * y.z();
-        P(j, 8) = y.z() * y.x();
+      if (b > 3) {
+        const double ya = y.dot(axisA), yb = y.dot(axisB), yn = y.dot(axisN);
+        P(j, 3) = ya * ya;
+        P(j, 4) = yb * yb;
+        P(j, 5) = ya * yb;
+        P(j, 6) = yb * yn;
+        P(j, 7) = yn * ya;
+        if (b == 9) P(j, 8) = yn * yn;
       }
     }
     const Eigen::Map<const Eigen::VectorXd> w(weights.data(), n);
@@ -68,7 +80,7 @@ StencilFit fitStencil(std::span<const Vec3> offsets, std::span<const double> wei
     const double smallest = eigen.eigenvalues()(0), largest = eigen.eigenvalues()(b - 1);
     // A quadratic needs three distinct positions along every axis: where the stencil has not
     // got them (a slab two phyxels thick) the phyxel fits a plane, as the paper does.
-    if (b == 9 && !(smallest > 1e-10 * largest)) continue;
+    if (b > 3 && !(smallest > 1e-10 * largest)) continue;
     // The pseudo-inverse: a melt may squeeze a neighbourhood flat (notes B6 d), and then the
     // gradient along the lost direction is left out rather than made up.
     Eigen::VectorXd inverse = eigen.eigenvalues();
@@ -80,7 +92,7 @@ StencilFit fitStencil(std::span<const Vec3> offsets, std::span<const double> wei
     StencilFit fit;
     fit.gradient = M.topRows(3) / h;
     fit.residual = Eigen::MatrixXd::Identity(n, n) - P * M;
-    fit.quadratic = b == 9;
+    fit.quadratic = b > 3;
     return fit;
   }
   return {};
@@ -104,6 +116,23 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
     throw InputError(
         "mls_solid: neighbours must be in [4, 63] (three of them off any plane; a stencil "
         "holds at most 64 phyxels)");
+  }
+  if (params.layers != 0 && params.layers != 2 && params.layers != 3) {
+    throw InputError("mls_solid: layers must be 0, 2 or 3");
+  }
+  if (params.layers > 0 && count % static_cast<size_t>(params.layers) != 0) {
+    throw InputError("mls_solid: a layered sheet has a multiple of its layer count of phyxels");
+  }
+  if (params.layers > 0) {
+    const auto L = static_cast<size_t>(params.layers);
+    const size_t needed = std::min((static_cast<size_t>(params.neighbours) + L) / L, 64 / L);
+    if (count / L < needed) {
+      std::ostringstream msg;
+      msg << "mls_solid: a sheet of " << count / L << " vertices, but a stencil of "
+          << params.neighbours << " neighbours in " << L << " layers spans " << needed
+          << " vertices (refine the mesh or lower neighbours)";
+      throw InputError(msg.str());
+    }
   }
   if (count < static_cast<size_t>(params.neighbours) + 1) {
     std::ostringstream msg;
@@ -132,6 +161,7 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
   projectHessian_ = params.projectHessian;
 
   neighbours_ = params.neighbours;
+  layers_ = params.layers;
   quadratic_ = params.quadraticBasis;
   volume_.assign(count, 0.0);
   if (!volumes.empty()) {
@@ -205,14 +235,29 @@ void MlsSolidModel::absorbReference(std::span<const double> x) {
 void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
   const auto count = static_cast<size_t>(nodeCount_);
   // Stencils: the phyxel first, then its neighbours nearest first.
-  const auto k = static_cast<size_t>(neighbours_) + 1;
+  const auto layers = static_cast<size_t>(layers_);
+  // A layered sheet's stencil: every layer of the m vertices nearest on the mid-surface
+  // (itself first), m L >= neighbours + 1, at most 64 phyxels.
+  const size_t stencilVertices =
+      layers > 0 ? std::min((static_cast<size_t>(neighbours_) + layers) / layers, 64 / layers) : 0;
+  const size_t k = layers > 0 ? stencilVertices * layers : static_cast<size_t>(neighbours_) + 1;
+  std::vector<double> midSurface;  // (nVertices, 3), m: the mean of each vertex's layers
+  if (layers > 0) {
+    midSurface.assign(3 * (count / layers), 0.0);
+    for (size_t p = 0; p < count; ++p) {
+      for (size_t a = 0; a < 3; ++a) {
+        midSurface[3 * (p / layers) + a] += rest_[3 * p + a] / static_cast<double>(layers);
+      }
+    }
+  }
   squareOffsets_.resize(count + 1);
   squareOffsets_[0] = 0;
   for (size_t i = 0; i < count; ++i) {
     squareOffsets_[i + 1] = squareOffsets_[i] + static_cast<int64_t>(k * k);
   }
   misfit_.assign(static_cast<size_t>(squareOffsets_[count]), 0.0);
-  const PointKdTree tree(rest_);
+  const PointKdTree tree(layers > 0 ? std::span<const double>(midSurface)
+                                    : std::span<const double>(rest_));
   stencilOffsets_.resize(count + 1);
   stencilNodes_.resize(count * k);
   support_.resize(count);
@@ -221,6 +266,7 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
   std::vector<char> quadraticFits(count, 0);
   const bool quadratic = quadratic_;
   shape_.assign(count * k * 3, 0.0);
+  sheetNormal_.assign(layers == 2 ? 3 * count : 0, 0.0);
   volume_.resize(count);
   std::vector<std::string> errors(count);
   tbb::parallel_for(
@@ -228,11 +274,35 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
         std::vector<uint32_t> found;
         std::vector<double> squared;
         for (size_t i = r.begin(); i != r.end(); ++i) {
-          tree.nearest(&rest_[3 * i], k, found, squared);
           int32_t* nodes = &stencilNodes_[i * k];
           nodes[0] = static_cast<int32_t>(i);
           size_t filled = 1;
-          for (size_t f = 0; f < found.size() && filled < k; ++f) {
+          if (layers > 0) {
+            const size_t vertex = i / layers;
+            tree.nearest(&midSurface[3 * vertex], stencilVertices + 1, found, squared);
+            // The vertex itself first (a tie at distance 0 may list it later), then the
+            // nearest others.
+            std::erase(found, static_cast<uint32_t>(vertex));
+            found.insert(found.begin(), static_cast<uint32_t>(vertex));
+            found.resize(stencilVertices);
+            for (const uint32_t v : found) {
+              for (size_t l = 0; l < layers; ++l) {
+                const size_t p = v * layers + l;
+                if (p != i) nodes[filled++] = static_cast<int32_t>(p);
+              }
+            }
+            for (size_t j = 1; j < k && firstBuild; ++j) {
+              if (!((row(rest_, static_cast<size_t>(nodes[j])) - row(rest_, i)).squaredNorm() >
+                    0)) {
+                errors[i] = "mls_solid: phyxels " + std::to_string(i) + " and " +
+                            std::to_string(nodes[j]) + " coincide at " + describePoint(rest_, i);
+                break;
+              }
+            }
+          } else {
+            tree.nearest(&rest_[3 * i], k, found, squared);
+          }
+          for (size_t f = 0; layers == 0 && f < found.size() && filled < k; ++f) {
             if (found[f] == i) continue;
             if (!(squared[f] > 0) && firstBuild) {
               errors[i] = "mls_solid: phyxels " + std::to_string(i) + " and " +
@@ -287,8 +357,15 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
           for (size_t j = 1; j < k; ++j) {
             offsets[j - 1] = row(rest_, static_cast<size_t>(nodes[j])) - xi;
           }
-          const StencilFit fit =
-              fitStencil(offsets, std::span<const double>(weights).subspan(1), h, quadratic);
+          // Two layers: the direction across them at this phyxel's vertex.
+          std::optional<Vec3> across;
+          if (layers == 2) {
+            const size_t first = (i / 2) * 2;
+            across = (row(rest_, first + 1) - row(rest_, first)).normalized();
+            setRow(sheetNormal_, i, *across);
+          }
+          const StencilFit fit = fitStencil(offsets, std::span<const double>(weights).subspan(1), h,
+                                            quadratic, across ? &*across : nullptr);
           quadraticFits[i] = fit.quadratic ? 1 : 0;
           Vec3 selfShape = Vec3::Zero();
           for (size_t j = 1; j < k; ++j) {
@@ -522,10 +599,11 @@ double MlsSolidModel::phyxelEnergy(size_t p, std::span<const double> x, double* 
     F.noalias() += ur * row(shape_, begin + m).transpose();
   }
   mls::Mat3 P, plastic;
+  Eigen::Vector3d normal;
   const double v = volume_[p];
-  double energy =
-      v * mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic),
-                                   g != nullptr ? &P : nullptr, nullptr, volumeScale(p));
+  double energy = v * mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic),
+                                               g != nullptr ? &P : nullptr, nullptr, volumeScale(p),
+                                               sheetNormalAt(p, normal));
   if (g != nullptr) {
     for (size_t m = 0; m < n; ++m) {
       const Vec3 gm = v * P * row(shape_, begin + m);
@@ -596,7 +674,9 @@ bool MlsSolidModel::hessianBlocks(std::span<const double> x, std::span<double> v
           const mls::Mat3 F = deformationGradient(p, x);
           mls::Tangent C;
           mls::Mat3 P, plastic;
-          mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic), &P, &C, volumeScale(p));
+          Eigen::Vector3d normal;
+          mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic), &P, &C, volumeScale(p),
+                                   sheetNormalAt(p, normal));
           C *= volume_[p];
           if (projectHessian_) {
             const Eigen::SelfAdjointEigenSolver<mls::Tangent> eigen(0.5 * (C + C.transpose()));

@@ -99,6 +99,11 @@ struct MlsSolidParams {
   double volumeStiffness = 0;   // k_v of muller2004 eq. (7), Pa
   bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
   std::optional<MlsPlasticity> plasticity;  // none: elastic
+  // 0: the phyxels sample a volume. 2 or 3: they are the layers of a sheet, vertex-major
+  // ((nVertices, layers, 3) phyxels, each vertex's layers ordered across the sheet): a
+  // phyxel's stencil is every layer of the nearest vertices on the mid-surface, and with two
+  // layers the quadratic fit leaves out the square across the sheet (notes B8).
+  int32_t layers = 0;
 };
 
 class MlsSolidModel : public Model {
@@ -166,6 +171,12 @@ class MlsSolidModel : public Model {
   double phyxelEnergy(size_t p, std::span<const double> x, double* g) const;
   // Phyxel p's plastic strain, or null when the model is elastic.
   [[nodiscard]] const mls::Mat3* plasticAt(size_t p, mls::Mat3& storage) const;
+  // Phyxel p's sheet normal (two layers: the kernel's sheet law), or null.
+  [[nodiscard]] const Eigen::Vector3d* sheetNormalAt(size_t p, Eigen::Vector3d& storage) const {
+    if (sheetNormal_.empty()) return nullptr;
+    storage = row(sheetNormal_, p);
+    return &storage;
+  }
   // Stores the symmetric part of `strain` as phyxel p's plastic strain (the 6 components).
   void setPlasticAt(size_t p, const mls::Mat3& strain);
   // F of phyxel p at x (eq. 14 with the displacements u = x - X).
@@ -200,12 +211,14 @@ class MlsSolidModel : public Model {
   std::vector<int32_t> stencilOffsets_;  // (nPhyxels + 1) into stencilNodes_
   std::vector<int32_t> stencilNodes_;    // (nEntries): phyxel, then its neighbours
   std::vector<double> shape_;            // d_k of each entry, (nEntries, 3), 1/m
+  std::vector<double> sheetNormal_;      // two layers: (nPhyxels, 3), across the sheet; else empty
   std::vector<int64_t> squareOffsets_;   // (nPhyxels + 1): prefix sums of n_i^2
   std::vector<double> misfit_;  // Q_i, (sum n_i^2): stencil-by-stencil, row-major, Pa m^3/m^2
   Incidence incidence_;         // node -> entries of stencilNodes_
   double stableStep_ = 0;       // s
   double worstCondition_ = 0;
   int32_t neighbours_ = 26;
+  int32_t layers_ = 0;  // MlsSolidParams::layers
   bool quadratic_ = true;
   std::optional<MlsPlasticity> plasticity_;
   uint64_t topologyVersion_ = 0;       // bumped when a melt rebuilds the stencils; state
