@@ -614,6 +614,47 @@ TEST(MlsSolidMelting, AbsorptionTurnsTheStoredStrainWithTheMaterial) {
   for (const double a : model.volumeRatios()) EXPECT_NEAR(a, 1.1, 1e-9);
 }
 
+// Re-solidification (muller2004 Figs. 1 and 7): a block melted while held sheared forgets its
+// shape; once its plastic window closes it is an elastic solid in the sheared shape: holding
+// it there costs nothing, and forcing it back into its original shape costs what shearing the
+// unmelted block cost, while its reference no longer moves.
+TEST(MlsSolidMelting, AfterItsWindowAMeltIsElasticInTheShapeItFlowedInto) {
+  const std::vector<double> rest = lattice(5, 4, 4, 0.01, 0.1);
+  MlsSolidParams params;
+  MlsPlasticity melt;
+  melt.yieldStrain = 1e-4;
+  melt.creep = 1e4;  // the elastic strain flows away within each step
+  melt.deviatoric = false;
+  melt.melt = true;
+  melt.meltInterval = 0;
+  melt.until = 0.0105;
+  params.plasticity = melt;
+  const Geometry none;
+  MlsSolidModel model(rest, {}, rubberBlock(), params, none);
+  const MlsSolidModel solid(rest, {}, rubberBlock(), MlsSolidParams{}, none);
+  mls::Mat3 shear = mls::Mat3::Identity();
+  shear(0, 2) = 0.3;
+  const std::vector<double> sheared = affine(rest, shear);
+  const double shearEnergy = solid.energy(sheared).total();
+  ASSERT_GT(shearEnergy, 0.0);
+  for (int step = 0; step < 10; ++step) model.updateInelastic(sheared, 1e-3);  // t = 0.01
+  EXPECT_LT(model.energy(sheared).total(), 1e-6 * shearEnergy);
+  const uint64_t version = model.topologyVersion();
+  const std::vector<double> reference(model.referencePositions().begin(),
+                                      model.referencePositions().end());
+  // Past `until`: forced back, it stores energy and its reference stays.
+  for (int step = 0; step < 20; ++step) model.updateInelastic(rest, 1e-3);
+  EXPECT_EQ(model.topologyVersion(), version);
+  const std::vector<double> after(model.referencePositions().begin(),
+                                  model.referencePositions().end());
+  EXPECT_EQ(after, reference);
+  const double back = model.energy(rest).total();
+  std::cout << "[ measured ] forced back after solidifying: energy / shearing the unmelted block = "
+            << back / shearEnergy << "\n";
+  EXPECT_GT(back, 0.5 * shearEnergy);
+  EXPECT_LT(model.energy(sheared).total(), 1e-6 * shearEnergy);
+}
+
 TEST(MlsSolidMelting, AMeltedStateRoundTripsBitForBit) {
   const std::vector<double> rest = lattice(4, 4, 4, 0.01, 0.15);
   PrimitiveDef box;
