@@ -655,6 +655,56 @@ TEST(MlsSolidMelting, AfterItsWindowAMeltIsElasticInTheShapeItFlowedInto) {
   EXPECT_LT(model.energy(sheared).total(), 1e-6 * shearEnergy);
 }
 
+// Topology changes of a melt (muller2004 section 5.2 and Fig. 10, on the phyxels): the
+// stencils of an absorbed reference reach only as far as the first supports, so a bar whose
+// halves flowed apart becomes two bodies that do not feel each other, a phyxel dropped far
+// away is loose (no force on it), and the halves brought back together act as one again.
+TEST(MlsSolidMelting, AMeltSplitsWhereItsPartsFlowApartAndMergesWhereTheyMeet) {
+  const std::vector<double> rest = lattice(8, 4, 4, 0.01);
+  const Geometry none;
+  MlsSolidModel model(rest, {}, rubberBlock(), meltParams(), none);
+  const size_t count = rest.size() / 3;
+  const auto side = [&](size_t p) { return rest[3 * p] > 0.035; };
+  const auto moved = [&](double gap, size_t drop) {
+    std::vector<double> x = rest;
+    for (size_t p = 0; p < count; ++p) {
+      if (side(p)) x[3 * p] += gap;
+    }
+    if (drop < count) x[3 * drop + 2] -= 0.2;
+    return x;
+  };
+  const auto straddling = [&] {
+    int64_t stencils = 0;
+    for (size_t p = 0; p < count; ++p) {
+      for (const int32_t q : model.stencil(static_cast<int32_t>(p))) {
+        if (side(static_cast<size_t>(q)) != side(p)) {
+          ++stencils;
+          break;
+        }
+      }
+    }
+    return stencils;
+  };
+  EXPECT_GT(straddling(), 0);
+  // Apart by 5 spacings (the supports reach about 2.2), with phyxel 0 dropped 20 spacings.
+  const std::vector<double> apart = moved(0.05, 0);
+  model.updateInelastic(apart, 1e-3);
+  EXPECT_EQ(straddling(), 0);
+  EXPECT_EQ(model.stencil(0).size(), 1u);  // loose
+  const std::vector<double> g = testing::gradientAt(model, apart);
+  EXPECT_EQ(row(g, 0).norm(), 0.0);
+  // Moving one part rigidly changes nothing: they are two bodies.
+  const double energy = model.energy(apart).total();
+  EXPECT_NEAR(model.energy(moved(0.08, 0)).total(), energy, 1e-9 * std::max(1.0, energy));
+  // Back together (phyxel 0 too): one body again.
+  const std::vector<double> together = moved(0, count);
+  model.updateInelastic(together, 1e-3);
+  EXPECT_GT(straddling(), 0);
+  EXPECT_GT(model.stencil(0).size(), 1u);
+  const double joined = model.energy(together).total();
+  EXPECT_GT(model.energy(moved(0.003, count)).total(), joined + 1e-6);
+}
+
 TEST(MlsSolidMelting, AMeltedStateRoundTripsBitForBit) {
   const std::vector<double> rest = lattice(4, 4, 4, 0.01, 0.15);
   PrimitiveDef box;

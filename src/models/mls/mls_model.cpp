@@ -240,7 +240,8 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
   // (itself first), m L >= neighbours + 1, at most 64 phyxels.
   const size_t stencilVertices =
       layers > 0 ? std::min((static_cast<size_t>(neighbours_) + layers) / layers, 64 / layers) : 0;
-  const size_t k = layers > 0 ? stencilVertices * layers : static_cast<size_t>(neighbours_) + 1;
+  const size_t fullStencil =
+      layers > 0 ? stencilVertices * layers : static_cast<size_t>(neighbours_) + 1;
   std::vector<double> midSurface;  // (nVertices, 3), m: the mean of each vertex's layers
   if (layers > 0) {
     midSurface.assign(3 * (count / layers), 0.0);
@@ -250,33 +251,22 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
       }
     }
   }
-  squareOffsets_.resize(count + 1);
-  squareOffsets_[0] = 0;
-  for (size_t i = 0; i < count; ++i) {
-    squareOffsets_[i + 1] = squareOffsets_[i] + static_cast<int64_t>(k * k);
-  }
-  misfit_.assign(static_cast<size_t>(squareOffsets_[count]), 0.0);
   const PointKdTree tree(layers > 0 ? std::span<const double>(midSurface)
                                     : std::span<const double>(rest_));
-  stencilOffsets_.resize(count + 1);
-  stencilNodes_.resize(count * k);
-  support_.resize(count);
-  for (size_t i = 0; i <= count; ++i) stencilOffsets_[i] = static_cast<int32_t>(i * k);
-  std::vector<double> worstCondition(count, 0.0);
-  std::vector<char> quadraticFits(count, 0);
-  const bool quadratic = quadratic_;
-  shape_.assign(count * k * 3, 0.0);
-  sheetNormal_.assign(layers == 2 ? 3 * count : 0, 0.0);
-  volume_.resize(count);
+  // Pass 1: the stencils. A melt's rebuild keeps only neighbours within the phyxel's first
+  // support radius (muller2004 section 4.2 keeps h_i), so parts that flowed apart stop
+  // interacting (a split) and parts that flowed together start (a merge); a phyxel left with
+  // no neighbour in reach is loose: it stores its energy at F = I and feels no force.
+  std::vector<std::vector<int32_t>> lists(count);
   std::vector<std::string> errors(count);
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
         std::vector<uint32_t> found;
         std::vector<double> squared;
         for (size_t i = r.begin(); i != r.end(); ++i) {
-          int32_t* nodes = &stencilNodes_[i * k];
-          nodes[0] = static_cast<int32_t>(i);
-          size_t filled = 1;
+          std::vector<int32_t>& nodes = lists[i];
+          nodes.reserve(fullStencil);
+          nodes.push_back(static_cast<int32_t>(i));
           if (layers > 0) {
             const size_t vertex = i / layers;
             tree.nearest(&midSurface[3 * vertex], stencilVertices + 1, found, squared);
@@ -288,10 +278,10 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
             for (const uint32_t v : found) {
               for (size_t l = 0; l < layers; ++l) {
                 const size_t p = v * layers + l;
-                if (p != i) nodes[filled++] = static_cast<int32_t>(p);
+                if (p != i) nodes.push_back(static_cast<int32_t>(p));
               }
             }
-            for (size_t j = 1; j < k && firstBuild; ++j) {
+            for (size_t j = 1; j < nodes.size() && firstBuild; ++j) {
               if (!((row(rest_, static_cast<size_t>(nodes[j])) - row(rest_, i)).squaredNorm() >
                     0)) {
                 errors[i] = "mls_solid: phyxels " + std::to_string(i) + " and " +
@@ -299,24 +289,56 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
                 break;
               }
             }
-          } else {
-            tree.nearest(&rest_[3 * i], k, found, squared);
+            continue;
           }
-          for (size_t f = 0; layers == 0 && f < found.size() && filled < k; ++f) {
+          const double reach2 =
+              firstBuild ? std::numeric_limits<double>::infinity() : cutoff_[i] * cutoff_[i];
+          tree.nearest(&rest_[3 * i], fullStencil + 1, found, squared);
+          for (size_t f = 0; f < found.size() && nodes.size() < fullStencil; ++f) {
             if (found[f] == i) continue;
             if (!(squared[f] > 0) && firstBuild) {
               errors[i] = "mls_solid: phyxels " + std::to_string(i) + " and " +
                           std::to_string(found[f]) + " coincide at " + describePoint(rest_, i);
               break;
             }
-            nodes[filled++] = static_cast<int32_t>(found[f]);
+            if (!(squared[f] < reach2)) break;  // nearest first: the rest are farther
+            nodes.push_back(static_cast<int32_t>(found[f]));
           }
-          if (!errors[i].empty()) continue;
-          if (filled < k) {
-            // i was not among its own nearest (a tie at distance 0 is caught above): take the
-            // next one as well.
-            tree.nearest(&rest_[3 * i], k + 1, found, squared);
-            nodes[filled++] = static_cast<int32_t>(found.back());
+        }
+      });
+  for (const std::string& e : errors) {
+    if (!e.empty()) throw InputError(e);
+  }
+  stencilOffsets_.assign(count + 1, 0);
+  squareOffsets_.assign(count + 1, 0);
+  for (size_t i = 0; i < count; ++i) {
+    const auto n = static_cast<int64_t>(lists[i].size());
+    stencilOffsets_[i + 1] = stencilOffsets_[i] + static_cast<int32_t>(n);
+    squareOffsets_[i + 1] = squareOffsets_[i] + n * n;
+  }
+  stencilNodes_.resize(static_cast<size_t>(stencilOffsets_[count]));
+  for (size_t i = 0; i < count; ++i) {
+    std::copy(lists[i].begin(), lists[i].end(), stencilNodes_.begin() + stencilOffsets_[i]);
+  }
+  lists = {};
+  misfit_.assign(static_cast<size_t>(squareOffsets_[count]), 0.0);
+  shape_.assign(3 * stencilNodes_.size(), 0.0);
+  support_.resize(count);
+  std::vector<double> worstCondition(count, 0.0);
+  std::vector<char> quadraticFits(count, 0);
+  const bool quadratic = quadratic_;
+  sheetNormal_.assign(layers == 2 ? 3 * count : 0, 0.0);
+  volume_.resize(count);
+  // Pass 2: supports, fits, shape vectors and misfit penalties.
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i != r.end(); ++i) {
+          const auto first = static_cast<size_t>(stencilOffsets_[i]);
+          const size_t k = static_cast<size_t>(stencilOffsets_[i + 1]) - first;
+          const int32_t* nodes = &stencilNodes_[first];
+          if (k == 1) {  // loose (a melt's rebuild only): F = I, no fit
+            support_[i] = cutoff_[i];
+            continue;
           }
           const Vec3 xi = row(rest_, i);
           double reach = 0;
@@ -360,8 +382,8 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
           // Two layers: the direction across them at this phyxel's vertex.
           std::optional<Vec3> across;
           if (layers == 2) {
-            const size_t first = (i / 2) * 2;
-            across = (row(rest_, first + 1) - row(rest_, first)).normalized();
+            const size_t bottom = (i / 2) * 2;
+            across = (row(rest_, bottom + 1) - row(rest_, bottom)).normalized();
             setRow(sheetNormal_, i, *across);
           }
           const StencilFit fit = fitStencil(offsets, std::span<const double>(weights).subspan(1), h,
@@ -371,9 +393,9 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
           for (size_t j = 1; j < k; ++j) {
             const Vec3 d = fit.gradient.col(static_cast<Eigen::Index>(j - 1));  // eq. (21)
             selfShape -= d;                                                     // eq. (20)
-            setRow(shape_, i * k + j, d);
+            setRow(shape_, first + j, d);
           }
-          setRow(shape_, i * k, selfShape);
+          setRow(shape_, first, selfShape);
           // Shepard volume 1 / sum_j W_ij with the normalised poly6, 315 / (64 pi h^3) W-shape.
           if (shepardVolumes) {
             volume_[i] = 64.0 * std::numbers::pi * h * h * h / (315.0 * weightSum);
@@ -403,6 +425,7 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
   for (const std::string& e : errors) {
     if (!e.empty()) throw InputError(e);
   }
+  if (firstBuild) cutoff_ = support_;
   worstCondition_ = *std::max_element(worstCondition.begin(), worstCondition.end());
   quadraticCount_ = std::count(quadraticFits.begin(), quadraticFits.end(), 1);
   incidence_ = buildIncidence(stencilNodes_, nodeCount_);

@@ -208,6 +208,7 @@ class MlsSolidModel : public Model {
   std::vector<double> volume_;           // (nPhyxels), m^3
   std::vector<double> mass_;             // (nPhyxels), kg
   std::vector<double> support_;          // h_i, (nPhyxels), m
+  std::vector<double> cutoff_;           // h_i of the first build: a melt's reach, (nPhyxels), m
   std::vector<int32_t> stencilOffsets_;  // (nPhyxels + 1) into stencilNodes_
   std::vector<int32_t> stencilNodes_;    // (nEntries): phyxel, then its neighbours
   std::vector<double> shape_;            // d_k of each entry, (nEntries, 3), 1/m
