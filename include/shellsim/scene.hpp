@@ -86,6 +86,7 @@ struct PinDef {
   double radius = 0.05;                     // sphere, m
   std::vector<int32_t> vertices;            // vertices: indices into the body's nodes
   std::vector<ObstacleDef::Keyframe> path;  // offset of the pinned nodes over time
+  std::optional<double> release;            // s: the pin lets go then; none: never
 
   bool operator==(const PinDef&) const = default;
 };

@@ -392,6 +392,7 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     const SimulationState::Data::BodyState& state = data.bodies[b];
     body.model->setState(state.model);
     if (state.nodeSets) restoreNodeSets(body, *state.nodeSets);
+    holdPinsAt(body, data.time);  // a pin released before the saved time has let go
     body.brokenElements = state.brokenElements;
     body.cuts = state.cuts;
     body.nodeEdits = state.nodeEdits;

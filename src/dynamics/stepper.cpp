@@ -46,9 +46,12 @@ void drift(Body& body, double dt) {
   });
 }
 
-// Scripted nodes follow their paths exactly: position and velocity at `time`.
+// Scripted nodes follow their paths exactly: position and velocity at `time`. A pin past its
+// release has let go (its nodes keep their velocity).
 void moveScriptedNodes(Body& body, double time) {
+  holdPinsAt(body, time);
   for (const PinGroup& pin : body.pins) {
+    if (!pin.holding) continue;
     const Vec3 offset = pin.path.offset(time);
     const Vec3 velocity = pin.path.velocity(time);
     for (size_t k = 0; k < pin.nodes.size(); ++k) {
@@ -118,6 +121,21 @@ void dampInternalMotion(World& world, double dt) {
       const Vec3 rigidVelocity = r.velocity + r.spin.cross(row(body.positions, i) - r.centre);
       setRow(body.velocities, i, rigidVelocity + keep * (row(body.velocities, i) - rigidVelocity));
     });
+  }
+}
+
+void holdPinsAt(Body& body, double time) {
+  bool changed = false;
+  for (PinGroup& pin : body.pins) {
+    const bool holding = time < pin.release;
+    changed = changed || holding != pin.holding;
+    pin.holding = holding;
+  }
+  if (!changed) return;
+  std::fill(body.pinned.begin(), body.pinned.end(), 0);
+  for (const PinGroup& pin : body.pins) {
+    if (!pin.holding) continue;
+    for (const int32_t node : pin.nodes) body.pinned[static_cast<size_t>(node)] = 1;
   }
 }
 

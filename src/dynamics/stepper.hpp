@@ -94,6 +94,8 @@ void updateExternalForces(World& world);
 
 // Moves every scripted (pinned) node to its path's position and velocity at world.time.
 void applyScriptedMotion(World& world);
+// The pins that hold at `time` (those before their release) and the pinned flags they set.
+void holdPinsAt(Body& body, double time);
 
 // Work done on the bodies over one step of dt from `start` (per body, the state at the
 // step's start) to the current state, J, by what a script drives:

@@ -143,6 +143,7 @@ void addPin(World& world, size_t bodyIndex, const PinDef& pin, const std::string
   PinGroup group;
   group.nodes = selectPinnedNodes(pin, body.positions, body.nodeOfInputVertex, label);
   group.path = KinematicPath(pin.path);
+  if (pin.release) group.release = *pin.release;
   for (int32_t node : group.nodes) {
     body.pinned[static_cast<size_t>(node)] = 1;
     for (int c = 0; c < 3; ++c) {
@@ -479,6 +480,7 @@ void applyNodeEdit(Body& body, const TopologyEdit& edit) {
     std::vector<double> rest;
     pin.nodes = remapNodeSet(pin.nodes, edit, oldCount, pin.restPositions, 3, rest);
     pin.restPositions = std::move(rest);
+    if (!pin.holding) continue;
     for (const int32_t node : pin.nodes) pinned[static_cast<size_t>(node)] = 1;
   }
   body.pinned = std::move(pinned);

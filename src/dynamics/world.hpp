@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,8 @@ struct PinGroup {
   std::vector<int32_t> nodes;         // (nPinned), node indices
   std::vector<double> restPositions;  // (nPinned, 3), positions at time 0, m
   KinematicPath path;
+  double release = std::numeric_limits<double>::infinity();  // s: lets go from then on
+  bool holding = true;  // whether Body::pinned counts it (follows release and the time)
 };
 
 struct Body {

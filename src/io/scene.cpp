@@ -201,6 +201,7 @@ PinDef readPin(const ObjectReader::Element& element, Problems& problems) {
     }
   }
   pin.path = readPath(r, problems);
+  pin.release = r.tryNumber("release");
   r.finish(shape);
   return pin;
 }

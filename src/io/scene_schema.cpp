@@ -355,6 +355,12 @@ constexpr FieldSpec kPinFields[] = {
      .object = "keyframe",
      .rule = "times strictly increasing",
      .meaning = "Scripted offset of the pinned nodes; empty: they stay where they start."},
+    {.key = "release",
+     .unit = "s",
+     .range = Range::atLeast(0),
+     .optional = true,
+     .meaning = "The pin lets go of its nodes at this time (they keep the velocity they had, "
+                "and a node another pin holds stays held); absent: it holds to the end."},
 };
 
 constexpr FieldSpec kBodyFields[] = {

@@ -96,6 +96,7 @@ Json toJson(const BodyDef& body) {
     Json p = Json::object();
     addSelection(p, pin);
     p["path"] = path(pin.path);
+    if (pin.release) p["release"] = *pin.release;
     pins.push_back(std::move(p));
   }
   out["pins"] = std::move(pins);

@@ -130,6 +130,15 @@ TEST(Resume, MassSpringExplicitWithContact) {
   for (const int threads : {1, 2}) expectResumedRunEqualsWholeRun(scene, 4, threads);
 }
 
+// A pin that lets go mid-run (at 0.1 s): stopped before the release and after it.
+TEST(Resume, APinThatLetsGoMidRun) {
+  SceneDef scene = swingingSheet("mass_spring", Integrator::kVerlet);
+  scene.bodies[0].pins[0].release = 0.1;
+  for (const int32_t stopAfter : {2, 6}) {
+    for (const int threads : {1, 2}) expectResumedRunEqualsWholeRun(scene, stopAfter, threads);
+  }
+}
+
 TEST(Resume, DiscreteShellExplicitAndBackwardEuler) {
   expectResumedRunEqualsWholeRun(swingingSheet("discrete_shell", Integrator::kVerlet), 4, 2);
   // The implicit solver keeps a Cholesky factor between steps; every checkpoint drops it, in

@@ -183,6 +183,29 @@ TEST(Simulation, ARestoredStateContinuesExactlyAsBefore) {
   EXPECT_EQ(sim.brokenElements(body), broken);
 }
 
+// A pin with a release holds its nodes until then and lets go after: the held edge of a
+// hanging cloth stays put for 0.1 s, then falls with the rest.
+TEST(Simulation, APinLetsGoAtItsRelease) {
+  Simulation sim;
+  PinDef edge;
+  edge.shape = PinShape::kBox;
+  edge.center = {-0.2, 0, 0.2};
+  edge.halfExtents = {0.01, 0.3, 0.01};
+  edge.release = 0.1;
+  BodyDef def = clothDef("mass_spring");
+  def.pins = {edge};
+  const int32_t body = sim.addBody(sheetMesh(8, 0.4, 0.2), def);
+  size_t held = 0;
+  while (sim.pinnedNodes(body)[held] == 0) ++held;
+  const double start = sim.positions(body)[3 * held + 2];
+  sim.advance(0.09);
+  EXPECT_EQ(sim.positions(body)[3 * held + 2], start);
+  EXPECT_EQ(sim.pinnedNodes(body)[held], 1);
+  sim.advance(0.11);  // to 0.2 s: 0.1 s of free fall, about 5 cm
+  EXPECT_EQ(sim.pinnedNodes(body)[held], 0);
+  EXPECT_LT(sim.positions(body)[3 * held + 2], start - 0.02);
+}
+
 TEST(Simulation, PinsLoadsAndVelocitiesSetThroughTheApi) {
   Simulation sim(SimulationSettings{{0, 0, 0}, TimeDef{}, {}});  // no gravity
   const int32_t body = sim.addBody(sheetMesh(6, 0.3, 0), clothDef("mass_spring"));

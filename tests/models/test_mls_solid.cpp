@@ -705,6 +705,113 @@ TEST(MlsSolidMelting, AMeltSplitsWhereItsPartsFlowApartAndMergesWhereTheyMeet) {
   EXPECT_GT(model.energy(moved(0.003, count)).total(), joined + 1e-6);
 }
 
+// Surfels on the faces of the box [lo, hi] at the given spacing, normals outward.
+Geometry boxSurfels(const Vec3& lo, const Vec3& hi, double spacing) {
+  Geometry g;
+  for (int axis = 0; axis < 3; ++axis) {
+    const int u = (axis + 1) % 3, v = (axis + 2) % 3;
+    const int nu = static_cast<int>(std::round((hi[u] - lo[u]) / spacing));
+    const int nv = static_cast<int>(std::round((hi[v] - lo[v]) / spacing));
+    for (const int sign : {-1, 1}) {
+      for (int i = 0; i < nu; ++i) {
+        for (int j = 0; j < nv; ++j) {
+          Vec3 x, n = Vec3::Zero();
+          x[axis] = sign < 0 ? lo[axis] : hi[axis];
+          x[u] = lo[u] + (i + 0.5) * (hi[u] - lo[u]) / nu;
+          x[v] = lo[v] + (j + 0.5) * (hi[v] - lo[v]) / nv;
+          n[axis] = sign;
+          for (int c = 0; c < 3; ++c) {
+            g.positions.push_back(x[c]);
+            g.normals.push_back(n[c]);
+          }
+        }
+      }
+    }
+  }
+  return g;
+}
+
+// The resampled surface (muller2004 section 5.2, Fig. 10) of a bar melted in two and back: no
+// surfel is left in the gap, both new ends are covered, and once merged no surfel is left
+// inside; a rigid turn before changes nothing. The state round-trips. (The carried surface
+// fails the split's checks: 64 surfels in the gap, 32 cut phyxels uncovered.)
+TEST(MlsSolidMelting, TheResampledSurfaceSplitsWithTheBodyAndMergesBack) {
+  const std::vector<double> rest = lattice(8, 4, 4, 0.01);
+  const Geometry surfels =
+      boxSurfels(Vec3(-0.005, -0.005, -0.005), Vec3(0.075, 0.035, 0.035), 0.005);
+  MlsSolidParams params = meltParams();
+  params.resampleSurface = true;
+  MlsSolidModel model(rest, {}, rubberBlock(), params, surfels);
+  const size_t count = rest.size() / 3;
+  const auto moved = [&](double gap) {
+    std::vector<double> x = rest;
+    for (size_t p = 0; p < count; ++p) {
+      if (rest[3 * p] > 0.035) x[3 * p] += gap;
+    }
+    return x;
+  };
+  // Turned rigidly and absorbed, the boundary does not change: every surfel keeps its place
+  // on the body (the detail surface, eq. 27), none is added or removed.
+  const mls::Mat3 turn = Eigen::AngleAxisd(0.7, Vec3(1, 2, 3).normalized()).toRotationMatrix();
+  const std::vector<double> turned = affine(rest, turn);
+  for (int update = 0; update < 3; ++update) model.updateInelastic(turned, 1e-3);
+  const Geometry carried = model.surface(turned);
+  ASSERT_EQ(carried.vertexCount(), surfels.vertexCount());
+  double worst = 0;
+  for (size_t s = 0; s < static_cast<size_t>(surfels.vertexCount()); ++s) {
+    worst = std::max(worst, (row(carried.positions, s) - turn * row(surfels.positions, s)).norm());
+  }
+  EXPECT_LT(worst, 1e-12);
+  const std::vector<double> apart = moved(0.05);
+  for (int update = 0; update < 12; ++update) model.updateInelastic(apart, 1e-3);
+  Geometry shown = model.surface(apart);
+  const auto surfelCount = static_cast<size_t>(shown.vertexCount());
+  std::cout << "[ measured ] split: " << surfelCount << " surfels (from " << surfels.vertexCount()
+            << ")\n";
+  int inGap = 0;
+  for (size_t s = 0; s < surfelCount; ++s) {
+    const double x = shown.positions[3 * s];
+    if (x > 0.045 && x < 0.075) ++inGap;
+  }
+  EXPECT_EQ(inGap, 0);
+  // The new ends: every phyxel at the cut has a surfel just beyond it.
+  const auto coveredBeyond = [&](size_t p, double direction) {
+    for (size_t s = 0; s < surfelCount; ++s) {
+      const Vec3 d = row(shown.positions, s) - row(apart, p);
+      if (d.x() * direction > 0.002 && d.norm() < 0.01) return true;
+    }
+    return false;
+  };
+  int uncovered = 0;
+  for (size_t p = 0; p < count; ++p) {
+    if (std::abs(rest[3 * p] - 0.03) < 1e-9 && !coveredBeyond(p, 1)) ++uncovered;
+    if (std::abs(rest[3 * p] - 0.04) < 1e-9 && !coveredBeyond(p, -1)) ++uncovered;
+  }
+  EXPECT_EQ(uncovered, 0);
+  EXPECT_LT(surfelCount, 4 * static_cast<size_t>(surfels.vertexCount()));
+  // Round trip of the resampled state.
+  MlsSolidModel copy(rest, {}, rubberBlock(), params, surfels);
+  ByteWriter out;
+  model.state().write(out);
+  ByteReader in(out.bytes(), "test");
+  copy.setState(ModelState::read(in));
+  EXPECT_EQ(copy.surface(apart).positions, shown.positions);
+  // Merged back: nothing left inside the bar.
+  const std::vector<double> together = moved(0);
+  for (int update = 0; update < 12; ++update) model.updateInelastic(together, 1e-3);
+  shown = model.surface(together);
+  int inside = 0;
+  for (size_t s = 0; s < static_cast<size_t>(shown.vertexCount()); ++s) {
+    const Vec3 x = row(shown.positions, s);
+    if (x.x() > 0.01 && x.x() < 0.06 && x.y() > 0.008 && x.y() < 0.022 && x.z() > 0.008 &&
+        x.z() < 0.022) {
+      ++inside;
+    }
+  }
+  std::cout << "[ measured ] merged: " << shown.vertexCount() << " surfels\n";
+  EXPECT_EQ(inside, 0);
+}
+
 TEST(MlsSolidMelting, AMeltedStateRoundTripsBitForBit) {
   const std::vector<double> rest = lattice(4, 4, 4, 0.01, 0.15);
   PrimitiveDef box;

@@ -862,6 +862,7 @@ TEST(SceneWriter, NonDefaultValuesOfEveryKindSurviveTheRoundTrip) {
   body.options<FiberDef>().fracture->delay = 0.015;
   ASSERT_FALSE(body.pins.empty());
   body.pins[0].path = {{0, {0, 0, 0}}, {0.5, {0, 0.1, 0}}};
+  body.pins[0].release = 0.75;
   body.initialVelocity = {0.1, -0.2, 1.0 / 3.0};  // not a short decimal
   scene.time.integrator = Integrator::kBackwardEuler;
   scene.time.newtonFrozenHessian = false;

@@ -35,6 +35,8 @@ struct MlsSolidDef {
   bool projectHessian = false;  // clamp each phyxel's material tangent to PSD
   std::optional<MlsPlasticityDef> plasticity;  // none: elastic
   int32_t layers = 0;  // 0: phyxels fill a closed mesh; 2 or 3: layers of a sheet (the mesh)
+  bool resampledSurface = false;  // melting: surfels that split and merge (section 5.2)
+  int32_t surfelCount = 0;        // resampled: surfels chosen from the mesh; 0: its vertices
   bool operator==(const MlsSolidDef&) const = default;
 };
 

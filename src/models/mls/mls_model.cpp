@@ -15,6 +15,7 @@
 #include "core/lanczos.hpp"
 #include "core/spatial.hpp"
 #include "core/vec3.hpp"
+#include "models/mls/mls_surface.hpp"
 #include "shellsim/errors.hpp"
 
 namespace shellsim {
@@ -185,6 +186,68 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
     clock_.assign(plasticity_->melt ? 2 : 1, 0.0);
     if (plasticity_->melt) volumeRatio_.assign(count, 1.0);
   }
+  if (params.resampleSurface) startResampledSurface();
+}
+
+void MlsSolidModel::startResampledSurface() {
+  if (!plasticity_ || !plasticity_->melt) {
+    throw InputError("mls_solid: a resampled surface needs melting (plasticity.melt on)");
+  }
+  if (!restSurface_.isPointCloud() || !restSurface_.hasNormals() ||
+      restSurface_.vertexCount() < 4) {
+    throw InputError("mls_solid: a resampled surface needs surfels (points with normals)");
+  }
+  const auto count = static_cast<size_t>(nodeCount_);
+  const auto surfels = static_cast<size_t>(restSurface_.vertexCount());
+  // sigma of eq. (28): the mean distance from a phyxel to its nearest; the surfels' spacing
+  // likewise.
+  const auto meanNearest = [](std::span<const double> points) {
+    const PointKdTree tree(points);
+    std::vector<uint32_t> found;
+    std::vector<double> squared;
+    double sum = 0;
+    for (size_t p = 0; p < points.size() / 3; ++p) {
+      tree.nearest(&points[3 * p], 2, found, squared);
+      sum += std::sqrt(squared.back());
+    }
+    return sum / static_cast<double>(points.size() / 3);
+  };
+  resampled_ = true;
+  fieldWidth_ = meanNearest(rest_);
+  surfelSpacing_ = meanNearest(restSurface_.positions);
+  maxSurfels_ = 4 * surfels;
+  const mls::ImplicitField field(rest_, fieldWidth_);
+  surfelInitial_.resize(surfels);
+  for (size_t s = 0; s < surfels; ++s) {
+    surfelInitial_[s] = field.value(row(restSurface_.positions, s), nullptr);
+  }
+  // S: the median field value on the input surface, so L_I starts where it is.
+  std::vector<double> sorted = surfelInitial_;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(surfels / 2),
+                   sorted.end());
+  isoValue_ = sorted[surfels / 2];
+  surfelEstimate_ = surfelInitial_;
+  surfelBlended_.assign(surfels, 0.0);
+  boundaryBefore_ = mls::boundaryProbabilities(rest_, cutoff_);
+  (void)count;
+}
+
+void MlsSolidModel::updateResampledSurface() {
+  mls::Surfels surfels{std::move(restSurface_.positions), std::move(restSurface_.normals),
+                       std::move(surfelInitial_), std::move(surfelEstimate_),
+                       std::move(surfelBlended_)};
+  const mls::ImplicitField field(rest_, fieldWidth_);
+  std::vector<double> boundary = mls::boundaryProbabilities(rest_, cutoff_);
+  mls::updateSurfels(surfels, field, boundary, boundaryBefore_, bindOffsets_, bindPhyxels_,
+                     {isoValue_, surfelSpacing_, maxSurfels_, static_cast<uint64_t>(absorptions_)});
+  boundaryBefore_ = std::move(boundary);
+  restSurface_.positions = std::move(surfels.positions);
+  restSurface_.normals = std::move(surfels.normals);
+  surfelInitial_ = std::move(surfels.initial);
+  surfelEstimate_ = std::move(surfels.estimate);
+  surfelBlended_ = std::move(surfels.blended);
+  const Geometry carried = restSurface_;
+  bindSurface(carried);
 }
 
 // Rebinding the surface to the moved reference is a kd-tree query per vertex: done every
@@ -226,7 +289,9 @@ void MlsSolidModel::absorbReference(std::span<const double> x) {
   computeStableStep();
   ++absorptions_;
   ++topologyVersion_;
-  if (restSurface_.vertexCount() > 0 && absorptions_ % kRebindEvery == 0) {
+  if (resampled_) {
+    updateResampledSurface();
+  } else if (restSurface_.vertexCount() > 0 && absorptions_ % kRebindEvery == 0) {
     const Geometry carried = restSurface_;
     bindSurface(carried);
   }
@@ -552,6 +617,11 @@ void MlsSolidModel::listStateFields(StateFields& fields) {
   fields.add("binding_offsets", &bindOffsets_);
   fields.add("binding_phyxels", &bindPhyxels_);
   fields.add("binding_weights", &bindWeights_);
+  if (!resampled_) return;
+  fields.add("surfel_initial_field", &surfelInitial_);
+  fields.add("surfel_field_estimate", &surfelEstimate_);
+  fields.add("surfel_blended", &surfelBlended_);
+  fields.add("boundary_probability", &boundaryBefore_, StateShape::kPerNode);
 }
 
 void MlsSolidModel::stateAssigned() {
@@ -584,6 +654,11 @@ void MlsSolidModel::stateAssigned() {
                  static_cast<size_t>(bindOffsets_[v + 1]) <= bindPhyxels_.size();
   }
   for (const int32_t p : bindPhyxels_) consistent = consistent && p >= 0 && p < nodeCount_;
+  if (resampled_) {
+    consistent = consistent && restSurface_.normals.size() == 3 * vertices &&
+                 surfelInitial_.size() == vertices && surfelEstimate_.size() == vertices &&
+                 surfelBlended_.size() == vertices;
+  }
   if (!consistent) throw InputError("mls_solid state: the surface binding does not fit");
   buildStencils(false, false);
   computeStableStep();

@@ -3,7 +3,9 @@
 //
 // Stencil: a phyxel i and its `neighbours` nearest phyxels j in the rest shape (fixed while
 // the reference is; the paper takes every phyxel within h_i = 3 rbar_i, about 178 of them on
-// a lattice, nearly all-to-all for its 200-phyxel models).
+// a lattice, nearly all-to-all for its 200-phyxel models). A melt's rebuilt stencils keep
+// only neighbours within the first build's h_i, so a melt can split and merge; a layered
+// sheet's stencil is every layer of the nearest vertices (MlsSolidParams::layers).
 //
 //            j   j   j
 //             \  |  /        x_ij = X_j - X_i (rest), w_ij = W(|x_ij|, h_i)
@@ -104,6 +106,10 @@ struct MlsSolidParams {
   // phyxel's stencil is every layer of the nearest vertices on the mid-surface, and with two
   // layers the quadratic fit leaves out the square across the sheet (notes B8).
   int32_t layers = 0;
+  // Melting only: the surface (surfels: a point cloud with normals) is blended onto the
+  // phyxels' implicit surface where their boundary changes and resampled (section 5.2,
+  // mls_surface.hpp), so it splits and merges with the body.
+  bool resampleSurface = false;
 };
 
 class MlsSolidModel : public Model {
@@ -188,6 +194,10 @@ class MlsSolidModel : public Model {
     return row(x, node) - row(rest_, node);
   }
   void bindSurface(const Geometry& surface);
+  // Section 5.2: the field, iso-value and blending state of the surfels, then one update
+  // after an absorption.
+  void startResampledSurface();
+  void updateResampledSurface();
   // Eq. (27) for every surface vertex (and surfel normal, when `normals` is given) at x.
   void carrySurface(std::span<const double> x, std::vector<double>& positions,
                     std::vector<double>* normals) const;
@@ -234,6 +244,17 @@ class MlsSolidModel : public Model {
   std::vector<int32_t> bindOffsets_;  // (nVertices + 1)
   std::vector<int32_t> bindPhyxels_;  // (nBindings)
   std::vector<double> bindWeights_;   // (nBindings), sum 1 per vertex
+
+  // A resampled surface (section 5.2): restSurface_ holds the surfels.
+  bool resampled_ = false;
+  double fieldWidth_ = 0;               // sigma of eq. (28), m
+  double isoValue_ = 0;                 // S
+  double surfelSpacing_ = 0;            // the initial surfels' mean spacing, m
+  size_t maxSurfels_ = 0;               // 4 times the initial count
+  std::vector<double> surfelInitial_;   // s^0, (nSurfels); state
+  std::vector<double> surfelEstimate_;  // s^(t-1), (nSurfels); state
+  std::vector<double> surfelBlended_;   // Delta_Sigma, (nSurfels); state
+  std::vector<double> boundaryBefore_;  // P at the last update, (nPhyxels); state
 };
 
 }  // namespace shellsim

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/spatial.hpp"
+#include "geometry/sampling.hpp"
 #include "geometry/volume_sampling.hpp"
 #include "io/json_fields.hpp"
 #include "io/scene_names.hpp"
@@ -30,6 +31,7 @@ using json_fields::Range;
 using scene_names::kHessianKinds;
 
 constexpr std::string_view kBasisKinds[] = {"quadratic", "linear"};
+constexpr std::string_view kSurfaceKinds[] = {"carried", "resampled"};
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -97,6 +99,24 @@ constexpr FieldSpec kMlsSolidFields[] = {
                 "1.03 of plate theory with 3 layers. The stable step shrinks with t. Pins by "
                 "vertex hold the vertex's first layer (a hinge); box and sphere pins hold every "
                 "phyxel inside them."},
+    {.key = "surface",
+     .kind = FieldKind::kChoice,
+     .text = "carried",
+     .choices = kSurfaceKinds,
+     .rule = "`resampled` needs plasticity.melt on and a mesh",
+     .meaning = "What the frames show. `carried`: the input mesh moved by the phyxels "
+                "(muller2004 eq. 27), its detail kept under any deformation but unable to come "
+                "apart. `resampled`: surfels (a point cloud with normals, drawn as discs) that "
+                "follow eq. 27 while the phyxels' boundary stays and blend onto the phyxels' "
+                "implicit surface where it changes, resampled as they stretch and crowd "
+                "(section 5.2): the surface splits when the melt does and merges where its "
+                "parts meet."},
+    {.key = "surfels",
+     .kind = FieldKind::kInteger,
+     .number = 0,
+     .range = Range::closed(0, 10000000),
+     .meaning = "With a resampled surface: about this many surfels, evenly spread over the "
+                "mesh (clustered from its vertices); 0: one per vertex."},
     {.key = "plasticity",
      .kind = FieldKind::kObject,
      .object = "mls_plasticity",
@@ -159,7 +179,10 @@ constexpr FieldSpec kPlasticityFields[] = {
                 "strain kept, turned with the material), so the body flows for good; each "
                 "phyxel's volume is measured against its original one, so `volume_stiffness` "
                 "keeps the melt from collapsing. With yield_strain small and creep high a melt "
-                "forgets its shape; after `until` it is elastic in the shape it flowed into."},
+                "forgets its shape; after `until` it is elastic in the shape it flowed into. "
+                "A rebuilt stencil reaches only as far as the phyxel's first support, so a melt "
+                "splits where its parts flow apart and merges where they meet (the carried "
+                "mesh stretches across a split; a resampled surface follows it)."},
     {.key = "melt_interval",
      .unit = "s",
      .number = 0.005,
@@ -202,6 +225,8 @@ void readMlsSolid(ObjectReader& r, Problems& problems, BodyDef& body) {
                  "one layer of phyxels is not a volume (its moment matrices are singular, "
                  "muller2004 section 7): use 2 or 3, or a shell model");
   }
+  options.resampledSurface = r.choice("surface") == "resampled";
+  options.surfelCount = r.integer("surfels");
   if (r.has("plasticity")) {
     ObjectReader pr = r.object("plasticity", kPlasticitySpec);
     MlsPlasticityDef p;
@@ -219,6 +244,14 @@ void readMlsSolid(ObjectReader& r, Problems& problems, BodyDef& body) {
     pr.finish();
     options.plasticity = p;
   }
+  if (options.resampledSurface && !(options.plasticity && options.plasticity->melt)) {
+    problems.add(r.path() + ".surface",
+                 "a resampled surface follows a melt's topology changes: set plasticity.melt "
+                 "to \"on\" (or keep the carried surface)");
+  }
+  if (options.resampledSurface && options.layers > 0) {
+    problems.add(r.path() + ".surface", "a layered sheet carries its mesh: use `carried`");
+  }
   r.finish();
 }
 
@@ -231,7 +264,9 @@ Json writeMlsSolid(const BodyDef& body) {
               {"hourglass", d.hourglass},
               {"volume_stiffness", d.volumeStiffness},
               {"hessian", d.projectHessian ? "projected" : "exact"},
-              {"layers", d.layers}};
+              {"layers", d.layers},
+              {"surface", d.resampledSurface ? "resampled" : "carried"},
+              {"surfels", d.surfelCount}};
   if (d.plasticity) {
     const MlsPlasticityDef& p = *d.plasticity;
     out["plasticity"] = {{"yield_strain", p.yieldStrain},
@@ -284,9 +319,15 @@ Discretization discretizeMlsSolid(const BodyDef& def, Geometry geometry,
         p.melt,        p.meltInterval};
   }
   params.layers = options.layers;
+  params.resampleSurface = options.resampledSurface;
   Discretization d;
   if (options.layers > 0) return layeredSheet(def, std::move(geometry), params, warnings, label);
   if (geometry.isPointCloud()) {
+    if (params.resampleSurface) {
+      throw InputError(
+          "mls_solid: a resampled surface starts from a closed mesh's surface; a point cloud's "
+          "points are the phyxels (use the carried surface)");
+    }
     d.model = std::make_unique<MlsSolidModel>(geometry.positions, std::span<const double>{},
                                               def.material, params, Geometry{});
     d.nodePositions = geometry.positions;
@@ -319,8 +360,25 @@ Discretization discretizeMlsSolid(const BodyDef& def, Geometry geometry,
         << " m^3; the sampling is coarse for this shape (or the mesh is not closed)";
     warnings.push_back(msg.str());
   }
-  d.model =
-      std::make_unique<MlsSolidModel>(sampling.positions, volumes, def.material, params, geometry);
+  // A resampled surface starts as surfels: the mesh's vertices with their normals, or that
+  // many clustered from them (evenly spread, geometry/sampling.hpp).
+  Geometry surfels;
+  if (params.resampleSurface) {
+    Geometry oriented = geometry;
+    computeVertexNormals(oriented);
+    if (options.surfelCount > 0 && options.surfelCount < oriented.vertexCount()) {
+      SamplingParams sampling_params;
+      sampling_params.targetNodeCount = options.surfelCount;
+      const NodeSampling chosen = clusterSurface(oriented, sampling_params);
+      surfels.positions = chosen.positions;
+      surfels.normals = chosen.normals;
+    } else {
+      surfels.positions = oriented.positions;
+      surfels.normals = oriented.normals;
+    }
+  }
+  d.model = std::make_unique<MlsSolidModel>(sampling.positions, volumes, def.material, params,
+                                            params.resampleSurface ? surfels : geometry);
   d.nodePositions = sampling.positions;
   // A vertex (pins and loads by vertex) stands for its nearest phyxel.
   const PointKdTree tree(d.nodePositions);
