@@ -47,8 +47,24 @@ struct StencilFit {
 // layers) across that direction n, which hold two distinct positions along n only, so the
 // quadratic leaves out (y.n)^2 and keeps the other five products in a frame (a, b, n): the
 // bending field u = -kappa (y.a)(y.n) a + kappa (y.a)^2 / 2 n stays exact.
+// How far a fit trusts a stencil, in eigenvalues of its normal matrix relative to the
+// largest: the quadratic needs the smallest above `quadratic`; a plane leaves out the
+// directions below `plane` (a pseudo-inverse).
+struct FitLimits {
+  double quadratic = 1e-10;
+  double plane = 1e-10;
+};
+
+// A melt's rebuilt stencils. One the flow squeezed thin (a slab one or two phyxels thick)
+// would fit its thin direction from offsets of a fraction of the spacing, with shape
+// vectors, stiffness and a stable step that scale with the inverse of its spread there: a
+// melted cuboid's step fell 670 times, to 4e-7 s. With these limits a direction spread less
+// than a tenth of the widest is left out (as a coplanar stencil's is) and the step falls at
+// most about ten times.
+constexpr FitLimits kMeltFitLimits{1e-4, 1e-2};
+
 StencilFit fitStencil(std::span<const Vec3> offsets, std::span<const double> weights, double h,
-                      bool quadratic, const Vec3* thinDirection) {
+                      bool quadratic, const Vec3* thinDirection, const FitLimits& limits) {
   const auto n = static_cast<Eigen::Index>(offsets.size());
   Vec3 axisA = Vec3::UnitX(), axisB = Vec3::UnitY(), axisN = Vec3::UnitZ();
   if (thinDirection != nullptr) {
@@ -81,12 +97,12 @@ StencilFit fitStencil(std::span<const Vec3> offsets, std::span<const double> wei
     const double smallest = eigen.eigenvalues()(0), largest = eigen.eigenvalues()(b - 1);
     // A quadratic needs three distinct positions along every axis: where the stencil has not
     // got them (a slab two phyxels thick) the phyxel fits a plane, as the paper does.
-    if (b > 3 && !(smallest > 1e-10 * largest)) continue;
+    if (b > 3 && !(smallest > limits.quadratic * largest)) continue;
     // The pseudo-inverse: a melt may squeeze a neighbourhood flat (notes B6 d), and then the
     // gradient along the lost direction is left out rather than made up.
     Eigen::VectorXd inverse = eigen.eigenvalues();
     for (Eigen::Index e = 0; e < b; ++e) {
-      inverse(e) = inverse(e) > 1e-10 * largest ? 1.0 / inverse(e) : 0.0;
+      inverse(e) = inverse(e) > (b > 3 ? 1e-10 : limits.plane) * largest ? 1.0 / inverse(e) : 0.0;
     }
     const Eigen::MatrixXd M =
         eigen.eigenvectors() * inverse.asDiagonal() * eigen.eigenvectors().transpose() * PtW;
@@ -451,8 +467,9 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
             across = (row(rest_, bottom + 1) - row(rest_, bottom)).normalized();
             setRow(sheetNormal_, i, *across);
           }
-          const StencilFit fit = fitStencil(offsets, std::span<const double>(weights).subspan(1), h,
-                                            quadratic, across ? &*across : nullptr);
+          const StencilFit fit =
+              fitStencil(offsets, std::span<const double>(weights).subspan(1), h, quadratic,
+                         across ? &*across : nullptr, firstBuild ? FitLimits{} : kMeltFitLimits);
           quadraticFits[i] = fit.quadratic ? 1 : 0;
           Vec3 selfShape = Vec3::Zero();
           for (size_t j = 1; j < k; ++j) {

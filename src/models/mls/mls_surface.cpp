@@ -32,14 +32,22 @@ ImplicitField::ImplicitField(std::span<const double> phyxels, double sigma)
     : phyxels_(phyxels), tree_(phyxels), sigma_(sigma) {}
 
 double ImplicitField::value(const Vec3& x, Vec3* gradient) const {
-  thread_local std::vector<uint32_t> near;
+  std::vector<uint32_t> near;
   tree_.withinRadius(x.data(), kFieldReach * sigma_, near);
+  return valueOver(near, x, gradient);
+}
+
+double ImplicitField::valueOver(std::span<const uint32_t> candidates, const Vec3& x,
+                                Vec3* gradient) const {
   const double inverse2 = 1.0 / (sigma_ * sigma_);
+  const double reach2 = kFieldReach * kFieldReach * sigma_ * sigma_;
   double sum = 0;
   Vec3 g = Vec3::Zero();
-  for (const uint32_t i : near) {
+  for (const uint32_t i : candidates) {
     const Vec3 d = x - row(phyxels_, i);
-    const double f = std::exp(-d.squaredNorm() * inverse2);  // muller2004 eq. (28)
+    const double r2 = d.squaredNorm();
+    if (r2 > reach2) continue;
+    const double f = std::exp(-r2 * inverse2);  // muller2004 eq. (28)
     sum += f;
     g -= 2.0 * inverse2 * f * d;
   }
@@ -48,9 +56,18 @@ double ImplicitField::value(const Vec3& x, Vec3* gradient) const {
 }
 
 bool ImplicitField::project(Vec3& x, double iso, Vec3& normal) const {
+  // The phyxels within reach of every point within sigma of `centre`: the Newton steps
+  // evaluate F over them (the same F as value()) until they leave that ball.
+  std::vector<uint32_t> near;
+  Vec3 centre = x;
+  tree_.withinRadius(centre.data(), (kFieldReach + 1) * sigma_, near);
   Vec3 y = x, g;
   for (int iteration = 0; iteration < 12; ++iteration) {
-    const double f = value(y, &g);
+    if ((y - centre).squaredNorm() > sigma_ * sigma_) {
+      centre = y;
+      tree_.withinRadius(centre.data(), (kFieldReach + 1) * sigma_, near);
+    }
+    const double f = valueOver(near, y, &g);
     const double g2 = g.squaredNorm();
     if (!(f > 1e-3 * iso) || !(g2 > 0)) return false;
     if (std::abs(f - iso) < 1e-4 * iso) {

@@ -57,6 +57,8 @@ class ImplicitField {
   bool project(Vec3& x, double iso, Vec3& normal) const;
 
  private:
+  // F and its gradient at x over the phyxels among `candidates` within reach of x.
+  double valueOver(std::span<const uint32_t> candidates, const Vec3& x, Vec3* gradient) const;
   std::span<const double> phyxels_;
   PointKdTree tree_;
   double sigma_;
