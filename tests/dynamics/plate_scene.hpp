@@ -74,4 +74,26 @@ inline std::string pinBox(double cx, double cy, double hx, double hy, double acr
   return s.str();
 }
 
+// A scene of one plate read from `mesh`, solved statically under gravity g (m/s^2, along
+// -z), with every node at |x| or |y| >= 1/2 pinned: the unit plate's boundary and the ring of
+// width `ring` around it (0: none), by boxes `across` high. bodyJson: the body's model,
+// options and material keys.
+inline std::string pinnedPlateScene(const fs::path& mesh, const std::string& bodyJson,
+                                    double gravity, double ring, double across = 0.001) {
+  const double edge = 0.5 - 1e-6;
+  const double far = 0.5 + ring + 0.01;
+  const double strip = (far - edge) / 2, middle = (far + edge) / 2;
+  std::ostringstream scene;
+  scene.precision(17);
+  scene << R"({"gravity": [0, 0, )" << -gravity << R"(], "bodies": [{"name": "plate", "file": ")"
+        << mesh.string() << R"(", )" << bodyJson << R"(, "pins": [)"
+        << pinBox(-middle, 0, strip, far, across) << ", " << pinBox(middle, 0, strip, far, across)
+        << ", " << pinBox(0, -middle, far, strip, across) << ", "
+        << pinBox(0, middle, far, strip, across)
+        << R"(]}], "time": {"duration": 1, "integrator": "static", "load_increments": 1,
+           "newton_tolerance": 1e-10, "newton_max_iterations": 50},
+           "output": {"folder": "out", "formats": ["ply"]}})";
+  return scene.str();
+}
+
 }  // namespace shellsim::plate_scene

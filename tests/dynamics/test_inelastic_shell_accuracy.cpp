@@ -60,20 +60,12 @@ double plateDeflectionRatio(const fs::path& folder, bool clamped, int cells,
   const fs::path mesh = writeGrid(
       folder, "plate_" + std::to_string(cells) + (clamped ? "_clamped_" : "_") + bending, c, c,
       jitter, [](double x, double y) { return std::max(std::abs(x), std::abs(y)) < 0.5 - 1e-9; });
-  const double side = 1 + 2 * ring;
-  const double edge = 0.5 - 1e-6;  // nodes at |x| >= 0.5 are pinned
-  const double far = side / 2 + 0.01;
-  const double strip = (far - edge) / 2, middle = (far + edge) / 2;
-  std::ostringstream scene;
-  scene << R"({"gravity": [0, 0, )" << -kGravity << R"(], "bodies": [{"name": "plate", "file": ")"
-        << mesh.string() << R"(", "model": "inelastic_shell", "inelastic_shell": {"bending": ")"
-        << bending << R"("}, )" << materialJson() << R"(, "pins": [)"
-        << pinBox(-middle, 0, strip, far) << ", " << pinBox(middle, 0, strip, far) << ", "
-        << pinBox(0, -middle, far, strip) << ", " << pinBox(0, middle, far, strip)
-        << R"(]}], "time": {"duration": 1, "integrator": "static", "load_increments": 1,
-           "newton_tolerance": 1e-10, "newton_max_iterations": 50},
-           "output": {"folder": "out", "formats": ["ply"]}})";
-  const SceneDef def = parseScene(scene.str(), "plate.json", folder);
+  const std::string scene = plate_scene::pinnedPlateScene(
+      mesh,
+      R"("model": "inelastic_shell", "inelastic_shell": {"bending": ")" + bending + R"("}, )" +
+          materialJson(),
+      kGravity, ring);
+  const SceneDef def = parseScene(scene, "plate.json", folder);
   Simulation sim(def);
   const std::vector<double> rest(sim.positions(0).begin(), sim.positions(0).end());
   sim.advanceFrames(1);

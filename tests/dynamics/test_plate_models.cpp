@@ -41,23 +41,12 @@ PlateResult clampedPlate(const fs::path& folder, const std::string& modelJson, i
   const std::vector<double> c = plate_scene::coordinates(-0.5, 0.5, cells, cell);
   const fs::path mesh = plate_scene::writeGrid(folder, "plate_" + std::to_string(cells), c, c, 0.0,
                                                [](double, double) { return false; });
-  const double edge = 0.5 - 1e-6;
-  const double far = 0.5 + cell + 0.01;
-  const double strip = (far - edge) / 2, middle = (far + edge) / 2;
-  std::ostringstream scene;
-  scene.precision(17);
-  scene << R"({"gravity": [0, 0, )" << -kGravity << R"(], "bodies": [{"name": "plate", "file": ")"
-        << mesh.string() << R"(", )" << modelJson << R"(, "material": {"young_modulus": )" << kYoung
-        << R"(, "poisson": )" << kPoisson << R"(, "thickness": )" << kThickness
-        << R"(, "density": )" << kDensity << R"(}, "pins": [)"
-        << plate_scene::pinBox(-middle, 0, strip, far, kThickness) << ", "
-        << plate_scene::pinBox(middle, 0, strip, far, kThickness) << ", "
-        << plate_scene::pinBox(0, -middle, far, strip, kThickness) << ", "
-        << plate_scene::pinBox(0, middle, far, strip, kThickness)
-        << R"(]}], "time": {"duration": 1, "integrator": "static", "load_increments": 1,
-           "newton_tolerance": 1e-10, "newton_max_iterations": 50},
-           "output": {"folder": "out", "formats": ["ply"]}})";
-  const SceneDef def = parseScene(scene.str(), "plate.json", folder);
+  std::ostringstream body;
+  body << modelJson << R"(, "material": {"young_modulus": )" << kYoung << R"(, "poisson": )"
+       << kPoisson << R"(, "thickness": )" << kThickness << R"(, "density": )" << kDensity << "}";
+  const std::string scene =
+      plate_scene::pinnedPlateScene(mesh, body.str(), kGravity, cell, kThickness);
+  const SceneDef def = parseScene(scene, "plate.json", folder);
   Simulation sim(def);
   const std::vector<double> rest(sim.positions(0).begin(), sim.positions(0).end());
   PlateResult result;
