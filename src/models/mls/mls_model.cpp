@@ -255,7 +255,8 @@ void MlsSolidModel::updateResampledSurface() {
   const mls::ImplicitField field(rest_, fieldWidth_);
   std::vector<double> boundary = mls::boundaryProbabilities(rest_, cutoff_);
   mls::updateSurfels(surfels, field, boundary, boundaryBefore_, bindOffsets_, bindPhyxels_,
-                     {isoValue_, surfelSpacing_, maxSurfels_, static_cast<uint64_t>(absorptions_)});
+                     {isoValue_, surfelSpacing_, maxSurfels_, static_cast<uint64_t>(absorptions_),
+                      clock_[0] - clock_[1]});
   boundaryBefore_ = std::move(boundary);
   restSurface_.positions = std::move(surfels.positions);
   restSurface_.normals = std::move(surfels.normals);

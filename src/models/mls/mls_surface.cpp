@@ -131,9 +131,12 @@ void updateSurfels(Surfels& surfels, const ImplicitField& field,
           }
           const double n = std::max<double>(1.0, static_cast<double>(end - begin));
           double& blended = surfels.blended[s];
-          const double change = kBlendWeight / n * std::abs(now - before);
-          // Rounding (a rigid motion turns the covariances) is not a change of topology.
-          if (change > 1e-9) blended = std::min(1.0, blended + change);
+          const double mean = std::abs(now - before) / n;
+          // Slow changes are deformation, not topology (and rounding, as a rigid turn gives,
+          // is neither).
+          if (mean > 1e-9 && mean > kBoundaryRate * update.interval) {
+            blended = std::min(1.0, blended + kBlendWeight * mean);
+          }
           if (!(blended > 0)) continue;
           const double previous = surfels.estimate[s];
           const double next = surfels.initial[s] + blended * (S - surfels.initial[s]);

@@ -15,10 +15,13 @@
 // neighbourhood, towards 1 at a face).
 //
 // Blending (eq. 30): a surfel bound to n phyxels accumulates
-//   Delta_Sigma += lambda / n |sum P^t - sum P^(t-1)|  (capped at 1),
-// estimates its field value s^t = s^0 + Delta_Sigma (S - s^0) and moves the fraction
-// b = (s^t - s^(t-1)) / (S - s^(t-1)) of the way to its projection on L_I (b = 1 once there),
-// normals likewise.
+//   Delta_Sigma += lambda / n |sum P^t - sum P^(t-1)|  (capped at 1)
+// in the updates where that mean change of P is faster than kBoundaryRate: a body that
+// deforms without coming apart changes P slowly, and summed over a melt's hundreds of updates
+// that alone wiped out the detail of every surface that moved (the paper sums every change).
+// It estimates its field value s^t = s^0 + Delta_Sigma (S - s^0) and moves the fraction
+// b = (s^t - s^(t-1)) / (S - s^(t-1)) of the way to its projection on L_I (b = 1 once
+// there), normals likewise.
 //
 // Resampling (section 5.2.4): with k the surfels within the radius rho of a surfel, one with
 // k > kMaxNeighbours is deleted with probability k / (2 kMaxNeighbours), one with
@@ -41,6 +44,7 @@ namespace shellsim::mls {
 
 inline constexpr double kFieldReach = 2.5;      // sigma: exp(-6.25) = 0.002 of a phyxel's peak
 inline constexpr double kBlendWeight = 4;       // lambda of eq. 30
+inline constexpr double kBoundaryRate = 2;      // 1/s: slower mean changes of P are deformation
 inline constexpr int kMinNeighbours = 4;        // surfels within rho, below which one splits
 inline constexpr int kMaxNeighbours = 12;       // ... above which one may be deleted
 inline constexpr double kResampleRadius = 1.6;  // rho over the initial surfel spacing
@@ -84,6 +88,7 @@ struct SurfelUpdate {
   double spacing = 0;     // the initial surfel spacing, m
   size_t maxSurfels = 0;  // no splits past this many
   uint64_t seed = 0;      // the update's count
+  double interval = 0;    // s since the last update
 };
 
 // One update of the surfels after the phyxels moved (their current positions are the field's):
