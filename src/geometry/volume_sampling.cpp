@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "geometry/sampling.hpp"
 #include "shellsim/errors.hpp"
 
 namespace shellsim {
@@ -253,15 +254,7 @@ VolumeSampling sampleSheetLayers(const Geometry& mesh, double thickness, int32_t
   const std::vector<double> weight =
       layers == 2 ? std::vector<double>{1, 1} : std::vector<double>{5.0 / 9, 8.0 / 9, 5.0 / 9};
   const auto vertices = static_cast<size_t>(mesh.vertexCount());
-  std::vector<double> area(vertices, 0.0);
-  for (size_t t = 0; t < static_cast<size_t>(mesh.triangleCount()); ++t) {
-    const auto a = static_cast<size_t>(mesh.triangles[3 * t]);
-    const auto b = static_cast<size_t>(mesh.triangles[3 * t + 1]);
-    const auto c = static_cast<size_t>(mesh.triangles[3 * t + 2]);
-    const Vec3 pa = row(mesh.positions, a);
-    const double doubled = (row(mesh.positions, b) - pa).cross(row(mesh.positions, c) - pa).norm();
-    for (const size_t v : {a, b, c}) area[v] += doubled / 6.0;
-  }
+  const std::vector<double> area = pointAreas(mesh);  // a third of each triangle's
   Geometry oriented = mesh;
   computeVertexNormals(oriented);
   const auto L = static_cast<size_t>(layers);

@@ -213,7 +213,6 @@ void MlsSolidModel::startResampledSurface() {
       restSurface_.vertexCount() < 4) {
     throw InputError("mls_solid: a resampled surface needs surfels (points with normals)");
   }
-  const auto count = static_cast<size_t>(nodeCount_);
   const auto surfels = static_cast<size_t>(restSurface_.vertexCount());
   // sigma of eq. (28): the mean distance from a phyxel to its nearest; the surfels' spacing
   // likewise.
@@ -245,7 +244,6 @@ void MlsSolidModel::startResampledSurface() {
   surfelEstimate_ = surfelInitial_;
   surfelBlended_.assign(surfels, 0.0);
   boundaryBefore_ = mls::boundaryProbabilities(rest_, cutoff_);
-  (void)count;
 }
 
 void MlsSolidModel::updateResampledSurface() {
