@@ -2,6 +2,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -14,7 +16,9 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -26,6 +30,7 @@
 #include "shellsim/render.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
+#include "shellsim/thicken.hpp"
 #include "shellsim/world.hpp"
 
 namespace {
@@ -400,6 +405,171 @@ int repairCommand(const std::string& in, const std::string& out, int64_t minComp
   return 0;
 }
 
+// The cut-away preview of a thick shell: the shell cut by the plane through its centre
+// across its thinnest extent, the half behind the plane kept, seen from the cut side: S
+// white, S' red, the walls between them where the cut and the holes are.
+void writeShellPreview(const std::string& path, const shellsim::Geometry& shellMesh,
+                       const shellsim::Bounds& bounds) {
+  int cutAxis = 0;
+  double extent[3];
+  for (int k = 0; k < 3; ++k) extent[k] = bounds.max[k] - bounds.min[k];
+  for (int k = 1; k < 3; ++k) {
+    if (extent[k] < extent[cutAxis]) cutAxis = k;
+  }
+  const double centre[3] = {0.5 * (bounds.min[0] + bounds.max[0]),
+                            0.5 * (bounds.min[1] + bounds.max[1]),
+                            0.5 * (bounds.min[2] + bounds.max[2])};
+  shellsim::RenderBody body;
+  body.geometry.positions = shellMesh.positions;
+  body.geometry.colors = shellMesh.colors;
+  for (size_t t = 0; t < shellMesh.triangles.size(); t += 3) {
+    double mean = 0;
+    for (int k = 0; k < 3; ++k) {
+      mean += shellMesh.positions[3 * static_cast<size_t>(shellMesh.triangles[t + k]) + cutAxis];
+    }
+    if (mean / 3 > centre[cutAxis]) continue;
+    body.geometry.triangles.insert(body.geometry.triangles.end(), shellMesh.triangles.begin() + t,
+                                   shellMesh.triangles.begin() + t + 3);
+  }
+  (void)shellsim::removeUnreferencedVertices(body.geometry);
+  body.color = {0.9F, 0.9F, 0.9F};
+  // Up: y for the usual y-up model files unless the cut is across y, then z.
+  const int upAxis = cutAxis == 1 ? 2 : 1;
+  shellsim::Stage stage;
+  stage.up = {0, 0, 0};
+  stage.up[upAxis] = 1;
+  stage.groundNormal = stage.up;
+  stage.groundPoint = {centre[0], centre[1], centre[2]};
+  stage.groundPoint[upAxis] = bounds.min[upAxis] - 0.05 * extent[upAxis];
+  stage.extent = std::max({extent[0], extent[1], extent[2]});
+  shellsim::Camera camera;
+  camera.fovDegrees = 35;
+  camera.target = {centre[0], centre[1], centre[2]};
+  camera.up = stage.up;
+  const double radius =
+      0.5 * std::sqrt(extent[0] * extent[0] + extent[1] * extent[1] + extent[2] * extent[2]);
+  const double distance = 1.1 * radius / std::tan(0.5 * camera.fovDegrees * 3.14159265358979 / 180);
+  camera.eye = camera.target;
+  camera.eye[cutAxis] += distance;
+  camera.eye[upAxis] += 0.25 * distance;
+  shellsim::RenderSettings settings;
+  settings.width = 1280;
+  settings.height = 720;
+  shellsim::Renderer renderer(settings);
+  shellsim::writePng(path, renderer.render({body}, stage, camera));
+}
+
+// `shellsim thicken IN OUT --depth D`: the thick shell of a surface mesh (steinemann
+// section 3), written as one mesh (S, S' and the walls at holes).
+struct ThickenCommandOptions {
+  std::string in, out, method = "front", preview;
+  double depth = 0;
+  int steps = 5;
+  bool repair = false;
+};
+int thickenCommand(const ThickenCommandOptions& o, const CommonOptions& common) {
+  shellsim::ThreadLimit threadLimit(common.threads);
+  const std::string extension = std::filesystem::path(o.out).extension().string();
+  if (extension != ".obj" && extension != ".ply") {
+    throw shellsim::InputError(o.out + ": the thick shell is written as .obj or .ply");
+  }
+  shellsim::Geometry mesh = shellsim::readGeometry(o.in);
+  if (mesh.triangles.empty()) {
+    throw shellsim::InputError(o.in + ": a point cloud; thicken needs a triangle mesh");
+  }
+  mesh.normals.clear();
+  mesh.colors.clear();
+  if (o.repair) {
+    (void)shellsim::repairMesh(mesh);
+  } else {
+    const std::vector<int32_t> map = shellsim::removeUnreferencedVertices(mesh);
+    const auto dropped = std::count(map.begin(), map.end(), -1);
+    if (dropped > 0 && !common.quiet) {
+      std::cout << o.in << ": " << dropped << " vertices in no triangle left out\n";
+    }
+    const std::vector<std::string> refusals =
+        shellsim::meshRefusals(shellsim::analyzeTopology(mesh));
+    if (!refusals.empty()) {
+      throw shellsim::InputError(o.in + ": " + refusals.front() +
+                                 "; thicken needs a manifold, consistently oriented mesh (add "
+                                 "--repair to repair it first)");
+    }
+  }
+  shellsim::ThickenOptions options;
+  options.depth = o.depth;
+  options.stepsPerDepth = o.steps;
+  options.method = o.method == "vertex" ? shellsim::ThickenMethod::kSingleVertex
+                                        : shellsim::ThickenMethod::kFront;
+  const shellsim::ThickShell shell = shellsim::thickenMesh(mesh, options);
+  const shellsim::Geometry out = shellsim::thickShellGeometry(mesh, shell);
+  if (extension == ".obj") {
+    shellsim::writeObj(o.out, out);
+  } else {
+    shellsim::writePly(o.out, out);
+  }
+  if (!o.preview.empty()) writeShellPreview(o.preview, out, shellsim::computeBounds(mesh));
+  if (common.quiet) return 0;
+  std::cout << o.in << ": " << mesh.vertexCount() << " vertices, " << mesh.triangleCount()
+            << " triangles, depth " << o.depth << " m, " << o.method
+            << " propagation, k = " << o.steps << '\n';
+  std::cout << "generated in " << formatSeconds(shell.seconds) << ": " << shell.iterations
+            << (options.method == shellsim::ThickenMethod::kFront ? " passes, " : " moves, ")
+            << shell.collisions << " collisions, " << shell.triangleTests
+            << " triangle pairs tested\n";
+  std::cout << "depth: mean " << shell.meanDepth << " m, min " << shell.minDepth << " m; "
+            << shell.thinVertices << " of " << mesh.vertexCount()
+            << " vertices thinner than the depth (where the surface is closer than twice it)\n";
+  // Thin regions: connected groups of thin vertices, the largest first, with their centres.
+  const auto n = static_cast<size_t>(mesh.vertexCount());
+  std::vector<int32_t> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  const auto find = [&](int32_t v) {
+    while (parent[static_cast<size_t>(v)] != v) {
+      parent[static_cast<size_t>(v)] = parent[static_cast<size_t>(parent[static_cast<size_t>(v)])];
+      v = parent[static_cast<size_t>(v)];
+    }
+    return v;
+  };
+  const auto thin = [&](int32_t v) { return shell.depth[static_cast<size_t>(v)] < 0.99 * o.depth; };
+  for (size_t t = 0; t < mesh.triangles.size(); t += 3) {
+    for (int k = 0; k < 3; ++k) {
+      const int32_t a = mesh.triangles[t + k], b = mesh.triangles[t + (k + 1) % 3];
+      if (thin(a) && thin(b)) parent[static_cast<size_t>(find(a))] = find(b);
+    }
+  }
+  std::map<int32_t, std::pair<int32_t, std::array<double, 4>>>
+      regions;  // root: count, centre, min depth
+  for (size_t v = 0; v < n; ++v) {
+    if (!thin(static_cast<int32_t>(v))) continue;
+    auto& [count, data] = regions[find(static_cast<int32_t>(v))];
+    if (count == 0) data[3] = o.depth;
+    ++count;
+    for (int k = 0; k < 3; ++k)
+      data[static_cast<size_t>(k)] += mesh.positions[3 * v + static_cast<size_t>(k)];
+    data[3] = std::min(data[3], shell.depth[v]);
+  }
+  std::vector<std::pair<int32_t, std::array<double, 4>>> sorted;
+  for (const auto& [root, region] : regions) sorted.push_back(region);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::cout << "thin regions: " << sorted.size() << '\n';
+  for (size_t r = 0; r < std::min<size_t>(sorted.size(), 5); ++r) {
+    const auto& [count, data] = sorted[r];
+    std::cout << "  " << count << " vertices around (" << data[0] / count << ", " << data[1] / count
+              << ", " << data[2] / count << "), thinnest " << data[3] << " m\n";
+  }
+  std::cout << "check (every pair of triangles, exact): " << shell.intersectingPairs
+            << " crossing pairs, " << shell.invertedElements << " inverted elements";
+  if (shell.inputIntersectingPairs > 0) {
+    std::cout << "; the input itself crosses at " << shell.inputIntersectingPairs
+              << " triangle pairs";
+  }
+  std::cout << "\nwrote " << out.vertexCount() << " vertices, " << out.triangleCount()
+            << " triangles to " << o.out << " (S white, S' red)\n";
+  if (!o.preview.empty()) std::cout << "preview: " << o.preview << '\n';
+  return 0;
+}
+
 // Checks what a run checks: the scene file, then the world built from it as `run` builds
 // it (every body's geometry read and discretized by its model, pins and loads selected),
 // so a mesh the model refuses (non-manifold, a point cloud for a mesh model) fails here
@@ -514,6 +684,30 @@ int main(int argc, char** argv) {
                      "edge): even triangles, no slivers");
   addCommonOptions(repair, common);
 
+  ThickenCommandOptions thickenOptions;
+  CLI::App* thicken = app.add_subcommand(
+      "thicken",
+      "Make a thick shell of a surface mesh: an inner surface grown inwards to a depth "
+      "without intersections (steinemann section 3), written with the outer surface as one mesh");
+  thicken->add_option("in", thickenOptions.in, "Triangle mesh (OBJ, PLY, OFF, STL)")->required();
+  thicken->add_option("out", thickenOptions.out, "The shell (.obj or .ply; PLY keeps the colours)")
+      ->required();
+  thicken->add_option("--depth", thickenOptions.depth, "Shell thickness where there is room, m")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  thicken
+      ->add_option("--method", thickenOptions.method,
+                   "front: every vertex steps at once (fast); vertex: one vertex at a time")
+      ->check(CLI::IsMember({"front", "vertex"}));
+  thicken->add_option("--steps", thickenOptions.steps, "Steps to reach the depth (k)")
+      ->check(integerAtLeast(1, 1000));
+  thicken->add_flag("--repair", thickenOptions.repair,
+                    "Repair the mesh first (as shellsim repair: merge, orient, split non-manifold "
+                    "edges)");
+  thicken->add_option("--preview", thickenOptions.preview,
+                      "Also render a cut-away view of the shell to this PNG");
+  addCommonOptions(thicken, common);
+
   CLI::App* reference =
       app.add_subcommand("scene-reference", "Print the scene file reference (Markdown)");
   addCommonOptions(reference, common);
@@ -544,6 +738,7 @@ int main(int argc, char** argv) {
     if (repair->parsed()) {
       return repairCommand(repairIn, repairOut, minComponentFaces, remesh, common);
     }
+    if (thicken->parsed()) return thickenCommand(thickenOptions, common);
     if (reference->parsed()) {
       std::cout << shellsim::sceneReferenceMarkdown();
       return 0;

@@ -44,6 +44,9 @@ int orient3d(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
   for (int k = 0; k < 3; ++k) {
     if (u[k] == 0 && v[k] == 0 && w[k] == 0) return 0;
   }
+  // Two of the points the same (neighbouring triangles tested against each other share
+  // corners): the determinant is 0 exactly.
+  if (a == b || a == c || a == d || b == c || b == d || c == d) return 0;
   return exactOrient3d(a, b, c, d);
 }
 
@@ -62,14 +65,16 @@ bool segmentCrossesTriangle(const Vec3& p, const Vec3& q, const Vec3& a, const V
 
 bool trianglesIntersect(const Vec3& a0, const Vec3& a1, const Vec3& a2, const Vec3& b0,
                         const Vec3& b1, const Vec3& b2) {
-  // A triangle strictly on one side of the other's plane cannot meet it: the common case,
-  // decided by three orientations.
+  // A proper crossing is a point inside both triangles on the line where their planes meet:
+  // each triangle then has corners strictly on both sides of the other's plane. One
+  // triangle on one side, or touching the other's plane at a shared vertex or edge (every
+  // pair of neighbours), decides it with these orientations.
   const int sb0 = orient3d(a0, a1, a2, b0), sb1 = orient3d(a0, a1, a2, b1),
             sb2 = orient3d(a0, a1, a2, b2);
-  if (sb0 != 0 && sb0 == sb1 && sb1 == sb2) return false;
+  if (!((sb0 > 0 || sb1 > 0 || sb2 > 0) && (sb0 < 0 || sb1 < 0 || sb2 < 0))) return false;
   const int sa0 = orient3d(b0, b1, b2, a0), sa1 = orient3d(b0, b1, b2, a1),
             sa2 = orient3d(b0, b1, b2, a2);
-  if (sa0 != 0 && sa0 == sa1 && sa1 == sa2) return false;
+  if (!((sa0 > 0 || sa1 > 0 || sa2 > 0) && (sa0 < 0 || sa1 < 0 || sa2 < 0))) return false;
   return segmentCrossesTriangle(a0, a1, b0, b1, b2) || segmentCrossesTriangle(a1, a2, b0, b1, b2) ||
          segmentCrossesTriangle(a2, a0, b0, b1, b2) || segmentCrossesTriangle(b0, b1, a0, a1, a2) ||
          segmentCrossesTriangle(b1, b2, a0, a1, a2) || segmentCrossesTriangle(b2, b0, a0, a1, a2);
