@@ -96,4 +96,10 @@ struct ShellConsistency {
 // boundary edge joining S to S'. Vertex colours: white on S, red on S' (steinemann Fig. 7).
 [[nodiscard]] Geometry thickShellGeometry(const Geometry& mesh, const ThickShell& shell);
 
+// The same from positions: S `outer` and S' `inner`, both (nVertices, 3), over S's
+// `triangles`; no colours.
+[[nodiscard]] Geometry thickShellSurfaces(std::span<const double> outer,
+                                          std::span<const double> inner,
+                                          std::span<const int32_t> triangles);
+
 }  // namespace shellsim

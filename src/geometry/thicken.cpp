@@ -641,39 +641,45 @@ ShellConsistency checkShellConsistency(std::span<const double> outer, std::span<
   return result;
 }
 
-Geometry thickShellGeometry(const Geometry& mesh, const ThickShell& shell) {
-  const size_t n = mesh.positions.size() / 3;
-  if (shell.inner.size() != mesh.positions.size()) {
-    throw InputError("thickShellGeometry: the shell was made from another mesh");
-  }
+Geometry thickShellSurfaces(std::span<const double> outer, std::span<const double> inner,
+                            std::span<const int32_t> triangles) {
+  const size_t n = outer.size() / 3;
   Geometry out;
-  out.positions = mesh.positions;
-  out.positions.insert(out.positions.end(), shell.inner.begin(), shell.inner.end());
-  out.colors.assign(6 * n, 1.0F);
-  for (size_t i = n; i < 2 * n; ++i) {
-    out.colors[3 * i + 1] = 0.25F;
-    out.colors[3 * i + 2] = 0.2F;
-  }
+  out.positions.assign(outer.begin(), outer.end());
+  out.positions.insert(out.positions.end(), inner.begin(), inner.end());
   const auto offset = static_cast<int32_t>(n);
-  out.triangles = mesh.triangles;
-  for (size_t t = 0; t < mesh.triangles.size() / 3; ++t) {
-    out.triangles.push_back(mesh.triangles[3 * t] + offset);
-    out.triangles.push_back(mesh.triangles[3 * t + 2] + offset);
-    out.triangles.push_back(mesh.triangles[3 * t + 1] + offset);
+  out.triangles.assign(triangles.begin(), triangles.end());
+  for (size_t t = 0; t < triangles.size() / 3; ++t) {
+    out.triangles.push_back(triangles[3 * t] + offset);
+    out.triangles.push_back(triangles[3 * t + 2] + offset);
+    out.triangles.push_back(triangles[3 * t + 1] + offset);
   }
-  // Walls on boundary edges: the edge (a, b) as the triangle traverses it has no twin (b, a).
+  // Walls on boundary edges: the edge (a, b) as a triangle traverses it has no twin (b, a).
   std::vector<std::pair<int32_t, int32_t>> directed;
-  for (size_t t = 0; t < mesh.triangles.size() / 3; ++t) {
-    for (int k = 0; k < 3; ++k) {
-      directed.emplace_back(mesh.triangles[3 * t + k], mesh.triangles[3 * t + (k + 1) % 3]);
-    }
+  for (size_t t = 0; t < triangles.size() / 3; ++t) {
+    for (size_t k = 0; k < 3; ++k)
+      directed.emplace_back(triangles[3 * t + k], triangles[3 * t + (k + 1) % 3]);
   }
   std::vector<std::pair<int32_t, int32_t>> sorted = directed;
   std::sort(sorted.begin(), sorted.end());
   for (const auto& [a, b] : directed) {
     if (std::binary_search(sorted.begin(), sorted.end(), std::make_pair(b, a))) continue;
-    // S traverses a -> b; the wall continues outward: (b, a, a'), (b, a', b').
+    // S traverses a -> b; the wall faces out across the edge: (b, a, a'), (b, a', b').
     out.triangles.insert(out.triangles.end(), {b, a, a + offset, b, a + offset, b + offset});
+  }
+  return out;
+}
+
+Geometry thickShellGeometry(const Geometry& mesh, const ThickShell& shell) {
+  if (shell.inner.size() != mesh.positions.size()) {
+    throw InputError("thickShellGeometry: the shell was made from another mesh");
+  }
+  Geometry out = thickShellSurfaces(mesh.positions, shell.inner, mesh.triangles);
+  const size_t n = mesh.positions.size() / 3;
+  out.colors.assign(6 * n, 1.0F);
+  for (size_t i = n; i < 2 * n; ++i) {
+    out.colors[3 * i + 1] = 0.25F;
+    out.colors[3 * i + 2] = 0.2F;
   }
   return out;
 }

@@ -296,7 +296,7 @@ class AsciiReader {
 };
 
 // What a vertex property means to us.
-enum class Slot { kNone, kX, kY, kZ, kNx, kNy, kNz, kRed, kGreen, kBlue };
+enum class Slot { kNone, kX, kY, kZ, kNx, kNy, kNz, kRed, kGreen, kBlue, kPiece };
 
 Slot slotOf(const std::string& name) {
   if (name == "x") return Slot::kX;
@@ -308,6 +308,7 @@ Slot slotOf(const std::string& name) {
   if (name == "red" || name == "diffuse_red") return Slot::kRed;
   if (name == "green" || name == "diffuse_green") return Slot::kGreen;
   if (name == "blue" || name == "diffuse_blue") return Slot::kBlue;
+  if (name == "piece") return Slot::kPiece;  // shellsim's frames: the fragment of a vertex
   return Slot::kNone;
 }
 
@@ -375,7 +376,7 @@ class PlyParser {
   template <class Reader>
   void readVertices(Reader& r, const Element& e) {
     std::vector<Slot> slots;
-    bool has[10] = {};
+    bool has[11] = {};
     // Other floating-point vertex properties are named per-vertex quantities (shellsim's
     // frames write `plastic_strain`, `damage`): kept as vertex scalars, per property, or -1.
     std::vector<int> scalarOf;
@@ -393,10 +394,12 @@ class PlyParser {
     }
     const bool normals = has[int(Slot::kNx)] && has[int(Slot::kNy)] && has[int(Slot::kNz)];
     const bool colors = has[int(Slot::kRed)] && has[int(Slot::kGreen)] && has[int(Slot::kBlue)];
+    const bool pieces = has[int(Slot::kPiece)];
     const auto n = static_cast<size_t>(e.count);
     geometry_.positions.resize(3 * n);
     if (normals) geometry_.normals.resize(3 * n);
     if (colors) geometry_.colors.resize(3 * n);
+    if (pieces) geometry_.pieces.resize(n);
     for (VertexScalar& scalar : geometry_.vertexScalars) scalar.values.resize(n);
 
     for (size_t i = 0; i < n; ++i) {
@@ -444,6 +447,12 @@ class PlyParser {
             geometry_.colors[3 * i + (int(s) - int(Slot::kRed))] = static_cast<float>(c);
             break;
           }
+          case Slot::kPiece:
+            if (!(value >= 0 && value <= std::numeric_limits<int32_t>::max() &&
+                  value == std::floor(value)))
+              r.failValue(p.type, "vertex " + std::to_string(i) + ": piece is not an index >= 0");
+            geometry_.pieces[i] = static_cast<int32_t>(value);
+            break;
           case Slot::kNone: break;
         }
       }

@@ -14,6 +14,7 @@ ModelRegistration fiberRegistration();
 ModelRegistration discreteShellRegistration();
 ModelRegistration inelasticShellRegistration();
 ModelRegistration mlsSolidRegistration();
+ModelRegistration thickShellRegistration();
 
 namespace {
 
@@ -29,6 +30,7 @@ Registry& registry() {
                                discreteShellRegistration(),
                                inelasticShellRegistration(),
                                mlsSolidRegistration(),
+                               thickShellRegistration(),
                            },
                            1};
   return instance;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <unordered_map>
 
 #include "core/palette.hpp"
 #include "core/spatial.hpp"
@@ -157,6 +158,15 @@ std::vector<float> componentColors(const Geometry& mesh, int32_t offset) {
   for (size_t t = 0; t + 2 < mesh.triangles.size(); t += 3) {
     components.unite(mesh.triangles[t], mesh.triangles[t + 1]);
     components.unite(mesh.triangles[t + 1], mesh.triangles[t + 2]);
+  }
+  // Vertices of one piece are one component even where no triangle joins them (a thick
+  // shell's outer and inner surfaces, held together by springs).
+  if (mesh.pieces.size() == n) {
+    std::unordered_map<int32_t, int32_t> first;
+    for (size_t i = 0; i < n; ++i) {
+      const auto [it, inserted] = first.try_emplace(mesh.pieces[i], static_cast<int32_t>(i));
+      if (!inserted) components.unite(it->second, static_cast<int32_t>(i));
+    }
   }
   const std::vector<int32_t> componentOf = components.labels();
   std::vector<float> colors(3 * n);

@@ -44,6 +44,19 @@ TEST(WritePly, RoundTripsMeshesWithNormalsAndColours) {
   }
 }
 
+// The frames' piece of each vertex comes back from PLY (the renderer colours pieces by it).
+TEST(WritePly, RoundTripsPieces) {
+  ScratchDir dir;
+  Geometry g = sample(true);
+  g.pieces = {0, 0, 3, 1};
+  const auto p = dir.file("pieces.ply");
+  writePly(p, g);
+  EXPECT_EQ(readGeometry(p).pieces, g.pieces);
+  g.pieces.clear();
+  writePly(p, g);
+  EXPECT_TRUE(readGeometry(p).pieces.empty());
+}
+
 TEST(WritePly, PointCloudsHaveNoFaceElement) {
   ScratchDir dir;
   Geometry g = sample(true);

@@ -299,10 +299,10 @@ TEST(SceneErrors, UnknownEnumValuesSuggestTheClosest) {
                          "'projection', 'penalty'; did you mean 'penalty'?"),
             std::string::npos)
       << message;
-  EXPECT_NE(message.find(
-                "scene.json: bodies[0].model = \"mass_sprin\": must be one of "
-                "'mass_spring', 'fiber', 'discrete_shell', 'inelastic_shell', 'mls_solid'; did you "
-                "mean 'mass_spring'?"),
+  EXPECT_NE(message.find("scene.json: bodies[0].model = \"mass_sprin\": must be one of "
+                         "'mass_spring', 'fiber', 'discrete_shell', 'inelastic_shell', "
+                         "'mls_solid', 'thick_shell'; did you "
+                         "mean 'mass_spring'?"),
             std::string::npos)
       << message;
 }
@@ -659,7 +659,7 @@ TEST(SceneFiles, LoadSceneReportsTheFileNameInValidationErrors) {
     EXPECT_EQ(std::string(e.what()),
               path.string() +
                   ": bodies[0].model = \"fem\": must be one of 'mass_spring', 'fiber', "
-                  "'discrete_shell', 'inelastic_shell', 'mls_solid'");
+                  "'discrete_shell', 'inelastic_shell', 'mls_solid', 'thick_shell'");
   }
 }
 

@@ -12,10 +12,10 @@
 #include <optional>
 #include <sstream>
 
-#include "core/lanczos.hpp"
 #include "core/spatial.hpp"
 #include "core/vec3.hpp"
 #include "models/mls/mls_surface.hpp"
+#include "models/stable_step.hpp"
 #include "shellsim/errors.hpp"
 
 namespace shellsim {
@@ -513,46 +513,9 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
 }
 
 void MlsSolidModel::computeStableStep() {
-  const auto count = static_cast<size_t>(nodeCount_);
-  // Velocity Verlet is stable for dt < 2 / omega_max, omega_max^2 the largest eigenvalue of
-  // M^-1 K at rest. Gershgorin's bound (row sums of |K|) is safe but, over stencils of 27
-  // nodes, several times too large; the estimate is Lanczos on M^-1/2 K M^-1/2 (40 steps,
-  // from below) with the fiber model's margin 0.7, never below Gershgorin's step.
-  const std::vector<int32_t> pairs = hessianBlockNodes();
-  std::vector<double> blocks(pairs.size() / 2 * 9);
-  hessianBlocks(rest_, blocks);
-  std::vector<double> rowSums(3 * count, 0.0);
-  for (size_t b = 0; b < pairs.size() / 2; ++b) {
-    const auto node = static_cast<size_t>(pairs[2 * b]);
-    for (int a = 0; a < 3; ++a) {
-      for (int c = 0; c < 3; ++c) rowSums[3 * node + a] += std::abs(blocks[9 * b + 3 * a + c]);
-    }
-  }
-  double gershgorin = 0;
-  for (size_t i = 0; i < 3 * count; ++i) {
-    gershgorin = std::max(gershgorin, rowSums[i] / mass_[i / 3]);
-  }
-  std::vector<double> invSqrtMass(count);
-  for (size_t i = 0; i < count; ++i) invSqrtMass[i] = 1.0 / std::sqrt(mass_[i]);
-  const double lanczos =
-      largestEigenvalueLanczos(3 * count, 40, [&](std::span<const double> v, std::span<double> w) {
-        std::fill(w.begin(), w.end(), 0.0);
-        for (size_t b = 0; b < pairs.size() / 2; ++b) {
-          const auto r = static_cast<size_t>(pairs[2 * b]);
-          const auto c = static_cast<size_t>(pairs[2 * b + 1]);
-          const double* h = &blocks[9 * b];
-          for (size_t a = 0; a < 3; ++a) {
-            w[3 * r + a] +=
-                invSqrtMass[r] * invSqrtMass[c] *
-                (h[3 * a] * v[3 * c] + h[3 * a + 1] * v[3 * c + 1] + h[3 * a + 2] * v[3 * c + 2]);
-          }
-        }
-      });
-  const double safe =
-      gershgorin > 0 ? 2.0 / std::sqrt(gershgorin) : std::numeric_limits<double>::infinity();
-  const double estimate =
-      lanczos > 0 ? 0.7 * 2.0 / std::sqrt(lanczos) : std::numeric_limits<double>::infinity();
-  stableStep_ = std::max(safe, estimate);
+  // Over stencils of 27 nodes Gershgorin's bound is several times too large: Lanczos
+  // (stable_step.hpp).
+  stableStep_ = stableStepFromHessian(*this, rest_, mass_);
 }
 
 const mls::Mat3* MlsSolidModel::plasticAt(size_t p, mls::Mat3& storage) const {

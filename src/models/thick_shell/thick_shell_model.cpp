@@ -1,0 +1,268 @@
+#include "models/thick_shell/thick_shell_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "core/union_find.hpp"
+#include "models/mass_spring/mass_spring.hpp"
+#include "models/stable_step.hpp"
+#include "models/thick_shell/thick_shell_kernel.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+
+namespace {
+
+Vec3 at(std::span<const double> x, int32_t i) {
+  return row(x, static_cast<size_t>(i));
+}
+
+struct ThickShellWorkspace : ModelWorkspace {
+  AssemblyScratch springs, areas, tets;
+};
+
+}  // namespace
+
+ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
+                                 const MaterialDef& material, const ThickShellDef& options)
+    : vertexCount_(mesh.vertexCount()),
+      layers_(options.layers),
+      extrusionFactor_(options.extrusionFactor),
+      triangles_(mesh.triangles),
+      depth_(shell.depth) {
+  if (mesh.isPointCloud()) {
+    throw InputError("model thick_shell needs a triangle mesh, but the geometry is a point cloud");
+  }
+  if (shell.inner.size() != mesh.positions.size()) {
+    throw InputError("model thick_shell: the shell was generated from another mesh");
+  }
+  if (layers_ != 1 && layers_ != 2) throw InputError("model thick_shell: layers must be 1 or 2");
+  const auto n = static_cast<size_t>(vertexCount_);
+  const double epsilon = material.thickness, young = material.youngModulus;
+  const double floorDepth = kMinDepthFraction * epsilon;
+  nodeCount_ = layers_ * vertexCount_;
+  rest_ = mesh.positions;
+  if (layers_ == 2) {
+    rest_.resize(6 * n);
+    for (size_t i = 0; i < n; ++i) {
+      const Vec3 inner =
+          row(mesh.positions, i) + extrusionFactor_ * shell.depth[i] * row(shell.direction, i);
+      setRow(rest_, n + i, inner);
+    }
+  }
+  const auto depthOf = [&](int32_t v) {
+    return std::max(shell.depth[static_cast<size_t>(v)], floorDepth);
+  };
+  mass_.assign(static_cast<size_t>(nodeCount_), 0.0);
+  std::vector<double> vertexArea(n, 0.0);
+  // Edges with their summed triangle areas, in ascending (a, b) order: deterministic.
+  std::map<std::pair<int32_t, int32_t>, double> edgeArea;
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
+    const Vec3 p[3] = {at(mesh.positions, c[0]), at(mesh.positions, c[1]),
+                       at(mesh.positions, c[2])};
+    const double area = 0.5 * (p[1] - p[0]).cross(p[2] - p[0]).norm();
+    if (!(area > 0)) {
+      std::ostringstream msg;
+      msg << "triangle " << t << ": zero area";
+      throw InputError(msg.str());
+    }
+    const double meanDepth = (depthOf(c[0]) + depthOf(c[1]) + depthOf(c[2])) / 3;
+    // The prism's volume at the drawn depth: three tets of one split (its side quads bend a
+    // little, so another split differs by a little), at least A times the floored depth.
+    const Vec3 q[3] = {p[0] + shell.depth[static_cast<size_t>(c[0])] *
+                                  row(shell.direction, static_cast<size_t>(c[0])),
+                       p[1] + shell.depth[static_cast<size_t>(c[1])] *
+                                  row(shell.direction, static_cast<size_t>(c[1])),
+                       p[2] + shell.depth[static_cast<size_t>(c[2])] *
+                                  row(shell.direction, static_cast<size_t>(c[2]))};
+    const double prismVolume = std::abs(thick_shell::tetVolume(p[0], p[1], p[2], q[0])) +
+                               std::abs(thick_shell::tetVolume(p[1], p[2], q[0], q[1])) +
+                               std::abs(thick_shell::tetVolume(p[2], q[0], q[1], q[2]));
+    const double prismMass = material.density * std::max(prismVolume, area * floorDepth);
+    for (int k = 0; k < 3; ++k) {
+      vertexArea[static_cast<size_t>(c[k])] += area / 3;
+      mass_[static_cast<size_t>(c[k])] += prismMass / (3.0 * layers_);
+      if (layers_ == 2) mass_[n + static_cast<size_t>(c[k])] += prismMass / 6.0;
+      edgeArea[{std::min(c[k], c[(k + 1) % 3]), std::max(c[k], c[(k + 1) % 3])}] += area;
+    }
+    if (layers_ == 2) {
+      // Area terms on t and t'.
+      for (int layer = 0; layer < 2; ++layer) {
+        const auto offset = static_cast<int32_t>(layer * vertexCount_);
+        const Vec3 r[3] = {at(rest_, c[0] + offset), at(rest_, c[1] + offset),
+                           at(rest_, c[2] + offset)};
+        const double restArea = thick_shell::triangleArea(r[0], r[1], r[2]);
+        if (!(restArea > 0)) continue;  // a t' collapsed where S is thin
+        areaNodes_.insert(areaNodes_.end(), {c[0] + offset, c[1] + offset, c[2] + offset});
+        areaRest_.push_back(restArea);
+        areaStiffness_.push_back(options.areaStiffness * young * restArea * meanDepth / 2);
+      }
+      // The prism's tets (thicken.hpp's split: sorted corners v0 < v1 < v2, tets (v0 v1 v2 v0'),
+      // (v1 v2 v0' v1'), (v2 v0' v1' v2')); flat ones (depth 0 at a corner) are left out.
+      std::array<int32_t, 3> v{c[0], c[1], c[2]};
+      std::sort(v.begin(), v.end());
+      const auto inner = [&](int32_t i) { return i + vertexCount_; };
+      const std::array<std::array<int32_t, 4>, 3> tets = {
+          {{v[0], v[1], v[2], inner(v[0])},
+           {v[1], v[2], inner(v[0]), inner(v[1])},
+           {v[2], inner(v[0]), inner(v[1]), inner(v[2])}}};
+      for (const auto& tet : tets) {
+        const double volume = thick_shell::tetVolume(at(rest_, tet[0]), at(rest_, tet[1]),
+                                                     at(rest_, tet[2]), at(rest_, tet[3]));
+        if (!(std::abs(volume) > 1e-6 * area * extrusionFactor_ * floorDepth)) continue;
+        tetNodes_.insert(tetNodes_.end(), tet.begin(), tet.end());
+        tetVolume_.push_back(volume);
+        tetStiffness_.push_back(options.volumeStiffness * young * std::abs(volume));
+      }
+    }
+  }
+  const auto addSpring = [&](int32_t a, int32_t b, double stiffness) {
+    springNodes_.insert(springNodes_.end(), {a, b});
+    springRest_.push_back((at(rest_, b) - at(rest_, a)).norm());
+    springStiffness_.push_back(stiffness);
+  };
+  for (const auto& [edge, area] : edgeArea) {
+    const auto [a, b] = edge;
+    const double length = (at(rest_, b) - at(rest_, a)).norm();
+    const double edgeDepth = 0.5 * (depthOf(a) + depthOf(b));
+    // Van Gelder 1998 with the local depth for the thickness, shared by the layers.
+    const double layerStiffness = young * edgeDepth * area / (length * length) / layers_;
+    addSpring(a, b, layerStiffness);
+    if (layers_ == 1) continue;
+    addSpring(a + vertexCount_, b + vertexCount_, layerStiffness);
+    // Cross springs: both diagonals of the side quad (a, b, b', a').
+    for (const auto& [p, q] : {std::pair{a, b + vertexCount_}, std::pair{b, a + vertexCount_}}) {
+      const double diagonal = (at(rest_, q) - at(rest_, p)).norm();
+      addSpring(
+          p, q,
+          0.5 * young * length * length * extrusionFactor_ * edgeDepth / (diagonal * diagonal));
+    }
+  }
+  if (layers_ == 2) {
+    for (int32_t i = 0; i < vertexCount_; ++i) {
+      const double length = extrusionFactor_ * depthOf(i);
+      addSpring(i, i + vertexCount_, young * vertexArea[static_cast<size_t>(i)] / length);
+    }
+  }
+  for (size_t i = 0; i < mass_.size(); ++i) {
+    if (!(mass_[i] > 0)) {
+      std::ostringstream msg;
+      msg << "vertex " << i % n << ": has no mass (in no triangle)";
+      throw InputError(msg.str());
+    }
+  }
+  springIncidence_ = buildIncidence(springNodes_, nodeCount_);
+  areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
+  tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
+  computeStableStep();
+}
+
+std::unique_ptr<ModelWorkspace> ThickShellModel::makeWorkspace() const {
+  return std::make_unique<ThickShellWorkspace>();
+}
+
+EnergyParts ThickShellModel::energy(std::span<const double> x, ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::energy(x);
+  return addGradient(x, {}, workspace);
+}
+
+EnergyParts ThickShellModel::addGradient(std::span<const double> x, std::span<double> gradient,
+                                         ModelWorkspace* workspace) const {
+  if (workspace == nullptr) return Model::addGradient(x, gradient);
+  auto& w = dynamic_cast<ThickShellWorkspace&>(*workspace);
+  EnergyParts parts;
+  parts.stretching = assembleEnergyGradient<2>(
+      springNodes_, springIncidence_, x, gradient, w.springs,
+      [this](size_t s, const Vec3(&xs)[2], Vec3(&g)[2]) {
+        return springEnergyGradient(springStiffness_[s], springRest_[s], xs, g);
+      });
+  if (!areaRest_.empty()) {
+    parts.stretching += assembleEnergyGradient<3>(
+        areaNodes_, areaIncidence_, x, gradient, w.areas,
+        [this](size_t s, const Vec3(&xs)[3], Vec3(&g)[3]) {
+          return thick_shell::areaEnergyGradient(areaStiffness_[s], areaRest_[s], xs, g);
+        });
+  }
+  if (!tetVolume_.empty()) {
+    parts.stretching += assembleEnergyGradient<4>(
+        tetNodes_, tetIncidence_, x, gradient, w.tets,
+        [this](size_t s, const Vec3(&xs)[4], Vec3(&g)[4]) {
+          return thick_shell::volumeEnergyGradient(tetStiffness_[s], tetVolume_[s], xs, g);
+        });
+  }
+  return parts;
+}
+
+std::vector<int32_t> ThickShellModel::hessianBlockNodes() const {
+  std::vector<int32_t> pairs;
+  stencilBlockNodes<2>(springNodes_, pairs);
+  stencilBlockNodes<3>(areaNodes_, pairs);
+  stencilBlockNodes<4>(tetNodes_, pairs);
+  return pairs;
+}
+
+bool ThickShellModel::hessianBlocks(std::span<const double> x, std::span<double> values) const {
+  const size_t springBlocks = 4 * (springNodes_.size() / 2),
+               areaBlocks = 9 * (areaNodes_.size() / 3);
+  stencilHessianBlocks<2>(
+      springNodes_, x, values.subspan(0, 9 * springBlocks),
+      [this](size_t s, const Vec3(&xs)[2], Vec3(&g)[2], Eigen::Matrix<double, 6, 6>& h) {
+        springEnergyGradient(springStiffness_[s], springRest_[s], xs, g, &h);
+      });
+  stencilHessianBlocks<3>(
+      areaNodes_, x, values.subspan(9 * springBlocks, 9 * areaBlocks),
+      [this](size_t s, const Vec3(&xs)[3], Vec3(&g)[3], Eigen::Matrix<double, 9, 9>& h) {
+        thick_shell::areaEnergyGradient(areaStiffness_[s], areaRest_[s], xs, g, &h);
+      });
+  stencilHessianBlocks<4>(
+      tetNodes_, x, values.subspan(9 * (springBlocks + areaBlocks)),
+      [this](size_t s, const Vec3(&xs)[4], Vec3(&g)[4], Eigen::Matrix<double, 12, 12>& h) {
+        thick_shell::volumeEnergyGradient(tetStiffness_[s], tetVolume_[s], xs, g, &h);
+      });
+  return true;
+}
+
+void ThickShellModel::computeStableStep() {
+  // Springs, areas and tets of very different stiffness at one node: Lanczos
+  // (stable_step.hpp).
+  stableStep_ = stableStepFromHessian(*this, rest_, mass_);
+}
+
+Geometry ThickShellModel::surface(std::span<const double> x) const {
+  const auto n = static_cast<size_t>(vertexCount_);
+  const std::span<const double> outer = x.subspan(0, 3 * n);
+  std::vector<double> inner(3 * n);
+  if (layers_ == 2) {
+    // Drawn at depth d_i: 1/f of the way to the physics' S'.
+    for (size_t i = 0; i < n; ++i) {
+      setRow(inner, i, row(outer, i) + (row(x, n + i) - row(outer, i)) / extrusionFactor_);
+    }
+  } else {
+    // One layer: S' follows S's current normals at depth d_i (section 4.2.4, thick rendering).
+    Geometry s;
+    s.positions.assign(outer.begin(), outer.end());
+    s.triangles = triangles_;
+    computeVertexNormals(s);
+    for (size_t i = 0; i < n; ++i) setRow(inner, i, row(outer, i) - depth_[i] * row(s.normals, i));
+  }
+  Geometry g = thickShellSurfaces(outer, inner, triangles_);
+  computeVertexNormals(g);
+  // One piece per connected part of S, its S' with it (no triangle joins them on a closed
+  // mesh: the frames say they are one).
+  UnionFind parts(static_cast<size_t>(vertexCount_));
+  for (size_t t = 0; t < triangles_.size(); t += 3) {
+    parts.unite(triangles_[t], triangles_[t + 1]);
+    parts.unite(triangles_[t + 1], triangles_[t + 2]);
+  }
+  const std::vector<int32_t> labels = parts.labels();
+  g.pieces = labels;
+  g.pieces.insert(g.pieces.end(), labels.begin(), labels.end());
+  return g;
+}
+
+}  // namespace shellsim

@@ -1,0 +1,140 @@
+// The thick-shell model's registration (models/registry.hpp): its scene options
+// (ThickShellDef, shellsim/models/thick_shell.hpp) and the discretization of a body: the
+// shell generated from the mesh (steinemann section 3, shellsim/thicken.hpp) to the
+// material's thickness, then the layered mass-spring model on it (section 4.1).
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/json_fields.hpp"
+#include "models/registry.hpp"
+#include "models/thick_shell/thick_shell_model.hpp"
+#include "shellsim/models/thick_shell.hpp"
+#include "shellsim/thicken.hpp"
+
+namespace shellsim {
+namespace {
+
+using json_fields::FieldKind;
+using json_fields::FieldSpec;
+using json_fields::Json;
+using json_fields::ObjectReader;
+using json_fields::ObjectSpec;
+using json_fields::Problems;
+using json_fields::Range;
+
+constexpr std::string_view kMethods[] = {"front", "vertex"};
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+constexpr FieldSpec kThickShellFields[] = {
+    {.key = "layers",
+     .kind = FieldKind::kInteger,
+     .number = 2,
+     .range = Range::closed(1, 2),
+     .meaning = "1: springs on the edges of the surface only (no bending resistance: brittle "
+                "fracture, the paper's fast mode); 2: springs on the outer and the inner surface, "
+                "internal springs between them, both diagonals of every side quad, and area and "
+                "volume terms (Fig. 2)."},
+    {.key = "extrusion_factor",
+     .number = 1,
+     .range = Range::closed(1, 100),
+     .meaning = "f: the dynamics' inner surface lies f times deeper than the drawn one (section "
+                "4.1: prisms about as deep as their edges are long keep the volume terms "
+                "stable); the frames draw the generated depth."},
+    {.key = "method",
+     .kind = FieldKind::kChoice,
+     .text = "front",
+     .choices = kMethods,
+     .meaning = "How the inner surface is grown (as `shellsim thicken --method`): `front`, every "
+                "vertex a step per pass; `vertex`, one vertex at a time."},
+    {.key = "steps",
+     .kind = FieldKind::kInteger,
+     .number = 5,
+     .range = Range::closed(1, 1000),
+     .meaning = "k: steps in which a vertex reaches its depth."},
+    {.key = "area_stiffness",
+     .number = 1,
+     .range = Range::atLeast(0),
+     .meaning = "Stiffness of the area terms 1/2 k ((A - A0)/A0)^2 on the triangles of both "
+                "surfaces (two layers), relative to E A0 h / 2 (h the local depth); 0: off."},
+    {.key = "volume_stiffness",
+     .number = 1,
+     .range = Range::atLeast(0),
+     .meaning = "Stiffness of the volume terms 1/2 k ((V - V0)/V0)^2 on the three tets of every "
+                "prism (two layers), relative to E V0; V is signed, so a tet pushed inside out "
+                "is pushed back. 0: off."},
+};
+
+constexpr ObjectSpec kThickShellSpec{
+    "thick_shell",
+    "Options of the thick-shell model (steinemann): the body's mesh is the outer surface S; an "
+    "inner surface S' is grown inwards to the material's thickness without ever crossing S or "
+    "itself (thinner where the mesh leaves no room: ears, legs, horns), and the shell is a "
+    "mass-spring model of one or two layers whose stiffness follows the local depth (E and "
+    "the depth for each spring, Van Gelder's map). The frames draw S, S' and walls at holes.",
+    kThickShellFields};
+#pragma GCC diagnostic pop
+
+void readThickShell(ObjectReader& r, Problems& problems, BodyDef& body) {
+  (void)problems;
+  ThickShellDef& options = body.options<ThickShellDef>();
+  options.layers = r.integer("layers");
+  options.extrusionFactor = r.number("extrusion_factor");
+  options.frontPropagation = r.choice("method") == "front";
+  options.steps = r.integer("steps");
+  options.areaStiffness = r.number("area_stiffness");
+  options.volumeStiffness = r.number("volume_stiffness");
+  r.finish();
+}
+
+Json writeThickShell(const BodyDef& body) {
+  const ThickShellDef& d = body.options<ThickShellDef>();
+  return {{"layers", d.layers},
+          {"extrusion_factor", d.extrusionFactor},
+          {"method", d.frontPropagation ? "front" : "vertex"},
+          {"steps", d.steps},
+          {"area_stiffness", d.areaStiffness},
+          {"volume_stiffness", d.volumeStiffness}};
+}
+
+Discretization discretizeThickShell(const BodyDef& def, Geometry geometry,
+                                    std::vector<std::string>& warnings, const std::string& label) {
+  Discretization d = meshDiscretization(ThickShellDef::kModel, geometry, warnings, label);
+  const ThickShellDef& options = def.options<ThickShellDef>();
+  ThickenOptions thicken;
+  thicken.depth = def.material.thickness;
+  thicken.method = options.frontPropagation ? ThickenMethod::kFront : ThickenMethod::kSingleVertex;
+  thicken.stepsPerDepth = options.steps;
+  thicken.verify = false;
+  geometry.normals.clear();
+  const ThickShell shell = thickenMesh(geometry, thicken);
+  if (shell.thinVertices > 0) {
+    std::ostringstream msg;
+    msg << label << ": " << shell.thinVertices << " of " << geometry.vertexCount()
+        << " vertices end thinner than the thickness " << thicken.depth
+        << " m (the surface is closer than twice it there; the thinnest " << shell.minDepth
+        << " m): stiffness and mass follow the depth, at least "
+        << ThickShellModel::kMinDepthFraction << " of the thickness";
+    warnings.push_back(msg.str());
+  }
+  auto model = std::make_unique<ThickShellModel>(geometry, shell, def.material, options);
+  d.nodePositions.assign(model->restPositions().begin(), model->restPositions().end());
+  d.model = std::move(model);
+  return d;
+}
+
+}  // namespace
+
+ModelRegistration thickShellRegistration() {
+  return {.name = ThickShellDef::kModel,
+          .meaning = "Options of a body whose model is `thick_shell`.",
+          .options = &kThickShellSpec,
+          .nestedOptions = {},
+          .readOptions = readThickShell,
+          .writeOptions = writeThickShell,
+          .discretize = discretizeThickShell};
+}
+
+}  // namespace shellsim

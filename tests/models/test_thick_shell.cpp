@@ -1,0 +1,214 @@
+// The thick-shell model (steinemann section 4.1): its area and volume stencils, the energy
+// contract on one- and two-layer shells, masses that weigh the shell, stiffness that
+// follows the depth (Fig. 3), and an undamped run that keeps its energy.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <numeric>
+#include <random>
+
+#include "geometry/primitives.hpp"
+#include "models/model_contract.hpp"
+#include "models/thick_shell/thick_shell_kernel.hpp"
+#include "models/thick_shell/thick_shell_model.hpp"
+#include "shellsim/errors.hpp"
+#include "shellsim/thicken.hpp"
+
+namespace shellsim {
+namespace {
+
+using testing::ModelContract;
+
+MaterialDef shellMaterial(double thickness) {
+  MaterialDef m;
+  m.youngModulus = 1e6;
+  m.poisson = 0.3;
+  m.thickness = thickness;
+  m.density = 1000;
+  return m;
+}
+
+Geometry sphereMesh(double radius, int resolution) {
+  PrimitiveDef p;
+  p.type = PrimitiveType::kSphere;
+  p.radius = radius;
+  p.resolution = resolution;
+  return makePrimitive(p);
+}
+
+Geometry sheetMesh(double size, int resolution) {
+  PrimitiveDef p;
+  p.type = PrimitiveType::kSheet;
+  p.size = {size, size, 1};
+  p.resolution = resolution;
+  return makePrimitive(p);
+}
+
+std::unique_ptr<ThickShellModel> makeModel(const Geometry& mesh, double thickness, int layers,
+                                           double extrusion = 1) {
+  ThickenOptions t;
+  t.depth = thickness;
+  t.verify = false;
+  const ThickShell shell = thickenMesh(mesh, t);
+  ThickShellDef options;
+  options.layers = layers;
+  options.extrusionFactor = extrusion;
+  return std::make_unique<ThickShellModel>(mesh, shell, shellMaterial(thickness), options);
+}
+
+// Finite differences of the two stencils on a random configuration, gradient and Hessian.
+TEST(ThickShellKernel, AreaAndVolumeMatchFiniteDifferences) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Vec3 tri[3], tet[4];
+  for (Vec3& p : tri) p = Vec3(u(rng), u(rng), u(rng));
+  for (Vec3& p : tet) p = Vec3(u(rng), u(rng), u(rng));
+  const double h = 1e-6;
+  {
+    Vec3 g[3];
+    Eigen::Matrix<double, 9, 9> hessian;
+    const double restArea = 0.7;
+    thick_shell::areaEnergyGradient(2.0, restArea, tri, g, &hessian);
+    for (int k = 0; k < 9; ++k) {
+      Vec3 plus[3] = {tri[0], tri[1], tri[2]}, minus[3] = {tri[0], tri[1], tri[2]};
+      plus[k / 3][k % 3] += h;
+      minus[k / 3][k % 3] -= h;
+      Vec3 gp[3], gm[3];
+      const double ep = thick_shell::areaEnergyGradient(2.0, restArea, plus, gp);
+      const double em = thick_shell::areaEnergyGradient(2.0, restArea, minus, gm);
+      EXPECT_NEAR(g[k / 3][k % 3], (ep - em) / (2 * h), 1e-7);
+      for (int j = 0; j < 9; ++j) {
+        EXPECT_NEAR(hessian(j, k), (gp[j / 3][j % 3] - gm[j / 3][j % 3]) / (2 * h), 1e-6);
+      }
+    }
+  }
+  {
+    Vec3 g[4];
+    Eigen::Matrix<double, 12, 12> hessian;
+    const double restVolume = 0.05;
+    thick_shell::volumeEnergyGradient(2.0, restVolume, tet, g, &hessian);
+    for (int k = 0; k < 12; ++k) {
+      Vec3 plus[4] = {tet[0], tet[1], tet[2], tet[3]}, minus[4] = {tet[0], tet[1], tet[2], tet[3]};
+      plus[k / 3][k % 3] += h;
+      minus[k / 3][k % 3] -= h;
+      Vec3 gp[4], gm[4];
+      const double ep = thick_shell::volumeEnergyGradient(2.0, restVolume, plus, gp);
+      const double em = thick_shell::volumeEnergyGradient(2.0, restVolume, minus, gm);
+      EXPECT_NEAR(g[k / 3][k % 3], (ep - em) / (2 * h),
+                  1e-5 * std::max(1.0, std::abs(g[k / 3][k % 3])));
+      for (int j = 0; j < 12; ++j) {
+        EXPECT_NEAR(hessian(j, k), (gp[j / 3][j % 3] - gm[j / 3][j % 3]) / (2 * h),
+                    1e-5 * std::max(1.0, std::abs(hessian(j, k))));
+      }
+    }
+  }
+}
+
+// A tet pushed through its base (inside out) is pushed back: the force on the apex points
+// to the side it came from.
+TEST(ThickShellKernel, InvertedTetIsPushedBack) {
+  const Vec3 base[3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
+  const double restVolume = thick_shell::tetVolume(base[0], base[1], base[2], {0.2, 0.2, 1});
+  ASSERT_GT(restVolume, 0);
+  const Vec3 tet[4] = {base[0], base[1], base[2], {0.2, 0.2, -0.3}};
+  Vec3 g[4];
+  thick_shell::volumeEnergyGradient(1.0, restVolume, tet, g);
+  EXPECT_GT(-g[3].z(), 0);  // the force on the apex points up, back through the base
+  // Net force zero.
+  EXPECT_NEAR((g[0] + g[1] + g[2] + g[3]).norm(), 0, 1e-12);
+}
+
+testing::ContractCase thickShellCase(const std::string& which, int layers) {
+  testing::ContractCase c;
+  c.name = which + std::to_string(layers);
+  c.setup = [which, layers] {
+    const Geometry mesh = which == "sphere" ? sphereMesh(0.5, 10) : sheetMesh(1.0, 6);
+    testing::ContractSetup s;
+    auto model =
+        makeModel(mesh, which == "sphere" ? 0.05 : 0.08, layers, which == "sheet" ? 2.0 : 1.0);
+    s.rest.assign(model->restPositions().begin(), model->restPositions().end());
+    s.model = std::move(model);
+    s.scale = 0.1;
+    return s;
+  };
+  c.perturbation = 0.02;
+  c.gradientTolerance = 1e-5;
+  c.hessianStep = 1e-7;
+  c.hessianTolerance = 1e-5;
+  c.forceTolerance = 1e-11;
+  c.torqueTolerance = 1e-11;
+  c.expectStretching = true;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(ThickShell, ModelContract,
+                         ::testing::Values(thickShellCase("sphere", 1), thickShellCase("sphere", 2),
+                                           thickShellCase("sheet", 2)),
+                         testing::contractCaseName);
+
+// The body weighs what its shell holds: a sphere of radius R thickened by eps weighs
+// rho 4/3 pi (R^3 - (R - eps)^3), up to the mesh's facets (the icosphere's inscribed
+// polyhedron holds a little less).
+TEST(ThickShell, MassIsTheShellsVolume) {
+  const double radius = 0.5, eps = 0.05;
+  const Geometry mesh = sphereMesh(radius, 30);
+  for (const int layers : {1, 2}) {
+    const auto model = makeModel(mesh, eps, layers);
+    const auto masses = model->nodeMasses();
+    const double total = std::accumulate(masses.begin(), masses.end(), 0.0);
+    const double exact =
+        1000 * 4.0 / 3.0 * std::numbers::pi * (std::pow(radius, 3) - std::pow(radius - eps, 3));
+    EXPECT_NEAR(total / exact, 1.0, 0.02) << layers << " layers";
+  }
+}
+
+// Fig. 3: a wall twice as thick has springs twice as stiff (and twice the mass), so the
+// same blow stretches it less.
+TEST(ThickShell, StiffnessFollowsTheDepth) {
+  const Geometry mesh = sphereMesh(0.5, 10);
+  const auto thin = makeModel(mesh, 0.02, 1), thick = makeModel(mesh, 0.04, 1);
+  ASSERT_EQ(thin->springStiffness().size(), thick->springStiffness().size());
+  for (size_t s = 0; s < thin->springStiffness().size(); ++s) {
+    EXPECT_NEAR(thick->springStiffness()[s] / thin->springStiffness()[s], 2.0, 1e-9);
+  }
+}
+
+// Two layers: S' nodes at the generated depth (f = 1) or f times deeper, and the drawn
+// surface back at the generated depth; S, S' and no walls on a closed mesh.
+TEST(ThickShell, TwoLayersAndTheDrawnSurface) {
+  const Geometry mesh = sphereMesh(0.5, 10);
+  const auto model = makeModel(mesh, 0.05, 2, 2.0);
+  const auto n = static_cast<size_t>(mesh.vertexCount());
+  ASSERT_EQ(model->nodeCount(), static_cast<int32_t>(2 * n));
+  const auto rest = model->restPositions();
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_NEAR((row(rest, i) - row(rest, n + i)).norm(), 0.1, 1e-12);  // f eps
+  }
+  const Geometry drawn = model->surface(rest);
+  ASSERT_EQ(drawn.positions.size(), 6 * n);
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_NEAR((row(drawn.positions, i) - row(drawn.positions, n + i)).norm(), 0.05, 1e-12);
+  }
+  EXPECT_EQ(drawn.triangles.size(), 2 * mesh.triangles.size());
+  EXPECT_EQ(model->energy(rest).total(), 0.0);
+}
+
+// Undamped velocity Verlet at the model's stable step keeps the energy of a deformed shell.
+TEST(ThickShell, VerletKeepsTheEnergy) {
+  const Geometry mesh = sphereMesh(0.5, 8);
+  const auto model = makeModel(mesh, 0.05, 2);
+  const std::vector<double> start = testing::perturbed(model->restPositions(), 0.005, 5);
+  const double growth =
+      testing::verletEnergyGrowth(*model, start, 0.5 * model->stableTimeStep(), 400);
+  EXPECT_LT(growth, 1.05);  // the largest total energy over the first, Verlet's O(dt^2) swing
+}
+
+TEST(ThickShell, RejectsMismatchedShell) {
+  const Geometry mesh = sphereMesh(0.5, 8);
+  ThickShell shell;
+  EXPECT_THROW(ThickShellModel(mesh, shell, shellMaterial(0.05), ThickShellDef{}), InputError);
+}
+
+}  // namespace
+}  // namespace shellsim
