@@ -5,9 +5,24 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace shellsim {
+
+// Fracture (steinemann section 4.2) of a one-layer thick shell: a spring of the surface
+// stretched past (1 + stretch) or squeezed past (1 - compress) of its rest length splits one
+// of its ends along the plane normal to it (a vertex split).
+struct ThickShellFractureDef {
+  double stretch = 0.1;   // tau+, > 0
+  double compress = 0;    // tau-, >= 0; 0: squeezing never breaks
+  bool coarse = false;    // coarse-grained: new cracks only at crack tips once one has split
+  int32_t maxSplits = 8;  // vertex splits per step at most (crack frequency)
+  double extension = 0;   // m: a new crack runs on along its plane this far (0: off)
+  double scatter = 0;     // each spring's thresholds times 1 + scatter u, u in [-1, 1] (seeded)
+  uint64_t seed = 1;      // the endpoint to split when neither or both are crack tips
+  bool operator==(const ThickShellFractureDef&) const = default;
+};
 
 struct ThickShellDef {
   static constexpr std::string_view kModel = "thick_shell";
@@ -17,6 +32,7 @@ struct ThickShellDef {
   int32_t steps = 5;             // generation: k
   double areaStiffness = 1;      // area terms (two layers), relative to E A h / 2
   double volumeStiffness = 1;    // volume terms (two layers), relative to E V
+  std::optional<ThickShellFractureDef> fracture;  // none: never breaks (one layer only)
   bool operator==(const ThickShellDef&) const = default;
 };
 

@@ -41,6 +41,13 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
     throw InputError("model thick_shell: the shell was generated from another mesh");
   }
   if (layers_ != 1 && layers_ != 2) throw InputError("model thick_shell: layers must be 1 or 2");
+  if (options.fracture && layers_ != 1) {
+    throw InputError(
+        "model thick_shell: fracture needs layers 1 (two-layer fracture is not built yet)");
+  }
+  fracture_ = options.fracture;
+  young_ = material.youngModulus;
+  floorDepth_ = kMinDepthFraction * material.thickness;
   const auto n = static_cast<size_t>(vertexCount_);
   const double epsilon = material.thickness, young = material.youngModulus;
   const double floorDepth = kMinDepthFraction * epsilon;
@@ -84,6 +91,7 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
                                std::abs(thick_shell::tetVolume(p[1], p[2], q[0], q[1])) +
                                std::abs(thick_shell::tetVolume(p[2], q[0], q[1], q[2]));
     const double prismMass = material.density * std::max(prismVolume, area * floorDepth);
+    prismMass_.push_back(prismMass);
     for (int k = 0; k < 3; ++k) {
       vertexArea[static_cast<size_t>(c[k])] += area / 3;
       mass_[static_cast<size_t>(c[k])] += prismMass / (3.0 * layers_);
@@ -120,6 +128,15 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
         tetStiffness_.push_back(options.volumeStiffness * young * std::abs(volume));
       }
     }
+  }
+  if (layers_ == 1) {
+    crackedSide_.assign(triangles_.size(), 0);
+    crackTip_.assign(n, 0);
+    mayStart_.assign(n, 1);
+    rng_ = fracture_ ? fracture_->seed : 0;
+    rebuildOneLayer();
+    computeStableStep();
+    return;
   }
   const auto addSpring = [&](int32_t a, int32_t b, double stiffness) {
     springNodes_.insert(springNodes_.end(), {a, b});
@@ -160,6 +177,49 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
   areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
   tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
   computeStableStep();
+}
+
+void ThickShellModel::rebuildOneLayer() {
+  const auto n = rest_.size() / 3;
+  vertexCount_ = nodeCount_ = static_cast<int32_t>(n);
+  mass_.assign(n, 0.0);
+  const auto depthOf = [&](int32_t v) {
+    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
+  };
+  // Van Gelder's map per triangle side, summed over the sides of an edge that are not
+  // cracked, with the local depth for the thickness; in ascending (a, b) order.
+  std::map<std::pair<int32_t, int32_t>, double> stiffness;
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
+    const double area =
+        thick_shell::triangleArea(at(rest_, c[0]), at(rest_, c[1]), at(rest_, c[2]));
+    for (size_t k = 0; k < 3; ++k) {
+      mass_[static_cast<size_t>(c[k])] += prismMass_[t] / 3;
+      if (crackedSide_[3 * t + k] != 0) continue;
+      const int32_t a = c[k], b = c[(k + 1) % 3];
+      const double length = (at(rest_, b) - at(rest_, a)).norm();
+      stiffness[{std::min(a, b), std::max(a, b)}] +=
+          young_ * 0.5 * (depthOf(a) + depthOf(b)) * area / (length * length);
+    }
+  }
+  springNodes_.clear();
+  springRest_.clear();
+  springStiffness_.clear();
+  for (const auto& [edge, k] : stiffness) {
+    springNodes_.insert(springNodes_.end(), {edge.first, edge.second});
+    springRest_.push_back((at(rest_, edge.second) - at(rest_, edge.first)).norm());
+    springStiffness_.push_back(k);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!(mass_[i] > 0)) {
+      std::ostringstream msg;
+      msg << "vertex " << i << ": has no mass (in no triangle)";
+      throw InputError(msg.str());
+    }
+  }
+  springIncidence_ = buildIncidence(springNodes_, nodeCount_);
+  areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
+  tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
 }
 
 std::unique_ptr<ModelWorkspace> ThickShellModel::makeWorkspace() const {

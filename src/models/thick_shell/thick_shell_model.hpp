@@ -23,6 +23,7 @@
 // the two layers stretching apart.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/assembler.hpp"
@@ -52,6 +53,7 @@ class ThickShellModel : public Model {
   [[nodiscard]] std::span<const double> nodeMasses() const override { return mass_; }
   using Model::addGradient;
   using Model::energy;
+  using Model::updateInelastic;
   [[nodiscard]] std::unique_ptr<ModelWorkspace> makeWorkspace() const override;
   [[nodiscard]] EnergyParts energy(std::span<const double> x,
                                    ModelWorkspace* workspace) const override;
@@ -63,6 +65,15 @@ class ThickShellModel : public Model {
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
   [[nodiscard]] ContactMesh contactMesh() const override { return {triangles_, rest_}; }
 
+  // Fracture (one layer): a vertex split per overstretched spring (thick_shell_fracture.cpp).
+  InelasticReport updateInelastic(std::span<const double> x, double dt,
+                                  ModelWorkspace* workspace) override;
+  [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
+  [[nodiscard]] bool changesNodeCount() const override { return fracture_.has_value(); }
+  [[nodiscard]] std::vector<int32_t> nodePieces() const override;
+  void listStateFields(StateFields& fields) override;
+  void stateAssigned() override;
+
   [[nodiscard]] std::span<const double> restPositions() const { return rest_; }
   [[nodiscard]] std::span<const int32_t> springNodes() const { return springNodes_; }
   [[nodiscard]] std::span<const double> springStiffness() const { return springStiffness_; }
@@ -71,12 +82,41 @@ class ThickShellModel : public Model {
 
  private:
   void computeStableStep();
+  // One layer: springs, masses and incidences from triangles_, crackedSide_, rest_, depth_
+  // and prismMass_ (at construction and after every fracture).
+  void rebuildOneLayer();
+  // Fracture helpers (thick_shell_fracture.cpp). x: current positions, grown with new nodes.
+  // Splits v along the plane through it normal to `normal`; the far ends of the sides it
+  // cracked are appended to `tips` (if given). False when the plane cuts no side.
+  bool splitAt(int32_t v, const Vec3& normal, std::vector<double>& x,
+               std::vector<int32_t>* tips = nullptr);
+  // Large-fragment fracture (section 4.2.3): the crack split at `start` runs on from its
+  // tips along the same plane until `extension` metres from it.
+  void extendCrack(const Vec3& start, const Vec3& normal, std::vector<int32_t> tips,
+                   std::vector<double>& x);
+  void separateFans(int32_t v, std::vector<double>& x);
+  int32_t copyNode(int32_t v, std::vector<double>& x);
+  [[nodiscard]] int32_t otherTriangleAt(int32_t v, int32_t w, int32_t t) const;
 
   int32_t vertexCount_ = 0;  // n, the vertices of S
   int32_t nodeCount_ = 0;    // n or 2n
   int32_t layers_ = 2;
   double extrusionFactor_ = 1;
-  std::vector<int32_t> triangles_;       // (nTriangles, 3), S
+  std::vector<int32_t> triangles_;  // (nTriangles, 3), S
+  // Fracture state (one layer). Side k of triangle t is its edge (c_k, c_k+1); a cracked
+  // side carries no spring, and the fans of its ends are split apart where it separates them.
+  std::vector<uint8_t> crackedSide_;  // (nTriangles, 3)
+  std::vector<double> prismMass_;     // (nTriangles), kg
+  std::vector<uint8_t> crackTip_;     // (nNodes): a crack ends here
+  std::vector<uint8_t> mayStart_;     // (nNodes): coarse mode, a crack may start here
+  uint64_t rng_ = 0;                  // splitmix64 state: which end of a spring splits
+  uint64_t topologyVersion_ = 0;
+  std::optional<ThickShellFractureDef> fracture_;
+  double young_ = 0, floorDepth_ = 0;
+  // During a fracture pass: the triangles at each node, and the parent (an old node) of
+  // every node made in the pass.
+  std::vector<std::vector<int32_t>> trianglesAt_;
+  std::vector<int32_t> passParent_;
   std::vector<double> depth_;            // (n), m, the drawn depth d_i
   std::vector<double> rest_;             // (nNodes, 3), m
   std::vector<double> mass_;             // (nNodes), kg

@@ -65,7 +65,68 @@ constexpr FieldSpec kThickShellFields[] = {
      .meaning = "Stiffness of the volume terms 1/2 k ((V - V0)/V0)^2 on the three tets of every "
                 "prism (two layers), relative to E V0; V is signed, so a tet pushed inside out "
                 "is pushed back. 0: off."},
+    {.key = "fracture",
+     .kind = FieldKind::kObject,
+     .object = "thick_shell_fracture",
+     .optional = true,
+     .rule = "needs layers 1",
+     .meaning = "Brittle fracture; absent: the shell never breaks."},
 };
+
+constexpr std::string_view kModes[] = {"fine", "coarse"};
+
+constexpr FieldSpec kFractureFields[] = {
+    {.key = "stretch",
+     .number = 0.1,
+     .range = Range::above(0),
+     .meaning = "tau+: a spring of the surface longer than (1 + tau+) times its rest length "
+                "splits one of its ends along the plane normal to it (section 4.2.1)."},
+    {.key = "compress",
+     .number = 0,
+     .range = Range::closed(0, 1),
+     .meaning = "tau-: the same for a spring shorter than (1 - tau-) times its rest length; 0: "
+                "squeezing never breaks."},
+    {.key = "mode",
+     .kind = FieldKind::kChoice,
+     .text = "fine",
+     .choices = kModes,
+     .meaning = "`fine`: any overstretched spring starts a crack (many small pieces); `coarse`: "
+                "once a node has split, it and its neighbours start no new crack, so cracks grow "
+                "from their tips and the pieces stay large (section 4.2.2)."},
+    {.key = "max_splits",
+     .kind = FieldKind::kInteger,
+     .number = 8,
+     .range = Range::closed(1, 100000),
+     .meaning = "Vertex splits per step at most, the most strained springs first (crack "
+                "frequency)."},
+    {.key = "extension",
+     .unit = "m",
+     .number = 0,
+     .range = Range::atLeast(0),
+     .meaning = "Large-fragment fracture (section 4.2.3): a crack that starts runs on along its "
+                "splitting plane, ignoring the thresholds, until this far from where it started "
+                "(from tip to tip, so it follows the mesh); 0: cracks grow only as springs "
+                "break. With a small `max_splits`, hard shells break into a few large shards."},
+    {.key = "scatter",
+     .number = 0,
+     .range = Range::closed(0, 0.9),
+     .meaning = "Uneven material: each spring's thresholds times 1 + scatter u, u in [-1, 1] "
+                "fixed by the spring's rest position and the seed, so that an evenly loaded "
+                "shell breaks at its weakest spot rather than everywhere at once; 0: even."},
+    {.key = "seed",
+     .kind = FieldKind::kInteger,
+     .number = 1,
+     .range = Range::closed(0, 2147483647),
+     .meaning = "Seed of the coin that picks the end to split when neither or both ends of "
+                "the spring are crack tips: the same seed, the same pieces."},
+};
+
+constexpr ObjectSpec kFractureSpec{
+    "thick_shell_fracture",
+    "Brittle fracture of a one-layer thick shell (steinemann section 4.2): vertex splits at "
+    "overstretched springs, cracks that run from their tips, pieces that part whole (a node "
+    "the crack reaches from two sides is split, so no piece hangs by one node).",
+    kFractureFields};
 
 constexpr ObjectSpec kThickShellSpec{
     "thick_shell",
@@ -77,8 +138,9 @@ constexpr ObjectSpec kThickShellSpec{
     kThickShellFields};
 #pragma GCC diagnostic pop
 
+constexpr const ObjectSpec* kNestedSpecs[] = {&kFractureSpec};
+
 void readThickShell(ObjectReader& r, Problems& problems, BodyDef& body) {
-  (void)problems;
   ThickShellDef& options = body.options<ThickShellDef>();
   options.layers = r.integer("layers");
   options.extrusionFactor = r.number("extrusion_factor");
@@ -86,17 +148,43 @@ void readThickShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   options.steps = r.integer("steps");
   options.areaStiffness = r.number("area_stiffness");
   options.volumeStiffness = r.number("volume_stiffness");
+  if (r.has("fracture")) {
+    ObjectReader fr = r.object("fracture", kFractureSpec);
+    ThickShellFractureDef f;
+    f.stretch = fr.number("stretch");
+    f.compress = fr.number("compress");
+    f.coarse = fr.choice("mode") == "coarse";
+    f.maxSplits = fr.integer("max_splits");
+    f.extension = fr.number("extension");
+    f.scatter = fr.number("scatter");
+    f.seed = static_cast<uint64_t>(fr.integer("seed"));
+    fr.finish();
+    options.fracture = f;
+    if (options.layers != 1) {
+      problems.add(r.path() + ".fracture", "needs layers 1 (two-layer fracture is not built yet)");
+    }
+  }
   r.finish();
 }
 
 Json writeThickShell(const BodyDef& body) {
   const ThickShellDef& d = body.options<ThickShellDef>();
-  return {{"layers", d.layers},
-          {"extrusion_factor", d.extrusionFactor},
-          {"method", d.frontPropagation ? "front" : "vertex"},
-          {"steps", d.steps},
-          {"area_stiffness", d.areaStiffness},
-          {"volume_stiffness", d.volumeStiffness}};
+  Json out = {{"layers", d.layers},
+              {"extrusion_factor", d.extrusionFactor},
+              {"method", d.frontPropagation ? "front" : "vertex"},
+              {"steps", d.steps},
+              {"area_stiffness", d.areaStiffness},
+              {"volume_stiffness", d.volumeStiffness}};
+  if (d.fracture) {
+    out["fracture"] = {{"stretch", d.fracture->stretch},
+                       {"compress", d.fracture->compress},
+                       {"mode", d.fracture->coarse ? "coarse" : "fine"},
+                       {"max_splits", d.fracture->maxSplits},
+                       {"extension", d.fracture->extension},
+                       {"scatter", d.fracture->scatter},
+                       {"seed", d.fracture->seed}};
+  }
+  return out;
 }
 
 Discretization discretizeThickShell(const BodyDef& def, Geometry geometry,
@@ -131,7 +219,7 @@ ModelRegistration thickShellRegistration() {
   return {.name = ThickShellDef::kModel,
           .meaning = "Options of a body whose model is `thick_shell`.",
           .options = &kThickShellSpec,
-          .nestedOptions = {},
+          .nestedOptions = kNestedSpecs,
           .readOptions = readThickShell,
           .writeOptions = writeThickShell,
           .discretize = discretizeThickShell};

@@ -1,0 +1,366 @@
+// Fracture of a one-layer thick shell (steinemann section 4.2, after Müller and Gross 2004,
+// "Interactive virtual materials"): a spring of S stretched past (1 + tau+) (or squeezed
+// past (1 - tau-)) of its rest length splits one of its ends v along the plane through v
+// normal to the spring. The triangles at v fall on the two sides of the plane by their
+// centroids; the sides of v's triangles that lie between the two sides crack (they carry no
+// spring from then on, and their far ends become crack tips), and every fan of triangles
+// around a node that no uncracked side joins gets a node of its own: the plane's side
+// keeps v or gets a copy, and a crack that reaches the boundary or another crack cuts its
+// tip loose too, so no piece hangs by one node (the notes' bow-tie rule, A8 step 7).
+//
+// Choices the paper leaves open [ours]:
+//   - the end to split: the crack tip when exactly one end is one, else a seeded coin;
+//   - a spring whose both ends see all their triangles on one side cracks itself (its
+//     sides), which opens the mesh where the edge lies on the boundary or a crack;
+//   - coarse mode (section 4.2.2): once a node splits, it and its neighbours that are not
+//     crack tips start no new crack; cracks then grow from their tips only; and at most one
+//     new crack starts per step (an evenly loaded part otherwise starts many at once);
+//   - material that is not quite even (scatter): each spring's thresholds scaled by a seeded
+//     factor fixed by its rest position, so a strip pulled evenly breaks at its weakest spring;
+//   - at most maxSplits splits per step, the most strained springs first; in coarse mode
+//     those at crack tips before any other (a crack grows before a new one starts).
+// Masses follow the triangles (each prism's mass to its corners), so a split conserves mass
+// and, with the copies moving as their parent, momentum exactly.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "core/union_find.hpp"
+#include "models/thick_shell/thick_shell_model.hpp"
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// A number in [-1, 1] fixed for the edge between rest positions p and q (either order) and
+// the seed: the edge keeps it through splits (copies keep their parent's rest position).
+double edgeScatter(const Vec3& p, const Vec3& q, uint64_t seed) {
+  const Vec3& lo =
+      std::lexicographical_compare(p.data(), p.data() + 3, q.data(), q.data() + 3) ? p : q;
+  const Vec3& hi = &lo == &p ? q : p;
+  uint64_t state = seed;
+  for (const Vec3* v : {&lo, &hi}) {
+    for (int k = 0; k < 3; ++k) {
+      uint64_t bits = 0;
+      const double value = (*v)[k];
+      std::memcpy(&bits, &value, sizeof bits);
+      state ^= bits;
+      (void)splitmix64(state);
+    }
+  }
+  return 2.0 * static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53 - 1.0;
+}
+
+}  // namespace
+
+int32_t ThickShellModel::otherTriangleAt(int32_t v, int32_t w, int32_t t) const {
+  for (const int32_t u : trianglesAt_[static_cast<size_t>(v)]) {
+    if (u == t) continue;
+    for (size_t k = 0; k < 3; ++k) {
+      if (triangles_[3 * static_cast<size_t>(u) + k] == w) return u;
+    }
+  }
+  return -1;
+}
+
+int32_t ThickShellModel::copyNode(int32_t v, std::vector<double>& x) {
+  const auto sv = static_cast<size_t>(v);
+  const auto copy = static_cast<int32_t>(rest_.size() / 3);
+  for (size_t k = 0; k < 3; ++k) {
+    rest_.push_back(rest_[3 * sv + k]);
+    x.push_back(x[3 * sv + k]);
+  }
+  depth_.push_back(depth_[sv]);
+  crackTip_.push_back(0);
+  mayStart_.push_back(mayStart_[sv]);
+  trianglesAt_.emplace_back();
+  // The parent among the nodes before the pass.
+  const auto before = static_cast<int32_t>(rest_.size() / 3 - passParent_.size() - 1);
+  passParent_.push_back(v < before ? v : passParent_[static_cast<size_t>(v - before)]);
+  return copy;
+}
+
+void ThickShellModel::separateFans(int32_t v, std::vector<double>& x) {
+  std::vector<int32_t> fan = trianglesAt_[static_cast<size_t>(v)];
+  std::sort(fan.begin(), fan.end());
+  if (fan.size() < 2) return;
+  // Two triangles at v are one fan when they share an uncracked side (v, w).
+  UnionFind joined(fan.size());
+  for (size_t p = 0; p < fan.size(); ++p) {
+    const auto tp = static_cast<size_t>(fan[p]);
+    for (size_t k = 0; k < 3; ++k) {
+      const int32_t a = triangles_[3 * tp + k], b = triangles_[3 * tp + (k + 1) % 3];
+      if ((a != v && b != v) || crackedSide_[3 * tp + k] != 0) continue;
+      const int32_t w = a == v ? b : a;
+      const int32_t u = otherTriangleAt(v, w, fan[p]);
+      if (u < 0) continue;
+      const auto q = static_cast<size_t>(std::lower_bound(fan.begin(), fan.end(), u) - fan.begin());
+      joined.unite(static_cast<int32_t>(p), static_cast<int32_t>(q));
+    }
+  }
+  const std::vector<int32_t> label = joined.labels();
+  const int32_t fans = *std::max_element(label.begin(), label.end()) + 1;
+  if (fans < 2) return;
+  // Fan 0 (the one with the smallest triangle) keeps v; fan l > 0 gets a copy.
+  std::vector<int32_t> nodeOfFan(static_cast<size_t>(fans), v);
+  for (int32_t l = 1; l < fans; ++l) nodeOfFan[static_cast<size_t>(l)] = copyNode(v, x);
+  std::vector<int32_t> keep;
+  for (size_t p = 0; p < fan.size(); ++p) {
+    const int32_t node = nodeOfFan[static_cast<size_t>(label[p])];
+    if (node == v) {
+      keep.push_back(fan[p]);
+      continue;
+    }
+    const auto t = static_cast<size_t>(fan[p]);
+    for (size_t k = 0; k < 3; ++k) {
+      if (triangles_[3 * t + k] == v) triangles_[3 * t + k] = node;
+    }
+    trianglesAt_[static_cast<size_t>(node)].push_back(fan[p]);
+  }
+  trianglesAt_[static_cast<size_t>(v)] = keep;
+}
+
+bool ThickShellModel::splitAt(int32_t v, const Vec3& normal, std::vector<double>& x,
+                              std::vector<int32_t>* madeTips) {
+  const std::vector<int32_t> fan = trianglesAt_[static_cast<size_t>(v)];
+  const Vec3 origin = row(x, static_cast<size_t>(v));
+  const auto side = [&](int32_t t) {
+    const auto st = static_cast<size_t>(t);
+    const Vec3 centroid = (row(x, static_cast<size_t>(triangles_[3 * st])) +
+                           row(x, static_cast<size_t>(triangles_[3 * st + 1])) +
+                           row(x, static_cast<size_t>(triangles_[3 * st + 2]))) /
+                          3.0;
+    return (centroid - origin).dot(normal) > 0;  // ties go to the negative side
+  };
+  // Crack every side (v, w) between a triangle on one side of the plane and one on the other.
+  std::vector<int32_t> tips;
+  for (const int32_t t : fan) {
+    const auto st = static_cast<size_t>(t);
+    for (size_t k = 0; k < 3; ++k) {
+      const int32_t a = triangles_[3 * st + k], b = triangles_[3 * st + (k + 1) % 3];
+      if ((a != v && b != v) || crackedSide_[3 * st + k] != 0) continue;
+      const int32_t w = a == v ? b : a;
+      const int32_t u = otherTriangleAt(v, w, t);
+      if (u < 0 || side(u) == side(t)) continue;
+      crackedSide_[3 * st + k] = 1;
+      const auto su = static_cast<size_t>(u);
+      for (size_t j = 0; j < 3; ++j) {
+        const int32_t c = triangles_[3 * su + j], d = triangles_[3 * su + (j + 1) % 3];
+        if ((c == v && d == w) || (c == w && d == v)) crackedSide_[3 * su + j] = 1;
+      }
+      tips.push_back(w);
+    }
+  }
+  if (tips.empty()) return false;
+  const auto before = static_cast<int32_t>(rest_.size() / 3);
+  separateFans(v, x);
+  std::sort(tips.begin(), tips.end());
+  tips.erase(std::unique(tips.begin(), tips.end()), tips.end());
+  for (const int32_t w : tips) {
+    // A tip whose fan the crack cut apart (it reached the boundary or another crack) is
+    // where the crack ends, not a tip to grow from.
+    const size_t nodes = rest_.size() / 3;
+    separateFans(w, x);
+    crackTip_[static_cast<size_t>(w)] = rest_.size() / 3 == nodes ? 1 : 0;
+  }
+  if (madeTips != nullptr) madeTips->insert(madeTips->end(), tips.begin(), tips.end());
+  crackTip_[static_cast<size_t>(v)] = 0;
+  for (auto made = static_cast<size_t>(before); made < rest_.size() / 3; ++made)
+    crackTip_[made] = 0;
+  if (fracture_->coarse) {
+    // v, its copies and its neighbours that are not crack tips start no new crack.
+    mayStart_[static_cast<size_t>(v)] = 0;
+    for (auto made = static_cast<size_t>(before); made < rest_.size() / 3; ++made)
+      mayStart_[made] = 0;
+    for (const int32_t t : fan) {
+      for (size_t k = 0; k < 3; ++k) {
+        const int32_t w = triangles_[3 * static_cast<size_t>(t) + k];
+        if (crackTip_[static_cast<size_t>(w)] == 0) mayStart_[static_cast<size_t>(w)] = 0;
+      }
+    }
+  }
+  return true;
+}
+
+void ThickShellModel::extendCrack(const Vec3& start, const Vec3& normal, std::vector<int32_t> tips,
+                                  std::vector<double>& x) {
+  // Each tip within reach splits along the same plane (through itself: the crack follows the
+  // mesh, bumpy rather than straight) and hands on the tips it makes; a tip is split once.
+  std::vector<int32_t> done;
+  const auto limit = static_cast<size_t>(4 * (triangles_.size() / 3) + 16);  // a safe bound
+  for (size_t k = 0; k < tips.size() && k < limit; ++k) {
+    const int32_t w = tips[k];
+    if (std::find(done.begin(), done.end(), w) != done.end()) continue;
+    done.push_back(w);
+    const Vec3 offset = row(x, static_cast<size_t>(w)) - start;
+    const double along = (offset - offset.dot(normal) * normal).norm();
+    if (along >= fracture_->extension) continue;
+    (void)splitAt(w, normal, x, &tips);
+  }
+}
+
+InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, double dt,
+                                                 ModelWorkspace* workspace) {
+  (void)dt;
+  (void)workspace;
+  InelasticReport report;
+  if (!fracture_) return report;
+  const ThickShellFractureDef& f = *fracture_;
+  // Candidates: the most strained springs first (ties by nodes: deterministic); in coarse
+  // mode those at crack tips before any other.
+  std::vector<std::tuple<int, double, int32_t, int32_t>> candidates;
+  for (size_t s = 0; s < springRest_.size(); ++s) {
+    const int32_t a = springNodes_[2 * s], b = springNodes_[2 * s + 1];
+    const double strain =
+        ((row(x, static_cast<size_t>(b)) - row(x, static_cast<size_t>(a))).norm() -
+         springRest_[s]) /
+        springRest_[s];
+    const double strength =
+        f.scatter > 0 ? 1 + f.scatter * edgeScatter(row(rest_, static_cast<size_t>(a)),
+                                                    row(rest_, static_cast<size_t>(b)), f.seed)
+                      : 1.0;
+    const bool breaks =
+        strain > f.stretch * strength || (f.compress > 0 && strain < -f.compress * strength);
+    if (!breaks) continue;
+    const bool tip =
+        crackTip_[static_cast<size_t>(a)] != 0 || crackTip_[static_cast<size_t>(b)] != 0;
+    const bool allowed =
+        mayStart_[static_cast<size_t>(a)] != 0 && mayStart_[static_cast<size_t>(b)] != 0;
+    if (f.coarse && !tip && !allowed) continue;
+    candidates.emplace_back(f.coarse && tip ? 0 : 1, -std::abs(strain), a, b);
+  }
+  if (candidates.empty()) return report;
+  std::sort(candidates.begin(), candidates.end());
+
+  // The pass works on a copy of the positions that grows with the new nodes.
+  const auto nodesBefore = static_cast<int32_t>(rest_.size() / 3);
+  std::vector<double> xs(x.begin(), x.end());
+  trianglesAt_.assign(static_cast<size_t>(nodesBefore), {});
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    for (size_t k = 0; k < 3; ++k)
+      trianglesAt_[static_cast<size_t>(triangles_[3 * t + k])].push_back(static_cast<int32_t>(t));
+  }
+  passParent_.clear();
+  int64_t splits = 0;
+  bool startedThisPass = false;
+  for (const auto& [order, negativeStrain, a, b] : candidates) {
+    if (splits >= f.maxSplits) break;
+    // Still an edge (an earlier split this pass may have moved it to a copy)?
+    if (otherTriangleAt(a, b, -1) < 0) continue;
+    const bool tipA = crackTip_[static_cast<size_t>(a)] != 0,
+               tipB = crackTip_[static_cast<size_t>(b)] != 0;
+    // Coarse: one new crack per step at most, and a split earlier in this pass may have taken
+    // the right to start here.
+    const bool start = !tipA && !tipB;
+    if (f.coarse && start &&
+        (startedThisPass || mayStart_[static_cast<size_t>(a)] == 0 ||
+         mayStart_[static_cast<size_t>(b)] == 0)) {
+      continue;
+    }
+    int32_t v = a;
+    if (tipA != tipB) {
+      v = tipA ? a : b;
+    } else if ((splitmix64(rng_) & 1U) != 0) {
+      v = b;
+    }
+    const int32_t other = v == a ? b : a;
+    const Vec3 direction = row(xs, static_cast<size_t>(other)) - row(xs, static_cast<size_t>(v));
+    if (!(direction.norm() > 0)) continue;
+    const Vec3 normal = direction.normalized();
+    std::vector<int32_t> tips;
+    if (splitAt(v, normal, xs, &tips) || splitAt(other, -normal, xs, &tips)) {
+      ++splits;
+      startedThisPass = startedThisPass || start;
+      if (f.extension > 0) {
+        const Vec3 middle =
+            0.5 * (row(xs, static_cast<size_t>(a)) + row(xs, static_cast<size_t>(b)));
+        extendCrack(middle, normal, tips, xs);
+      }
+      continue;
+    }
+    // Neither end sees the plane cut its triangles: the spring's own sides crack.
+    for (const int32_t t : trianglesAt_[static_cast<size_t>(a)]) {
+      const auto st = static_cast<size_t>(t);
+      for (size_t k = 0; k < 3; ++k) {
+        const int32_t c = triangles_[3 * st + k], d = triangles_[3 * st + (k + 1) % 3];
+        if ((c == a && d == b) || (c == b && d == a)) crackedSide_[3 * st + k] = 1;
+      }
+    }
+    separateFans(a, xs);
+    separateFans(b, xs);
+    ++splits;
+  }
+  trianglesAt_.clear();
+  if (splits == 0) return report;
+  report.brokenElements = splits;
+  const auto nodesAfter = static_cast<int32_t>(rest_.size() / 3);
+  if (nodesAfter > nodesBefore) {
+    TopologyEdit& edit = report.edit;
+    edit.sourceOffsets.reserve(static_cast<size_t>(nodesAfter) + 1);
+    edit.sourceOffsets.push_back(0);
+    for (int32_t i = 0; i < nodesAfter; ++i) {
+      edit.sourceNodes.push_back(
+          i < nodesBefore ? i : passParent_[static_cast<size_t>(i - nodesBefore)]);
+      edit.sourceWeights.push_back(1.0);
+      edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
+    }
+  }
+  passParent_.clear();
+  rebuildOneLayer();
+  computeStableStep();
+  ++topologyVersion_;
+  return report;
+}
+
+std::vector<int32_t> ThickShellModel::nodePieces() const {
+  if (!fracture_) return {};
+  UnionFind pieces(static_cast<size_t>(nodeCount_));
+  for (size_t t = 0; t < triangles_.size(); t += 3) {
+    pieces.unite(triangles_[t], triangles_[t + 1]);
+    pieces.unite(triangles_[t + 1], triangles_[t + 2]);
+  }
+  return pieces.labels();
+}
+
+void ThickShellModel::listStateFields(StateFields& fields) {
+  if (!fracture_) return;
+  fields.add("rest_positions", &rest_, StateShape::kPerNode, 3);
+  fields.add("depth", &depth_, StateShape::kPerNode);
+  fields.add("crack_tip", &crackTip_, StateShape::kPerNode);
+  fields.add("may_start", &mayStart_, StateShape::kPerNode);
+  fields.add("triangles", &triangles_, StateShape::kPerElement, 3);
+  fields.add("cracked_sides", &crackedSide_, StateShape::kPerElement, 3);
+  fields.add("prism_mass", &prismMass_, StateShape::kPerElement);
+  fields.add("rng", &rng_);
+}
+
+void ThickShellModel::stateAssigned() {
+  if (!fracture_) return;
+  const auto n = static_cast<int64_t>(rest_.size() / 3);
+  if (std::ssize(depth_) != n || std::ssize(crackTip_) != n || std::ssize(mayStart_) != n) {
+    throw InputError("thick_shell: the state's per-node arrays disagree in length");
+  }
+  for (const int32_t v : triangles_) {
+    if (v < 0 || v >= n)
+      throw InputError("thick_shell: a triangle of the state names a node out of range");
+  }
+  if (!std::all_of(rest_.begin(), rest_.end(), [](double v) { return std::isfinite(v); }) ||
+      !std::all_of(prismMass_.begin(), prismMass_.end(),
+                   [](double m) { return m > 0 && std::isfinite(m); })) {
+    throw InputError("thick_shell: a rest position or prism mass of the state is not finite");
+  }
+  rebuildOneLayer();
+  computeStableStep();
+  ++topologyVersion_;
+}
+
+}  // namespace shellsim
