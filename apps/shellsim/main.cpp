@@ -3,7 +3,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -16,9 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
-#include <map>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -519,44 +516,12 @@ int thickenCommand(const ThickenCommandOptions& o, const CommonOptions& common) 
   std::cout << "depth: mean " << shell.meanDepth << " m, min " << shell.minDepth << " m; "
             << shell.thinVertices << " of " << mesh.vertexCount()
             << " vertices thinner than the depth (where the surface is closer than twice it)\n";
-  // Thin regions: connected groups of thin vertices, the largest first, with their centres.
-  const auto n = static_cast<size_t>(mesh.vertexCount());
-  std::vector<int32_t> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  const auto find = [&](int32_t v) {
-    while (parent[static_cast<size_t>(v)] != v) {
-      parent[static_cast<size_t>(v)] = parent[static_cast<size_t>(parent[static_cast<size_t>(v)])];
-      v = parent[static_cast<size_t>(v)];
-    }
-    return v;
-  };
-  const auto thin = [&](int32_t v) { return shell.depth[static_cast<size_t>(v)] < 0.99 * o.depth; };
-  for (size_t t = 0; t < mesh.triangles.size(); t += 3) {
-    for (int k = 0; k < 3; ++k) {
-      const int32_t a = mesh.triangles[t + k], b = mesh.triangles[t + (k + 1) % 3];
-      if (thin(a) && thin(b)) parent[static_cast<size_t>(find(a))] = find(b);
-    }
-  }
-  std::map<int32_t, std::pair<int32_t, std::array<double, 4>>>
-      regions;  // root: count, centre, min depth
-  for (size_t v = 0; v < n; ++v) {
-    if (!thin(static_cast<int32_t>(v))) continue;
-    auto& [count, data] = regions[find(static_cast<int32_t>(v))];
-    if (count == 0) data[3] = o.depth;
-    ++count;
-    for (int k = 0; k < 3; ++k)
-      data[static_cast<size_t>(k)] += mesh.positions[3 * v + static_cast<size_t>(k)];
-    data[3] = std::min(data[3], shell.depth[v]);
-  }
-  std::vector<std::pair<int32_t, std::array<double, 4>>> sorted;
-  for (const auto& [root, region] : regions) sorted.push_back(region);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::cout << "thin regions: " << sorted.size() << '\n';
-  for (size_t r = 0; r < std::min<size_t>(sorted.size(), 5); ++r) {
-    const auto& [count, data] = sorted[r];
-    std::cout << "  " << count << " vertices around (" << data[0] / count << ", " << data[1] / count
-              << ", " << data[2] / count << "), thinnest " << data[3] << " m\n";
+  std::cout << "thin regions: " << shell.thinRegions.size() << '\n';
+  for (size_t r = 0; r < std::min<size_t>(shell.thinRegions.size(), 5); ++r) {
+    const shellsim::ThickShell::ThinRegion& region = shell.thinRegions[r];
+    std::cout << "  " << region.vertices << " vertices around (" << region.centre[0] << ", "
+              << region.centre[1] << ", " << region.centre[2] << "), thinnest " << region.thinnest
+              << " m\n";
   }
   std::cout << "check (every pair of triangles, exact): " << shell.intersectingPairs
             << " crossing pairs, " << shell.invertedElements << " inverted elements";

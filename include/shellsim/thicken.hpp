@@ -15,6 +15,7 @@
 // S itself is the input and is not tested against itself.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -59,6 +60,13 @@ struct ThickShell {
   int64_t triangleTests = 0;  // triangle pairs tested with exact predicates
   double seconds = 0;         // wall time of the generation (without verification)
   int32_t thinVertices = 0;   // vertices that ended below 0.99 epsilon
+  // The thin vertices in groups joined by mesh edges (ears, legs, horns), the largest first.
+  struct ThinRegion {
+    int32_t vertices = 0;
+    std::array<double, 3> centre{};  // mean position of its vertices on S, m
+    double thinnest = 0;             // its smallest depth, m
+  };
+  std::vector<ThinRegion> thinRegions;
   double minDepth = 0, meanDepth = 0;  // m
   // Verification (ThickenOptions::verify), -1 when not run.
   int64_t intersectingPairs = -1;  // triangle pairs breaking (a)

@@ -14,7 +14,9 @@
 #include "core/aabb_tree.hpp"
 #include "core/predicates.hpp"
 #include "core/spatial_hash.hpp"
+#include "core/union_find.hpp"
 #include "core/vec3.hpp"
+#include "geometry/prism_split.hpp"
 #include "shellsim/errors.hpp"
 
 namespace shellsim {
@@ -190,21 +192,14 @@ class ShellBuilder {
     return std::move(shell_);
   }
 
-  // The three tetrahedra of the prism (smallest-index rule: sorted corners v0 < v1 < v2,
-  // tets (v0 v1 v2 v0'), (v1 v2 v0' v1'), (v2 v0' v1' v2'), so the side quad of edge
-  // (a < b) is cut along b a', the same in both prisms that share it). For an inward
-  // extrusion of a counter-clockwise triangle each has orient3d < 0 when the sorted order
-  // is a cyclic turn of the triangle's (parity +1), > 0 otherwise; inverted when any has
-  // the other sign. Flat ones (a vertex at depth 0) are fine.
+  // Whether the prism is inverted: a tet of its split (prism_split.hpp) that does not keep
+  // the orientation of an inward extrusion. Flat ones (a vertex at depth 0) are fine.
   static bool prismInverted(const Vec3 (&o)[3], const Vec3 (&i)[3], const Corners& c) {
-    std::array<int, 3> order{0, 1, 2};
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return c[a] < c[b]; });
-    // Parity of the permutation `order`: even when it is a cyclic turn of (0, 1, 2).
-    const int parity = (order[1] == (order[0] + 1) % 3) ? 1 : -1;
-    const Vec3 &v0 = o[order[0]], &v1 = o[order[1]], &v2 = o[order[2]];
-    const Vec3 &w0 = i[order[0]], &w1 = i[order[1]], &w2 = i[order[2]];
-    return parity * orient3d(v0, v1, v2, w0) > 0 || parity * orient3d(v1, v2, w0, w1) > 0 ||
-           parity * orient3d(v2, w0, w1, w2) > 0;
+    const PrismSplit split = prismSplit(c);
+    const auto corner = [&](int k) -> const Vec3& { return k < 3 ? o[k] : i[k - 3]; };
+    return std::any_of(split.tets.begin(), split.tets.end(), [&](const std::array<int, 4>& t) {
+      return split.parity * orient3d(corner(t[0]), corner(t[1]), corner(t[2]), corner(t[3])) > 0;
+    });
   }
 
  private:
@@ -546,6 +541,33 @@ class ShellBuilder {
     }
     shell_.minDepth = counted > 0 ? minDepth : 0;
     shell_.meanDepth = counted > 0 ? sum / counted : 0;
+    // Thin regions: thin vertices joined by the edges between them.
+    const auto thin = [&](int32_t v) {
+      return !elementsAt(v).empty() && shell_.depth[static_cast<size_t>(v)] < 0.99 * epsilon;
+    };
+    UnionFind joined(static_cast<size_t>(vertexCount_));
+    for (size_t k = 0; k < triangles_.size(); ++k) {
+      const int32_t a = triangles_[k], b = triangles_[k - k % 3 + (k + 1) % 3];
+      if (thin(a) && thin(b)) joined.unite(a, b);
+    }
+    const std::vector<int32_t> label = joined.labels();
+    std::vector<ThickShell::ThinRegion> regions(
+        label.empty() ? 0 : static_cast<size_t>(*std::max_element(label.begin(), label.end())) + 1);
+    for (int32_t v = 0; v < vertexCount_; ++v) {
+      if (!thin(v)) continue;
+      ThickShell::ThinRegion& region = regions[static_cast<size_t>(label[static_cast<size_t>(v)])];
+      if (region.vertices == 0) region.thinnest = epsilon;
+      ++region.vertices;
+      for (size_t k = 0; k < 3; ++k) region.centre[k] += outer(v)[static_cast<Eigen::Index>(k)];
+      region.thinnest = std::min(region.thinnest, shell_.depth[static_cast<size_t>(v)]);
+    }
+    std::erase_if(regions, [](const ThickShell::ThinRegion& r) { return r.vertices == 0; });
+    for (ThickShell::ThinRegion& region : regions) {
+      for (double& c : region.centre) c /= region.vertices;
+    }
+    std::stable_sort(regions.begin(), regions.end(),
+                     [](const auto& a, const auto& b) { return a.vertices > b.vertices; });
+    shell_.thinRegions = std::move(regions);
   }
 
   std::span<const double> outer_;
@@ -573,18 +595,14 @@ ShellConsistency checkShellConsistency(std::span<const double> outer, std::span<
   const auto elementCount = static_cast<int32_t>(triangles.size() / 3);
   // Boxes 0..F-1: S, F..2F-1: S'.
   std::vector<double> boxes(12 * static_cast<size_t>(elementCount));
-  for (int32_t t = 0; t < 2 * elementCount; ++t) {
+  auto corner = [&](int32_t t, int k) {
     const std::span<const double> x = t < elementCount ? outer : inner;
-    const Corners c = cornersOf(triangles, t % elementCount);
-    Vec3 lo = row(x, static_cast<size_t>(c[0])), hi = lo;
-    for (int k = 1; k < 3; ++k) {
-      lo = lo.cwiseMin(row(x, static_cast<size_t>(c[k])));
-      hi = hi.cwiseMax(row(x, static_cast<size_t>(c[k])));
-    }
-    for (int k = 0; k < 3; ++k) {
-      boxes[6 * static_cast<size_t>(t) + k] = lo[k];
-      boxes[6 * static_cast<size_t>(t) + 3 + k] = hi[k];
-    }
+    return row(x,
+               static_cast<size_t>(cornersOf(triangles, t % elementCount)[static_cast<size_t>(k)]));
+  };
+  for (int32_t t = 0; t < 2 * elementCount; ++t) {
+    const auto values = Box(corner(t, 0), corner(t, 1), corner(t, 2)).flat();
+    std::copy(values.begin(), values.end(), boxes.begin() + 6 * static_cast<ptrdiff_t>(t));
   }
   AabbTree tree;
   tree.build(boxes);
@@ -600,18 +618,11 @@ ShellConsistency checkShellConsistency(std::span<const double> outer, std::span<
       }
     }
   }
-  tree.forEachSelfPair([&](int32_t a, int32_t b) {
-    if (b < elementCount || (onS[static_cast<size_t>(a)] && onS[static_cast<size_t>(b)])) {
-      if (b < elementCount) pairs.emplace_back(a, b);  // S with S: the input's
-      return;
-    }
+  tree.forEachSelfPair([&](int32_t a, int32_t b) {  // a < b
+    // S with S is the input's own (counted apart); S' at depth 0 with S repeats it.
+    if (b >= elementCount && onS[static_cast<size_t>(a)] && onS[static_cast<size_t>(b)]) return;
     pairs.emplace_back(a, b);
   });
-  auto corner = [&](int32_t t, int k) {
-    const std::span<const double> x = t < elementCount ? outer : inner;
-    return row(x,
-               static_cast<size_t>(cornersOf(triangles, t % elementCount)[static_cast<size_t>(k)]));
-  };
   std::vector<char> crossing(pairs.size(), 0);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, pairs.size(), 1024),
                     [&](const tbb::blocked_range<size_t>& range) {
@@ -629,14 +640,10 @@ ShellConsistency checkShellConsistency(std::span<const double> outer, std::span<
     ++(pairs[k].second < elementCount ? result.inputIntersectingPairs : result.intersectingPairs);
   }
   for (int32_t e = 0; e < elementCount; ++e) {
-    const Corners c = cornersOf(triangles, e);
-    const Vec3 o[3] = {row(outer, static_cast<size_t>(c[0])), row(outer, static_cast<size_t>(c[1])),
-                       row(outer, static_cast<size_t>(c[2]))};
-    const Vec3 i[3] = {row(inner, static_cast<size_t>(c[0])), row(inner, static_cast<size_t>(c[1])),
-                       row(inner, static_cast<size_t>(c[2]))};
-    if (ShellBuilder::prismInverted(o, i, c)) {
-      ++result.invertedElements;
-    }
+    const Vec3 o[3] = {corner(e, 0), corner(e, 1), corner(e, 2)};
+    const Vec3 i[3] = {corner(elementCount + e, 0), corner(elementCount + e, 1),
+                       corner(elementCount + e, 2)};
+    if (ShellBuilder::prismInverted(o, i, cornersOf(triangles, e))) ++result.invertedElements;
   }
   return result;
 }

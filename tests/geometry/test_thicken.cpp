@@ -339,6 +339,19 @@ TEST(Thicken, CowHasNoIntersection) {
   EXPECT_EQ(shell.intersectingPairs, 0);
   EXPECT_EQ(shell.invertedElements, 0);
   EXPECT_GT(shell.thinVertices, 0);  // legs, ears and horns
+  // The thin vertices in regions, the largest first, each at most epsilon deep.
+  ASSERT_FALSE(shell.thinRegions.empty());
+  int32_t inRegions = 0;
+  for (size_t r = 0; r < shell.thinRegions.size(); ++r) {
+    const ThickShell::ThinRegion& region = shell.thinRegions[r];
+    inRegions += region.vertices;
+    EXPECT_GE(region.thinnest, 0.0);
+    EXPECT_LT(region.thinnest, 0.99 * 0.3);
+    if (r > 0) {
+      EXPECT_LE(region.vertices, shell.thinRegions[r - 1].vertices);
+    }
+  }
+  EXPECT_EQ(inRegions, shell.thinVertices);
   EXPECT_GT(shell.meanDepth, 0.15);
 }
 

@@ -322,13 +322,9 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
 }
 
 std::vector<int32_t> ThickShellModel::nodePieces() const {
+  // With fracture the model has one layer: its nodes are the vertices of S.
   if (!fracture_) return {};
-  UnionFind pieces(static_cast<size_t>(nodeCount_));
-  for (size_t t = 0; t < triangles_.size(); t += 3) {
-    pieces.unite(triangles_[t], triangles_[t + 1]);
-    pieces.unite(triangles_[t + 1], triangles_[t + 2]);
-  }
-  return pieces.labels();
+  return surfacePieces();
 }
 
 void ThickShellModel::listStateFields(StateFields& fields) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/union_find.hpp"
+#include "geometry/prism_split.hpp"
 #include "models/mass_spring/mass_spring.hpp"
 #include "models/stable_step.hpp"
 #include "models/thick_shell/thick_shell_kernel.hpp"
@@ -64,10 +65,8 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
   const auto depthOf = [&](int32_t v) {
     return std::max(shell.depth[static_cast<size_t>(v)], floorDepth);
   };
-  mass_.assign(static_cast<size_t>(nodeCount_), 0.0);
+  crackedSide_.assign(triangles_.size(), 0);
   std::vector<double> vertexArea(n, 0.0);
-  // Edges with their summed triangle areas, in ascending (a, b) order: deterministic.
-  std::map<std::pair<int32_t, int32_t>, double> edgeArea;
   for (size_t t = 0; t < triangles_.size() / 3; ++t) {
     const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
     const Vec3 p[3] = {at(mesh.positions, c[0]), at(mesh.positions, c[1]),
@@ -92,12 +91,7 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
                                std::abs(thick_shell::tetVolume(p[2], q[0], q[1], q[2]));
     const double prismMass = material.density * std::max(prismVolume, area * floorDepth);
     prismMass_.push_back(prismMass);
-    for (int k = 0; k < 3; ++k) {
-      vertexArea[static_cast<size_t>(c[k])] += area / 3;
-      mass_[static_cast<size_t>(c[k])] += prismMass / (3.0 * layers_);
-      if (layers_ == 2) mass_[n + static_cast<size_t>(c[k])] += prismMass / 6.0;
-      edgeArea[{std::min(c[k], c[(k + 1) % 3]), std::max(c[k], c[(k + 1) % 3])}] += area;
-    }
+    for (const int32_t v : c) vertexArea[static_cast<size_t>(v)] += area / 3;
     if (layers_ == 2) {
       // Area terms on t and t'.
       for (int layer = 0; layer < 2; ++layer) {
@@ -110,15 +104,16 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
         areaRest_.push_back(restArea);
         areaStiffness_.push_back(options.areaStiffness * young * restArea * meanDepth / 2);
       }
-      // The prism's tets (thicken.hpp's split: sorted corners v0 < v1 < v2, tets (v0 v1 v2 v0'),
-      // (v1 v2 v0' v1'), (v2 v0' v1' v2')); flat ones (depth 0 at a corner) are left out.
-      std::array<int32_t, 3> v{c[0], c[1], c[2]};
-      std::sort(v.begin(), v.end());
-      const auto inner = [&](int32_t i) { return i + vertexCount_; };
-      const std::array<std::array<int32_t, 4>, 3> tets = {
-          {{v[0], v[1], v[2], inner(v[0])},
-           {v[1], v[2], inner(v[0]), inner(v[1])},
-           {v[2], inner(v[0]), inner(v[1]), inner(v[2])}}};
+      // The prism's tets (geometry/prism_split.hpp); flat ones (depth 0 at a corner) are
+      // left out.
+      const std::array<int32_t, 6> prism = {
+          c[0], c[1], c[2], c[0] + vertexCount_, c[1] + vertexCount_, c[2] + vertexCount_};
+      std::vector<std::array<int32_t, 4>> tets;
+      for (const std::array<int, 4>& local : prismSplit({c[0], c[1], c[2]}).tets) {
+        tets.push_back({prism[static_cast<size_t>(local[0])], prism[static_cast<size_t>(local[1])],
+                        prism[static_cast<size_t>(local[2])],
+                        prism[static_cast<size_t>(local[3])]});
+      }
       for (const auto& tet : tets) {
         const double volume = thick_shell::tetVolume(at(rest_, tet[0]), at(rest_, tet[1]),
                                                      at(rest_, tet[2]), at(rest_, tet[3]));
@@ -130,7 +125,6 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
     }
   }
   if (layers_ == 1) {
-    crackedSide_.assign(triangles_.size(), 0);
     crackTip_.assign(n, 0);
     mayStart_.assign(n, 1);
     rng_ = fracture_ ? fracture_->seed : 0;
@@ -138,20 +132,13 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
     computeStableStep();
     return;
   }
-  const auto addSpring = [&](int32_t a, int32_t b, double stiffness) {
-    springNodes_.insert(springNodes_.end(), {a, b});
-    springRest_.push_back((at(rest_, b) - at(rest_, a)).norm());
-    springStiffness_.push_back(stiffness);
-  };
-  for (const auto& [edge, area] : edgeArea) {
+  distributeMasses();
+  for (const auto& [edge, stiffness] : layerSpringStiffness()) {
     const auto [a, b] = edge;
     const double length = (at(rest_, b) - at(rest_, a)).norm();
     const double edgeDepth = 0.5 * (depthOf(a) + depthOf(b));
-    // Van Gelder 1998 with the local depth for the thickness, shared by the layers.
-    const double layerStiffness = young * edgeDepth * area / (length * length) / layers_;
-    addSpring(a, b, layerStiffness);
-    if (layers_ == 1) continue;
-    addSpring(a + vertexCount_, b + vertexCount_, layerStiffness);
+    addSpring(a, b, stiffness);
+    addSpring(a + vertexCount_, b + vertexCount_, stiffness);
     // Cross springs: both diagonals of the side quad (a, b, b', a').
     for (const auto& [p, q] : {std::pair{a, b + vertexCount_}, std::pair{b, a + vertexCount_}}) {
       const double diagonal = (at(rest_, q) - at(rest_, p)).norm();
@@ -160,10 +147,53 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
           0.5 * young * length * length * extrusionFactor_ * edgeDepth / (diagonal * diagonal));
     }
   }
-  if (layers_ == 2) {
-    for (int32_t i = 0; i < vertexCount_; ++i) {
-      const double length = extrusionFactor_ * depthOf(i);
-      addSpring(i, i + vertexCount_, young * vertexArea[static_cast<size_t>(i)] / length);
+  for (int32_t i = 0; i < vertexCount_; ++i) {
+    const double length = extrusionFactor_ * depthOf(i);
+    addSpring(i, i + vertexCount_, young * vertexArea[static_cast<size_t>(i)] / length);
+  }
+  springIncidence_ = buildIncidence(springNodes_, nodeCount_);
+  areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
+  tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
+  computeStableStep();
+}
+
+void ThickShellModel::addSpring(int32_t a, int32_t b, double stiffness) {
+  springNodes_.insert(springNodes_.end(), {a, b});
+  springRest_.push_back((at(rest_, b) - at(rest_, a)).norm());
+  springStiffness_.push_back(stiffness);
+}
+
+std::map<std::pair<int32_t, int32_t>, double> ThickShellModel::layerSpringStiffness() const {
+  // Van Gelder's map per triangle side, summed over the sides of an edge that are not
+  // cracked, with the local depth for the thickness, shared by the layers; in ascending
+  // (a, b) order.
+  const auto depthOf = [&](int32_t v) {
+    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
+  };
+  std::map<std::pair<int32_t, int32_t>, double> stiffness;
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
+    const double area =
+        thick_shell::triangleArea(at(rest_, c[0]), at(rest_, c[1]), at(rest_, c[2]));
+    for (size_t k = 0; k < 3; ++k) {
+      if (crackedSide_[3 * t + k] != 0) continue;
+      const int32_t a = c[k], b = c[(k + 1) % 3];
+      const double length = (at(rest_, b) - at(rest_, a)).norm();
+      stiffness[{std::min(a, b), std::max(a, b)}] +=
+          young_ * 0.5 * (depthOf(a) + depthOf(b)) * area / (length * length) / layers_;
+    }
+  }
+  return stiffness;
+}
+
+void ThickShellModel::distributeMasses() {
+  const auto n = static_cast<size_t>(vertexCount_);
+  mass_.assign(static_cast<size_t>(nodeCount_), 0.0);
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    for (size_t k = 0; k < 3; ++k) {
+      const auto v = static_cast<size_t>(triangles_[3 * t + k]);
+      mass_[v] += prismMass_[t] / (3.0 * layers_);
+      if (layers_ == 2) mass_[n + v] += prismMass_[t] / 6.0;
     }
   }
   for (size_t i = 0; i < mass_.size(); ++i) {
@@ -173,50 +203,16 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
       throw InputError(msg.str());
     }
   }
-  springIncidence_ = buildIncidence(springNodes_, nodeCount_);
-  areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
-  tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
-  computeStableStep();
 }
 
 void ThickShellModel::rebuildOneLayer() {
-  const auto n = rest_.size() / 3;
-  vertexCount_ = nodeCount_ = static_cast<int32_t>(n);
-  mass_.assign(n, 0.0);
-  const auto depthOf = [&](int32_t v) {
-    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
-  };
-  // Van Gelder's map per triangle side, summed over the sides of an edge that are not
-  // cracked, with the local depth for the thickness; in ascending (a, b) order.
-  std::map<std::pair<int32_t, int32_t>, double> stiffness;
-  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
-    const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
-    const double area =
-        thick_shell::triangleArea(at(rest_, c[0]), at(rest_, c[1]), at(rest_, c[2]));
-    for (size_t k = 0; k < 3; ++k) {
-      mass_[static_cast<size_t>(c[k])] += prismMass_[t] / 3;
-      if (crackedSide_[3 * t + k] != 0) continue;
-      const int32_t a = c[k], b = c[(k + 1) % 3];
-      const double length = (at(rest_, b) - at(rest_, a)).norm();
-      stiffness[{std::min(a, b), std::max(a, b)}] +=
-          young_ * 0.5 * (depthOf(a) + depthOf(b)) * area / (length * length);
-    }
-  }
+  vertexCount_ = nodeCount_ = static_cast<int32_t>(rest_.size() / 3);
+  distributeMasses();
   springNodes_.clear();
   springRest_.clear();
   springStiffness_.clear();
-  for (const auto& [edge, k] : stiffness) {
-    springNodes_.insert(springNodes_.end(), {edge.first, edge.second});
-    springRest_.push_back((at(rest_, edge.second) - at(rest_, edge.first)).norm());
-    springStiffness_.push_back(k);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (!(mass_[i] > 0)) {
-      std::ostringstream msg;
-      msg << "vertex " << i << ": has no mass (in no triangle)";
-      throw InputError(msg.str());
-    }
-  }
+  for (const auto& [edge, stiffness] : layerSpringStiffness())
+    addSpring(edge.first, edge.second, stiffness);
   springIncidence_ = buildIncidence(springNodes_, nodeCount_);
   areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
   tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
@@ -314,15 +310,19 @@ Geometry ThickShellModel::surface(std::span<const double> x) const {
   computeVertexNormals(g);
   // One piece per connected part of S, its S' with it (no triangle joins them on a closed
   // mesh: the frames say they are one).
+  const std::vector<int32_t> labels = surfacePieces();
+  g.pieces = labels;
+  g.pieces.insert(g.pieces.end(), labels.begin(), labels.end());
+  return g;
+}
+
+std::vector<int32_t> ThickShellModel::surfacePieces() const {
   UnionFind parts(static_cast<size_t>(vertexCount_));
   for (size_t t = 0; t < triangles_.size(); t += 3) {
     parts.unite(triangles_[t], triangles_[t + 1]);
     parts.unite(triangles_[t + 1], triangles_[t + 2]);
   }
-  const std::vector<int32_t> labels = parts.labels();
-  g.pieces = labels;
-  g.pieces.insert(g.pieces.end(), labels.begin(), labels.end());
-  return g;
+  return parts.labels();
 }
 
 }  // namespace shellsim

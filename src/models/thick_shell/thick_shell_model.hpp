@@ -23,7 +23,9 @@
 // the two layers stretching apart.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/assembler.hpp"
@@ -85,6 +87,15 @@ class ThickShellModel : public Model {
   // One layer: springs, masses and incidences from triangles_, crackedSide_, rest_, depth_
   // and prismMass_ (at construction and after every fracture).
   void rebuildOneLayer();
+  void addSpring(int32_t a, int32_t b, double stiffness);
+  // The springs on the edges of S (of each layer): Van Gelder's map per uncracked triangle
+  // side with the local depth for the thickness, shared by the layers; by (a < b).
+  [[nodiscard]] std::map<std::pair<int32_t, int32_t>, double> layerSpringStiffness() const;
+  // mass_ from prismMass_: a third of each prism to each corner (one layer), a sixth to each
+  // corner on S and S' (two); InputError for a node in no triangle.
+  void distributeMasses();
+  // The connected part of S each vertex of S is in, (nVertices).
+  [[nodiscard]] std::vector<int32_t> surfacePieces() const;
   // Fracture helpers (thick_shell_fracture.cpp). x: current positions, grown with new nodes.
   // Splits v along the plane through it normal to `normal`; the far ends of the sides it
   // cracked are appended to `tips` (if given). False when the plane cuts no side.
