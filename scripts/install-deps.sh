@@ -12,7 +12,7 @@ packages=(
   libcgal-dev libmpfr-dev          # mesh repair: CGAL's polygon-mesh processing
   libgtest-dev libgmock-dev libbenchmark-dev
   libpng-dev ffmpeg libembree-dev   # previews: PNG, H.264 video, CPU ray casting
-  libbullet-dev                     # optional: the Bullet soft-body comparison benchmark
+  libbullet-dev                     # rigid fragments (double precision) and the soft-body benchmark
 )
 
 missing=()

@@ -140,6 +140,23 @@ struct RepairDef {
   bool operator==(const RepairDef&) const = default;
 };
 
+// Pieces that break off a body become rigid bodies, simulated by Bullet (steinemann section
+// 4.3): they fall, tumble and collide with the floor, the obstacles and each other. A piece
+// becomes rigid when the body has broken into more than one piece and it is not the largest
+// (the first of equal ones), holds no pinned node, and has at most max_nodes nodes or deforms
+// slower than still_speed.
+struct RigidFragmentsDef {
+  int64_t maxNodes = 64;  // pieces of at most this many nodes; 0: none by size
+  double stillSpeed = 0;  // m/s, RMS speed of a piece's nodes relative to its rigid motion
+                          // below which it becomes rigid whatever its size; 0: off
+  // Bullet combines two bodies' coefficients by their product: a fragment on an obstacle
+  // has friction friction * obstacle.friction and restitution restitution *
+  // obstacle.restitution; two fragments, the squares.
+  double friction = 1.0;     // Coulomb coefficient, >= 0
+  double restitution = 0.0;  // normal restitution, [0, 1]
+  bool operator==(const RigidFragmentsDef&) const = default;
+};
+
 struct BodyDef {
   std::string name;                           // unique; default "body<i>"
   std::optional<std::filesystem::path> file;  // geometry file, resolved against the scene folder
@@ -153,8 +170,9 @@ struct BodyDef {
   std::vector<PinDef> pins;
   std::vector<LoadDef> loads;
   std::optional<PressureDef> pressure;
-  std::optional<RepairDef> repair;  // a triangle mesh repaired before it is used
-  Vec3d initialVelocity{0, 0, 0};   // m/s
+  std::optional<RepairDef> repair;                  // a triangle mesh repaired before it is used
+  std::optional<RigidFragmentsDef> rigidFragments;  // broken-off pieces become rigid bodies
+  Vec3d initialVelocity{0, 0, 0};                   // m/s
 
   // The options of the model whose definition type is T (made with its defaults at first
   // use); const: the defaults when none were set.

@@ -163,6 +163,10 @@ class Simulation {
   [[nodiscard]] int32_t pieceCount(int32_t body) const;
   [[nodiscard]] int64_t brokenElements(int32_t body) const;  // so far
   [[nodiscard]] int32_t cracks(int32_t body) const;          // crack planes so far
+  // Pieces handed to Bullet as rigid bodies so far (BodyDef::rigidFragments), and for each
+  // node the one it moves with, -1 while it deforms, (nNodes); empty before the first.
+  [[nodiscard]] int32_t rigidFragmentCount(int32_t body) const;
+  [[nodiscard]] std::span<const int32_t> rigidFragmentOfNode(int32_t body) const;
 
   // Copies, and puts back, the state that evolves. Restoring a state saved from another
   // simulation, or before bodies were added, throws InputError.

@@ -104,8 +104,8 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
     const std::vector<int32_t> pieces = body.model->nodePieces();
     record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
                              gravitationalEnergy(body, world.gravity), pieceCount(pieces),
-                             body.brokenElements, body.crackCount(), body.nodeCount(),
-                             body.model->elementCount()});
+                             world.rigid.count(bodyIndex), body.brokenElements, body.crackCount(),
+                             body.nodeCount(), body.model->elementCount()});
     const auto start = std::chrono::steady_clock::now();
     const Geometry surface = bodySurface(world, bodyIndex, pieces);
     if (body.embedded) {
@@ -173,6 +173,7 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
                           {"bending", e.bending},
                           {"gravitational", e.gravitational},
                           {"pieces", e.pieces},
+                          {"rigid_fragments", e.rigidFragments},
                           {"broken_elements", e.brokenElements},
                           {"cracks", e.cracks},
                           {"nodes", e.nodes},
@@ -242,6 +243,7 @@ void Recorder::writeRecords(ByteWriter& out) const {
     for (const FrameRecord::BodyEnergy& b : r.bodies) {  // field by field: no padding bytes
       for (const double e : {b.kinetic, b.stretching, b.bending, b.gravitational}) out.value(e);
       out.value(b.pieces);
+      out.value(b.rigidFragments);
       out.value(b.brokenElements);
       out.value(b.cracks);
       out.value(b.nodes);
@@ -288,6 +290,7 @@ void Recorder::readRecords(ByteReader& in) {
         *v = in.value<double>("frame energies");
       }
       e.pieces = in.value<int32_t>("pieces");
+      e.rigidFragments = in.value<int32_t>("rigid fragments");
       e.brokenElements = in.value<int64_t>("broken elements");
       e.cracks = in.value<int32_t>("cracks");
       e.nodes = in.value<int32_t>("nodes");

@@ -35,6 +35,7 @@ struct FrameRecord {
   struct BodyEnergy {
     double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J
     int32_t pieces = 1;          // connected pieces (Model::nodePieces)
+    int32_t rigidFragments = 0;  // of them handed to Bullet (rigid_fragments.hpp)
     int64_t brokenElements = 0;  // broken so far
     int32_t cracks = 0;          // crack planes so far
     int32_t nodes = 0;           // nodes now (topology edits change it)

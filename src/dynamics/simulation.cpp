@@ -75,7 +75,10 @@ struct SimulationState::Data {
     std::vector<Body::BindingEvent> bindingEvents;  // of the embedded surface
     // Pins, loads and contact per node, for a model that changes its nodes; null otherwise.
     std::shared_ptr<const BodyNodeSets> nodeSets;
+    std::vector<int32_t> rigidFragment;  // Body::rigidFragment, (nNodes) or empty
+    std::vector<double> rigidLocal;      // Body::rigidLocal, (nNodes, 3) or empty
   };
+  std::vector<RigidFragment> rigidFragments;  // World::rigid
   std::vector<BodyState> bodies;
   std::vector<FreeMotion> obstacles;  // per obstacle (thrown ones move)
   StepCounts counts;                  // the integrator's, over the whole run
@@ -376,7 +379,10 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
     if (body.model->changesNodeCount()) {
       state.nodeSets = std::make_shared<const BodyNodeSets>(saveNodeSets(body));
     }
+    state.rigidFragment = body.rigidFragment;
+    state.rigidLocal = body.rigidLocal;
   }
+  data->rigidFragments = impl.world.rigid.fragments();
   return data;
 }
 
@@ -393,6 +399,9 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     body.model->setState(state.model);
     if (state.nodeSets) restoreNodeSets(body, *state.nodeSets);
     holdPinsAt(body, data.time);  // a pin released before the saved time has let go
+    body.rigidFragment = state.rigidFragment;
+    body.rigidLocal = state.rigidLocal;
+    refreshPinned(body);
     body.brokenElements = state.brokenElements;
     body.cuts = state.cuts;
     body.nodeEdits = state.nodeEdits;
@@ -401,6 +410,7 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     }
     restoreKinematics(body, state.kinematics);  // last: Model::prepare sees the restored model
   }
+  world.rigid.setFragments(data.rigidFragments);
 }
 
 // restoreData, and what a saved state has besides the bodies: the planned step, the step
@@ -418,7 +428,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 7;
+constexpr uint32_t kStateFormatVersion = 8;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -528,6 +538,20 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     }
     out.value<uint8_t>(body.model.empty() ? 0 : 1);
     if (!body.model.empty()) body.model.write(out);
+    out.array(body.rigidFragment);
+    out.array(body.rigidLocal);
+  }
+  out.value<uint64_t>(data.rigidFragments.size());
+  for (const RigidFragment& f : data.rigidFragments) {
+    out.value(f.body);
+    out.value(f.mass);
+    for (const Vec3* v : {&f.principalInertia, &f.centre, &f.velocity, &f.spin}) {
+      for (int c = 0; c < 3; ++c) out.value((*v)[c]);
+    }
+    for (int k = 0; k < 9; ++k) out.value(f.rotation(k / 3, k % 3));
+    out.array(f.cellOffsets);
+    out.array(f.cellPoints);
+    out.array(f.cellMargins);
   }
 }
 
@@ -639,6 +663,55 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
       }
     } else if (body.model->hasState()) {
       in.fail("body '" + body.name + "': the model's evolving state is missing");
+    }
+    state.rigidFragment = in.array<int32_t>("rigid fragment of each node");
+    state.rigidLocal = in.array<double>("rigid fragment places");
+    if ((!state.rigidFragment.empty() && 3 * state.rigidFragment.size() != size) ||
+        state.rigidLocal.size() != 3 * state.rigidFragment.size() ||
+        !std::all_of(state.rigidLocal.begin(), state.rigidLocal.end(),
+                     [](double x) { return std::isfinite(x); })) {
+      in.fail("body '" + body.name + "': its rigid fragment nodes do not fit its node count");
+    }
+  }
+  const auto fragments = in.value<uint64_t>("rigid fragment count");
+  if (fragments > 10'000'000) in.fail(std::to_string(fragments) + " rigid fragments");
+  for (uint64_t k = 0; k < fragments; ++k) {
+    RigidFragment& f = data->rigidFragments.emplace_back();
+    f.body = in.value<int32_t>("rigid fragment body");
+    f.mass = in.value<double>("rigid fragment mass");
+    for (Vec3* v : {&f.principalInertia, &f.centre, &f.velocity, &f.spin}) {
+      for (int c = 0; c < 3; ++c) (*v)[c] = in.value<double>("rigid fragment motion");
+    }
+    for (int e = 0; e < 9; ++e)
+      f.rotation(e / 3, e % 3) = in.value<double>("rigid fragment motion");
+    f.cellOffsets = in.array<int32_t>("rigid fragment cells");
+    f.cellPoints = in.array<double>("rigid fragment cells");
+    f.cellMargins = in.array<double>("rigid fragment cells");
+    const auto points = static_cast<int64_t>(f.cellPoints.size() / 3);
+    bool cellsFit = !f.cellOffsets.empty() && f.cellOffsets.front() == 0 &&
+                    f.cellOffsets.back() == points && f.cellPoints.size() % 3 == 0 &&
+                    f.cellMargins.size() + 1 == f.cellOffsets.size();
+    for (size_t c = 1; c < f.cellOffsets.size() && cellsFit; ++c) {
+      cellsFit = f.cellOffsets[c] >= f.cellOffsets[c - 1];
+    }
+    const bool finite = std::isfinite(f.mass) && f.mass > 0 && f.principalInertia.allFinite() &&
+                        f.centre.allFinite() && f.velocity.allFinite() && f.spin.allFinite() &&
+                        f.rotation.allFinite() &&
+                        std::all_of(f.cellPoints.begin(), f.cellPoints.end(),
+                                    [](double x) { return std::isfinite(x); }) &&
+                        std::all_of(f.cellMargins.begin(), f.cellMargins.end(),
+                                    [](double x) { return std::isfinite(x) && x >= 0; });
+    if (f.body < 0 || static_cast<size_t>(f.body) >= impl.world.bodies.size() ||
+        !impl.world.bodies[static_cast<size_t>(f.body)].rigidFragments || !cellsFit || !finite) {
+      in.fail("rigid fragment " + std::to_string(k) + " is malformed");
+    }
+  }
+  for (const SimulationState::Data::BodyState& state : data->bodies) {
+    for (const int32_t k : state.rigidFragment) {
+      if (k < -1 || k >= static_cast<int64_t>(fragments)) {
+        in.fail("a node names rigid fragment " + std::to_string(k) + " of " +
+                std::to_string(fragments));
+      }
     }
   }
   return data;
@@ -773,6 +846,8 @@ void advanceInterval(Simulation::Impl& impl, double interval, double endTime,
   integrator.setStopFlag(impl.stopFlag);
   if (!impl.energyGuard) impl.energyGuard.emplace(impl.world);
   const std::shared_ptr<const SimulationState::Data> checkpoint = saveData(impl);
+  // Bullet's world is made anew at every advance, as a resumed run makes it (rigid_fragments.hpp).
+  impl.world.rigid.invalidate();
   for (int halvings = 0;; ++halvings) {
     try {
       integrator.advance(impl.world, interval, endTime, impl.times);
@@ -1132,6 +1207,15 @@ int64_t Simulation::brokenElements(int32_t body) const {
 
 int32_t Simulation::cracks(int32_t body) const {
   return impl_->body(body).crackCount();
+}
+
+int32_t Simulation::rigidFragmentCount(int32_t body) const {
+  (void)impl_->body(body);  // checks the index
+  return impl_->world.rigid.count(static_cast<size_t>(body));
+}
+
+std::span<const int32_t> Simulation::rigidFragmentOfNode(int32_t body) const {
+  return impl_->body(body).rigidFragment;
 }
 
 SimulationState Simulation::saveState() const {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/assembler.hpp"
+#include "core/rigid_motion.hpp"
 #include "core/vec3.hpp"
 #include "dynamics/contact.hpp"
 #include "shellsim/errors.hpp"
@@ -76,49 +77,19 @@ void dampInternalMotion(World& world, double dt) {
       return pieces.empty() ? size_t{0} : static_cast<size_t>(pieces[i]);
     };
     const auto mass = body.model->nodeMasses();
-    struct Rigid {
-      double mass = 0;
-      Vec3 moment = Vec3::Zero(), momentum = Vec3::Zero(), angular = Vec3::Zero();
-      Eigen::Matrix3d inertia = Eigen::Matrix3d::Zero();
-      Vec3 centre = Vec3::Zero(), velocity = Vec3::Zero(), spin = Vec3::Zero();
-    };
-    std::vector<Rigid> rigid(static_cast<size_t>(pieceCount(pieces)));
+    // The free nodes of each piece, in node order.
+    std::vector<std::vector<int32_t>> members(static_cast<size_t>(pieceCount(pieces)));
     for (size_t i = 0; i < n; ++i) {
-      if (body.pinned[i]) continue;
-      Rigid& r = rigid[pieceOf(i)];
-      r.mass += mass[i];
-      r.moment += mass[i] * row(body.positions, i);
-      r.momentum += mass[i] * row(body.velocities, i);
+      if (!body.pinned[i]) members[pieceOf(i)].push_back(static_cast<int32_t>(i));
     }
-    for (Rigid& r : rigid) {
-      if (!(r.mass > 0)) continue;
-      r.centre = r.moment / r.mass;
-      r.velocity = r.momentum / r.mass;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (body.pinned[i]) continue;
-      Rigid& r = rigid[pieceOf(i)];
-      const Vec3 d = row(body.positions, i) - r.centre;
-      r.angular += mass[i] * d.cross(row(body.velocities, i) - r.velocity);
-      r.inertia += mass[i] * (d.squaredNorm() * Eigen::Matrix3d::Identity() - d * d.transpose());
-    }
-    for (Rigid& r : rigid) {
-      if (!(r.mass > 0)) continue;
-      // omega = I^-1 L; a piece with a singular inertia (its nodes on a line) spins about
-      // what the pseudo-inverse finds (the line carries no angular momentum along itself).
-      const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eigen(r.inertia);
-      const Vec3 values = eigen.eigenvalues();
-      Vec3 inverse = Vec3::Zero();
-      for (int k = 0; k < 3; ++k) {
-        if (values[k] > 1e-12 * values.maxCoeff()) inverse[k] = 1.0 / values[k];
-      }
-      r.spin = eigen.eigenvectors() * inverse.asDiagonal() * eigen.eigenvectors().transpose() *
-               r.angular;
+    std::vector<RigidMotion> rigid;
+    rigid.reserve(members.size());
+    for (const std::vector<int32_t>& nodes : members) {
+      rigid.push_back(fitRigidMotion(mass, body.positions, body.velocities, nodes));
     }
     forEachNode(body, [&](size_t i) {
       if (body.pinned[i]) return;
-      const Rigid& r = rigid[pieceOf(i)];
-      const Vec3 rigidVelocity = r.velocity + r.spin.cross(row(body.positions, i) - r.centre);
+      const Vec3 rigidVelocity = rigid[pieceOf(i)].velocityAt(row(body.positions, i));
       setRow(body.velocities, i, rigidVelocity + keep * (row(body.velocities, i) - rigidVelocity));
     });
   }
@@ -131,12 +102,7 @@ void holdPinsAt(Body& body, double time) {
     changed = changed || holding != pin.holding;
     pin.holding = holding;
   }
-  if (!changed) return;
-  std::fill(body.pinned.begin(), body.pinned.end(), 0);
-  for (const PinGroup& pin : body.pins) {
-    if (!pin.holding) continue;
-    for (const int32_t node : pin.nodes) body.pinned[static_cast<size_t>(node)] = 1;
-  }
+  if (changed) refreshPinned(body);
 }
 
 void applyScriptedMotion(World& world) {
@@ -269,6 +235,11 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
       if (separated) separateEmbeddedPieces(body);
       changed |= separated;
     }
+    // Rigid fragments: moved by Bullet over the step, then the pieces that qualify now
+    // handed over. Only mesh contact sees the moved nodes (the rest of the forces ignore
+    // driven nodes, and a fragment's own elements keep their energy under a rigid motion).
+    const bool rigidMoved = world.rigid.advance(world, dt);
+    changed |= rigidMoved && world.contact.enabled();
   }
   if (changed) {
     PhaseTimer timer(times.forces);

@@ -226,6 +226,7 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
   body.damping = def.material.damping;
   body.internalDamping = def.material.internalDamping;
   body.thickness = def.material.thickness;
+  body.rigidFragments = def.rigidFragments;
   if (discretization.dense) {
     if (body.model->changesNodeCount()) {
       throw InputError(label + ": the model '" + body.model->name() +
@@ -315,6 +316,17 @@ void restoreKinematics(Body& body, const BodyKinematics& saved) {
   body.elastic = saved.elastic;
   body.pinPower = saved.pinPower;
   (void)body.model->prepare(body.positions);
+}
+
+void refreshPinned(Body& body) {
+  std::fill(body.pinned.begin(), body.pinned.end(), 0);
+  for (const PinGroup& pin : body.pins) {
+    if (!pin.holding) continue;
+    for (const int32_t node : pin.nodes) body.pinned[static_cast<size_t>(node)] = 1;
+  }
+  for (size_t i = 0; i < body.rigidFragment.size(); ++i) {
+    if (body.rigidFragment[i] >= 0) body.pinned[i] = 1;
+  }
 }
 
 ModelWorkspace* workspaceOf(Body& body) {
@@ -475,15 +487,37 @@ void applyNodeEdit(Body& body, const TopologyEdit& edit) {
       firstChild[static_cast<size_t>(edit.sourceNodes[k])] = static_cast<int32_t>(i);
     }
   }
-  std::vector<uint8_t> pinned(newCount, 0);
   for (PinGroup& pin : body.pins) {
     std::vector<double> rest;
     pin.nodes = remapNodeSet(pin.nodes, edit, oldCount, pin.restPositions, 3, rest);
     pin.restPositions = std::move(rest);
-    if (!pin.holding) continue;
-    for (const int32_t node : pin.nodes) pinned[static_cast<size_t>(node)] = 1;
   }
-  body.pinned = std::move(pinned);
+  if (!body.rigidFragment.empty()) {
+    // A node made from a rigid node moves with its fragment, at the weighted place of its
+    // sources there (a split copies a node: the same place).
+    std::vector<int32_t> fragment(newCount, -1);
+    std::vector<double> local(3 * newCount, 0.0);
+    for (size_t i = 0; i < newCount; ++i) {
+      const auto first = static_cast<size_t>(edit.sourceOffsets[i]);
+      const auto end = static_cast<size_t>(edit.sourceOffsets[i + 1]);
+      const int32_t k = body.rigidFragment[static_cast<size_t>(edit.sourceNodes[first])];
+      if (k < 0) continue;
+      double weight = 0;
+      Vec3 place = Vec3::Zero();
+      for (size_t s = first; s < end; ++s) {
+        const auto source = static_cast<size_t>(edit.sourceNodes[s]);
+        if (body.rigidFragment[source] != k) continue;
+        weight += edit.sourceWeights[s];
+        place += edit.sourceWeights[s] * row(body.rigidLocal, source);
+      }
+      fragment[i] = k;
+      setRow(local, i, place / weight);
+    }
+    body.rigidFragment = std::move(fragment);
+    body.rigidLocal = std::move(local);
+  }
+  body.pinned.assign(newCount, 0);
+  refreshPinned(body);
   const auto mass = body.model->nodeMasses();
   for (LoadGroup& load : body.loads) {
     std::vector<double> unused;

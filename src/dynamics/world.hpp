@@ -10,6 +10,7 @@
 
 #include "core/vec3.hpp"
 #include "dynamics/mesh_contact.hpp"
+#include "dynamics/rigid_fragments.hpp"
 #include "models/model.hpp"
 #include "shellsim/scene.hpp"
 #include "surface/surface_binding.hpp"
@@ -115,6 +116,13 @@ struct Body {
   int64_t brokenElements = 0;
   std::vector<CrackDisc> cuts;  // every cut of a topology edit, in order (rest space)
   int64_t nodeEdits = 0;        // topology edits that changed the nodes
+  // Rigid fragments (steinemann section 4.3, dynamics/rigid_fragments.hpp): the scene's
+  // settings (none: the body keeps its pieces deformable); for each node the fragment of
+  // World::rigid it moves with, -1 while deformable, (nNodes), empty until the first one; and
+  // its place in that fragment's principal frame, (nNodes, 3), m. A rigid node counts as pinned.
+  std::optional<RigidFragmentsDef> rigidFragments;
+  std::vector<int32_t> rigidFragment;
+  std::vector<double> rigidLocal;
 
   [[nodiscard]] bool hasLoads() const { return !loads.empty() || pressure.has_value(); }
   // A pin on a path: static pins hold their nodes at rest and do no work.
@@ -125,7 +133,13 @@ struct Body {
   [[nodiscard]] int32_t crackCount() const { return static_cast<int32_t>(cuts.size()); }
 
   [[nodiscard]] int32_t nodeCount() const { return model->nodeCount(); }
+  [[nodiscard]] bool isRigid(size_t node) const {
+    return !rigidFragment.empty() && rigidFragment[node] >= 0;
+  }
 };
+
+// Body::pinned anew: the nodes of the pins that hold, and the rigid fragments' nodes.
+void refreshPinned(Body& body);
 
 // A thrown obstacle's motion (ObstacleDef::mass > 0), integrated by velocity Verlet with
 // the bodies' steps under gravity and the reactions of the penalty springs (contact.hpp).
@@ -176,6 +190,8 @@ struct World {
   // contacts (applyContactVelocities), J.
   double obstaclePower = 0;
   double projectionWork = 0;
+  // The pieces that became rigid bodies, and the Bullet world that moves them.
+  RigidFragments rigid;
 };
 
 // What a step changes of a body before it is accepted, its kinematic state: saved at the

@@ -52,6 +52,7 @@ using scene_schema::kPressureSpec;
 using scene_schema::kPrimitiveSpec;
 using scene_schema::kRampSpec;
 using scene_schema::kRepairSpec;
+using scene_schema::kRigidFragmentsSpec;
 using scene_schema::kSceneSpec;
 using scene_schema::kTimeSpec;
 using scene_schema::kTransformSpec;
@@ -325,6 +326,16 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     repair.remeshEdgeLength = rr.number("remesh_edge_length");
     rr.finish();
     body.repair = repair;
+  }
+  if (r.has("rigid_fragments")) {
+    ObjectReader fr = r.object("rigid_fragments", kRigidFragmentsSpec);
+    RigidFragmentsDef fragments;
+    fragments.maxNodes = fr.integer("max_nodes");
+    fragments.stillSpeed = fr.number("still_speed");
+    fragments.friction = fr.number("friction");
+    fragments.restitution = fr.number("restitution");
+    fr.finish();
+    body.rigidFragments = fragments;
   }
   body.initialVelocity = r.vec3("initial_velocity");
   r.finish();

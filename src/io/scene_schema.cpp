@@ -318,6 +318,30 @@ constexpr FieldSpec kRepairFields[] = {
                 "this size); 0 keeps the triangles."},
 };
 
+constexpr FieldSpec kRigidFragmentsFields[] = {
+    {.key = "max_nodes",
+     .kind = FieldKind::kInteger,
+     .number = 64,
+     .range = Range::closed(0, 1e9),
+     .meaning = "A piece that broke off with at most this many nodes becomes rigid (not the "
+                "body's largest piece, none with a pinned node); 0: none by size."},
+    {.key = "still_speed",
+     .unit = "m/s",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .meaning = "A piece that broke off and deforms slower than this (the RMS speed of its "
+                "nodes relative to its rigid motion) becomes rigid whatever its size; 0: off."},
+    {.key = "friction",
+     .number = 1.0,
+     .range = Range::atLeast(0),
+     .meaning = "Coulomb friction of the fragments. Bullet multiplies the coefficients of the "
+                "two bodies in contact: on an obstacle, this times the obstacle's friction."},
+    {.key = "restitution",
+     .number = 0.0,
+     .range = Range::closed(0, 1),
+     .meaning = "Normal restitution of the fragments, multiplied by the obstacle's (Bullet)."},
+};
+
 constexpr FieldSpec kPinFields[] = {
     {.key = "shape",
      .kind = FieldKind::kChoice,
@@ -413,6 +437,14 @@ constexpr FieldSpec kBodyFields[] = {
      .meaning = "Repair the triangle mesh before the body is made (CGAL, as `shellsim "
                 "repair`): coincident vertices merged, degenerate triangles dropped, "
                 "orientation made consistent, non-manifold edges split; then these."},
+    {.key = "rigid_fragments",
+     .kind = FieldKind::kObject,
+     .object = "rigid_fragments",
+     .optional = true,
+     .meaning = "Pieces that break off become rigid bodies in Bullet (steinemann section 4.3): "
+                "they keep the piece's mass, momentum and angular momentum, and collide with "
+                "the floor, the obstacles and each other on the piece's surface. They stay "
+                "part of the body's frames, one colour per piece."},
     {.key = "initial_velocity",
      .kind = FieldKind::kVec3,
      .unit = "m/s",
@@ -642,6 +674,8 @@ constexpr ObjectSpec kLoadSpec{"load", "A force on a region of a body.", kLoadFi
 constexpr ObjectSpec kPressureSpec{"pressure", "Gas pressure inside a closed shell.",
                                    kPressureFields};
 constexpr ObjectSpec kRepairSpec{"repair", "Mesh repair before a body is made.", kRepairFields};
+constexpr ObjectSpec kRigidFragmentsSpec{
+    "rigid_fragments", "Broken-off pieces as rigid bodies (Bullet).", kRigidFragmentsFields};
 constexpr ObjectSpec kRampSpec{"ramp", "One key of a factor ramped over time.", kRampFields};
 constexpr ObjectSpec kTimeSpec{"time", "How long to simulate and how often to write a frame.",
                                kTimeFields};
@@ -702,9 +736,9 @@ std::vector<const ObjectSpec*> allSpecs() {
     specs.push_back(model.options);
     specs.insert(specs.end(), model.nestedOptions.begin(), model.nestedOptions.end());
   }
-  specs.insert(specs.end(),
-               {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRepairSpec, &kRampSpec, &kObstacleSpec,
-                &kKeyframeSpec, &kTimeSpec, &kContactSpec, &kOutputSpec, &kCameraSpec});
+  specs.insert(specs.end(), {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRepairSpec,
+                             &kRigidFragmentsSpec, &kRampSpec, &kObstacleSpec, &kKeyframeSpec,
+                             &kTimeSpec, &kContactSpec, &kOutputSpec, &kCameraSpec});
   return specs;
 }
 

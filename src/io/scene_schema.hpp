@@ -22,6 +22,7 @@ extern const json_fields::ObjectSpec kPinSpec;
 extern const json_fields::ObjectSpec kLoadSpec;
 extern const json_fields::ObjectSpec kPressureSpec;
 extern const json_fields::ObjectSpec kRepairSpec;
+extern const json_fields::ObjectSpec kRigidFragmentsSpec;
 extern const json_fields::ObjectSpec kRampSpec;
 extern const json_fields::ObjectSpec kTimeSpec;
 extern const json_fields::ObjectSpec kContactSpec;

@@ -113,6 +113,12 @@ Json toJson(const BodyDef& body) {
     out["repair"] = {{"min_component_faces", body.repair->minComponentFaces},
                      {"remesh_edge_length", body.repair->remeshEdgeLength}};
   }
+  if (body.rigidFragments) {
+    out["rigid_fragments"] = {{"max_nodes", body.rigidFragments->maxNodes},
+                              {"still_speed", body.rigidFragments->stillSpeed},
+                              {"friction", body.rigidFragments->friction},
+                              {"restitution", body.rigidFragments->restitution}};
+  }
   if (body.pressure) {
     out["pressure"] = {{"pressure", body.pressure->pressure},
                        {"ramp", ramp(body.pressure->ramp)},

@@ -264,6 +264,16 @@ class Model {
     return false;
   }
 
+  // How far the material reaches from each node below its surface (against the outward
+  // normal of contactMesh's triangles) and above it, m, each (nNodes): the solid a piece fills
+  // when it becomes a rigid body (dynamics/rigid_fragments.hpp). Returns false for the
+  // default, half the material's thickness on either side of the surface.
+  virtual bool nodeSolidExtents(std::span<double> below, std::span<double> above) const {
+    (void)below;
+    (void)above;
+    return false;
+  }
+
   // Lists the members that make up the evolving state (StateFields::add), in a fixed
   // order; nothing for an elastic model. The fields may depend on the model's options (the
   // fiber model lists its plastic values only with plasticity or fracture) but not on its

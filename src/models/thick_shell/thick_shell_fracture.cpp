@@ -327,6 +327,13 @@ std::vector<int32_t> ThickShellModel::nodePieces() const {
   return surfacePieces();
 }
 
+bool ThickShellModel::nodeSolidExtents(std::span<double> below, std::span<double> above) const {
+  if (layers_ != 1) return false;
+  std::copy(depth_.begin(), depth_.end(), below.begin());
+  std::fill(above.begin(), above.end(), 0.0);
+  return true;
+}
+
 void ThickShellModel::listStateFields(StateFields& fields) {
   if (!fracture_) return;
   fields.add("rest_positions", &rest_, StateShape::kPerNode, 3);

@@ -73,6 +73,8 @@ class ThickShellModel : public Model {
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
   [[nodiscard]] bool changesNodeCount() const override { return fracture_.has_value(); }
   [[nodiscard]] std::vector<int32_t> nodePieces() const override;
+  // One layer: the material lies between S and S' at the drawn depth d_i below it.
+  bool nodeSolidExtents(std::span<double> below, std::span<double> above) const override;
   void listStateFields(StateFields& fields) override;
   void stateAssigned() override;
 

@@ -1,0 +1,261 @@
+// Rigid fragments in Bullet (steinemann section 4.3, dynamics/rigid_fragments.hpp): the
+// hand-over conserves momentum and angular momentum, a thin shard rests on its surface, a
+// tumbling shard keeps its angular momentum (Bullet uses the inertia of the nodes), and a
+// run with fragments resumes and runs on any thread count the same.
+#include <gtest/gtest.h>
+
+#include <Eigen/Core>
+#include <Eigen/Geometry>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "geometry/primitives.hpp"
+#include "shellsim/models/thick_shell.hpp"
+#include "shellsim/parallel.hpp"
+#include "shellsim/world.hpp"
+#include "temp_folder.hpp"
+
+namespace shellsim {
+namespace {
+
+using Vec = Eigen::Vector3d;
+
+Vec rowOf(std::span<const double> flat, size_t i) {
+  return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
+}
+
+// One geometry of two sheets: a large one of 11 x 11 nodes (1 m, centred at `large`) and a
+// shard of 5 x 5 nodes (0.1 m, centred at `shard`), both in a horizontal plane.
+Geometry twoSheets(const Vec& large, const Vec& shard) {
+  Geometry out;
+  for (const auto& [size, resolution, centre] :
+       {std::tuple{1.0, 10, large}, std::tuple{0.1, 4, shard}}) {
+    PrimitiveDef sheet;
+    sheet.size = {size, size, 1};
+    sheet.resolution = resolution;
+    const Geometry part = makePrimitive(sheet);
+    const auto offset = static_cast<int32_t>(out.positions.size() / 3);
+    for (size_t i = 0; i < part.positions.size(); ++i)
+      out.positions.push_back(part.positions[i] + centre[static_cast<Eigen::Index>(i % 3)]);
+    for (const int32_t v : part.triangles) out.triangles.push_back(v + offset);
+  }
+  return out;
+}
+
+constexpr int32_t kLargeNodes = 11 * 11;
+constexpr int32_t kShardNodes = 5 * 5;
+constexpr double kDepth = 0.002;  // m: a 2 mm shard
+
+// A one-layer thick shell (2 mm deep) that never breaks further: the two sheets are its two
+// pieces from the start, the large one held by a pin, the shard free.
+BodyDef twoPieceBody() {
+  BodyDef def;
+  def.model = "thick_shell";
+  def.material.youngModulus = 1e6;
+  def.material.thickness = kDepth;
+  def.material.density = 1000;
+  ThickShellDef& options = def.options<ThickShellDef>();
+  options.layers = 1;
+  ThickShellFractureDef never;
+  never.stretch = 100;
+  options.fracture = never;
+  RigidFragmentsDef fragments;
+  fragments.maxNodes = kShardNodes;
+  def.rigidFragments = fragments;
+  PinDef held;
+  held.center = {0, 0, 0.5};
+  held.halfExtents = {0.6, 0.6, 0.01};
+  def.pins = {held};
+  return def;
+}
+
+// The shard's nodes (after the large sheet's, in input order).
+std::vector<size_t> shardNodes(const Simulation& sim, int32_t body) {
+  std::vector<size_t> nodes;
+  const std::span<const int32_t> nodeOf = sim.nodeOfVertex(body);
+  for (int32_t v = kLargeNodes; v < kLargeNodes + kShardNodes; ++v) {
+    nodes.push_back(static_cast<size_t>(nodeOf[static_cast<size_t>(v)]));
+  }
+  return nodes;
+}
+
+struct Momenta {
+  Vec linear = Vec::Zero(), angular = Vec::Zero();  // angular about the origin
+  double kinetic = 0;
+};
+Momenta momenta(const Simulation& sim, int32_t body, const std::vector<size_t>& nodes) {
+  Momenta out;
+  for (const size_t i : nodes) {
+    const double m = sim.masses(body)[i];
+    const Vec x = rowOf(sim.positions(body), i), v = rowOf(sim.velocities(body), i);
+    out.linear += m * v;
+    out.angular += m * x.cross(v);
+    out.kinetic += 0.5 * m * v.squaredNorm();
+  }
+  return out;
+}
+
+// Gives the shard's nodes the rigid velocity v + w x (x - c) plus `wobble` times a random
+// field.
+void setShardVelocity(Simulation& sim, int32_t body, const std::vector<size_t>& nodes, const Vec& v,
+                      const Vec& w, double wobble) {
+  std::vector<double> velocities(sim.velocities(body).begin(), sim.velocities(body).end());
+  Vec centre = Vec::Zero();
+  for (const size_t i : nodes)
+    centre += rowOf(sim.positions(body), i) / static_cast<double>(nodes.size());
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const size_t i : nodes) {
+    const Vec x = rowOf(sim.positions(body), i);
+    const Vec velocity = v + w.cross(x - centre) + wobble * Vec(u(rng), u(rng), u(rng));
+    for (int c = 0; c < 3; ++c) velocities[3 * i + static_cast<size_t>(c)] = velocity[c];
+  }
+  sim.setVelocities(body, velocities);
+}
+
+SimulationSettings weightless() {
+  SimulationSettings settings;
+  settings.gravity = {0, 0, 0};
+  return settings;
+}
+
+TEST(RigidFragments, HandOverConservesMomentumAndAngularMomentum) {
+  Simulation sim(weightless());
+  const int32_t body = sim.addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.5}), twoPieceBody());
+  const std::vector<size_t> nodes = shardNodes(sim, body);
+  setShardVelocity(sim, body, nodes, {0.3, -0.2, 0.5}, {1, 2, 3}, 0.05);
+  const Momenta before = momenta(sim, body, nodes);
+  ASSERT_EQ(sim.rigidFragmentCount(body), 0);
+  // One step: free springs conserve both momenta (velocity Verlet, central forces); the
+  // hand-over at its end must too.
+  sim.advance(sim.timeStep());
+  ASSERT_EQ(sim.rigidFragmentCount(body), 1);
+  const Momenta after = momenta(sim, body, nodes);
+  EXPECT_LT((after.linear - before.linear).norm(), 1e-12 * before.linear.norm());
+  EXPECT_LT((after.angular - before.angular).norm(), 1e-10 * before.angular.norm());
+  // The wobble's kinetic energy is gone, no more.
+  EXPECT_LT(after.kinetic, before.kinetic);
+  EXPECT_GT(after.kinetic, 0.9 * before.kinetic);
+  // Every shard node moves with the fragment; the large sheet's do not.
+  const std::span<const int32_t> fragmentOf = sim.rigidFragmentOfNode(body);
+  for (const size_t i : nodes) EXPECT_EQ(fragmentOf[i], 0);
+  EXPECT_EQ(std::count(fragmentOf.begin(), fragmentOf.end(), -1),
+            sim.nodeCount(body) - kShardNodes);
+  // And their velocities are a rigid field: no pair of nodes changes its distance.
+  for (size_t a = 0; a < nodes.size(); ++a) {
+    for (size_t b = a + 1; b < nodes.size(); ++b) {
+      const Vec dx = rowOf(sim.positions(body), nodes[a]) - rowOf(sim.positions(body), nodes[b]);
+      const Vec dv = rowOf(sim.velocities(body), nodes[a]) - rowOf(sim.velocities(body), nodes[b]);
+      EXPECT_NEAR(dx.dot(dv), 0.0, 1e-12);
+    }
+  }
+}
+
+TEST(RigidFragments, ThinShardRestsOnItsSurface) {
+  Simulation sim;
+  ObstacleDef floor;
+  floor.friction = 0.5;
+  sim.addObstacle(floor);
+  const int32_t body = sim.addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.03}), twoPieceBody());
+  const std::vector<size_t> nodes = shardNodes(sim, body);
+  // Where the solid lies: S is the sheet, the material below its outward normal by the depth.
+  const Vec normal =
+      (rowOf(sim.positions(body), nodes[1]) - rowOf(sim.positions(body), nodes[0]))
+          .cross(rowOf(sim.positions(body), nodes[5]) - rowOf(sim.positions(body), nodes[0]));
+  sim.advance(0.6);
+  ASSERT_EQ(sim.rigidFragmentCount(body), 1);
+  double lowest = 1e9, highest = -1e9, fastest = 0;
+  for (const size_t i : nodes) {
+    lowest = std::min(lowest, sim.positions(body)[3 * i + 2]);
+    highest = std::max(highest, sim.positions(body)[3 * i + 2]);
+    fastest = std::max(fastest, rowOf(sim.velocities(body), i).norm());
+  }
+  // Two orientations of the sheet's triangles put the solid below or above the nodes.
+  const bool solidBelow = normal.z() > 0;
+  const double restHeight = solidBelow ? kDepth : 0.0;
+  EXPECT_NEAR(lowest, restHeight, 1e-3) << "the shard's solid must touch the floor, not float "
+                                           "on Bullet's margin";
+  EXPECT_LT(highest - lowest, 1e-3) << "flat on the floor";
+  EXPECT_LT(fastest, 1e-2) << "at rest";
+}
+
+TEST(RigidFragments, TumblingShardKeepsItsAngularMomentum) {
+  Simulation sim(weightless());
+  const int32_t body = sim.addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.5}), twoPieceBody());
+  const std::vector<size_t> nodes = shardNodes(sim, body);
+  // A spin about no principal axis: the shard tumbles (its spin precesses), and only the
+  // true inertia keeps L = I w fixed.
+  setShardVelocity(sim, body, nodes, {0, 0, 0}, {4, 1, 6}, 0);
+  sim.advance(sim.timeStep());
+  ASSERT_EQ(sim.rigidFragmentCount(body), 1);
+  const auto aboutCentre = [&] {
+    double mass = 0;
+    Vec centre = Vec::Zero(), angular = Vec::Zero();
+    for (const size_t i : nodes) {
+      mass += sim.masses(body)[i];
+      centre += sim.masses(body)[i] * rowOf(sim.positions(body), i);
+    }
+    centre /= mass;
+    for (const size_t i : nodes) {
+      angular += sim.masses(body)[i] *
+                 (rowOf(sim.positions(body), i) - centre).cross(rowOf(sim.velocities(body), i));
+    }
+    return angular;
+  };
+  const Vec start = aboutCentre();
+  const double kineticStart = momenta(sim, body, nodes).kinetic;
+  sim.advance(0.25);
+  const Vec end = aboutCentre();
+  const double kineticEnd = momenta(sim, body, nodes).kinetic;
+  EXPECT_LT((end - start).norm(), 2e-3 * start.norm())
+      << "L from " << start.transpose() << " to " << end.transpose();
+  EXPECT_NEAR(kineticEnd, kineticStart, 2e-3 * kineticStart);
+
+}
+
+// Fragments falling on the floor and on each other: a saved state resumes exactly, and two
+// threads give what one gives.
+std::vector<double> fallingShards(int threads, double split, const std::filesystem::path* file) {
+  ThreadLimit limit(threads);
+  Simulation sim;
+  ObstacleDef floor;
+  sim.addObstacle(floor);
+  BodyDef def = twoPieceBody();
+  def.initialVelocity = {0, 0, 0};
+  const int32_t body = sim.addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.05}), def);
+  const std::vector<size_t> nodes = shardNodes(sim, body);
+  setShardVelocity(sim, body, nodes, {0.5, 0, -1}, {3, 5, 1}, 0.02);
+  sim.advanceFrames(3);
+  if (file != nullptr) {
+    sim.writeStateFile(sim.saveState(), *file);
+    Simulation resumed;
+    resumed.addObstacle(floor);
+    const int32_t again = resumed.addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.05}), def);
+    resumed.restoreState(resumed.readStateFile(*file));
+    resumed.advance(split);
+    return {resumed.positions(again).begin(), resumed.positions(again).end()};
+  }
+  sim.advance(split);
+  return {sim.positions(body).begin(), sim.positions(body).end()};
+}
+
+TEST(RigidFragments, ResumedAndThreadedRunsAreTheSame) {
+  const testfiles::TempFolder folder("rigid_fragments");
+  const std::filesystem::path file = folder.path() / "state.bin";
+  const std::vector<double> one = fallingShards(1, 0.2, nullptr);
+  const std::vector<double> two = fallingShards(2, 0.2, nullptr);
+  const std::vector<double> resumed = fallingShards(2, 0.2, &file);
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, resumed);
+  // It did land and bounce about (the test compares moving fragments).
+  double lowest = 1e9;
+  for (size_t i = 3 * kLargeNodes + 2; i < one.size(); i += 3) lowest = std::min(lowest, one[i]);
+  EXPECT_LT(lowest, 0.01);
+  EXPECT_GT(lowest, -1e-3);
+}
+
+}  // namespace
+}  // namespace shellsim
