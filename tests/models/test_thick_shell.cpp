@@ -62,6 +62,53 @@ std::unique_ptr<ThickShellModel> makeModel(const Geometry& mesh, double thicknes
   return std::make_unique<ThickShellModel>(mesh, shell, shellMaterial(thickness), options);
 }
 
+// The brittle look (section 4.2.4): a bent shell is drawn at the rigid motion that best fits
+// it, so every drawn distance is a rest distance; moved rigidly, it is drawn where it is.
+TEST(ThickShellModel, BrittleFramesDrawEachPieceRigidly) {
+  const Geometry mesh = sphereMesh(0.5, 8);
+  for (const int layers : {1, 2}) {
+    ThickenOptions t;
+    t.depth = 0.05;
+    t.verify = false;
+    const ThickShell shell = thickenMesh(mesh, t);
+    ThickShellDef options;
+    options.layers = layers;
+    options.brittle = true;
+    const ThickShellModel model(mesh, shell, shellMaterial(0.05), options);
+    const std::span<const double> rest = model.restPositions();
+    const auto nodes = static_cast<size_t>(model.nodeCount());
+    const Eigen::Matrix3d turn =
+        Eigen::AngleAxisd(0.7, Vec3(1, 2, 3).normalized()).toRotationMatrix();
+    const Vec3 shift(0.3, -1, 2);
+    std::vector<double> moved(3 * nodes), bent(3 * nodes);
+    for (size_t i = 0; i < nodes; ++i) {
+      const Vec3 p = row(rest, i);
+      setRow(moved, i, turn * p + shift);
+      // Squashed along z and sheared: anything but rigid.
+      setRow(bent, i, turn * Vec3(p.x() + 0.3 * p.z(), p.y(), 0.6 * p.z()) + shift);
+    }
+    const Geometry drawnMoved = model.surface(moved);
+    const Geometry drawnBent = model.surface(bent);
+    const auto n = static_cast<size_t>(mesh.vertexCount());
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_LT((row(drawnMoved.positions, i) - row(moved, i)).norm(), 1e-12) << layers;
+    }
+    double worst = 0, bentWorst = 0;
+    for (size_t i = 0; i < n; i += 7) {
+      for (size_t j = i + 3; j < n; j += 11) {
+        const double restDistance = (row(rest, i) - row(rest, j)).norm();
+        worst = std::max(
+            worst, std::abs((row(drawnBent.positions, i) - row(drawnBent.positions, j)).norm() -
+                            restDistance));
+        bentWorst =
+            std::max(bentWorst, std::abs((row(bent, i) - row(bent, j)).norm() - restDistance));
+      }
+    }
+    EXPECT_LT(worst, 1e-12) << layers;
+    EXPECT_GT(bentWorst, 0.1) << "the bent shell is not rigid";
+  }
+}
+
 // Finite differences of the two stencils on a random configuration, gradient and Hessian.
 TEST(ThickShellKernel, AreaAndVolumeMatchFiniteDifferences) {
   std::mt19937 rng(3);

@@ -32,6 +32,9 @@ struct ThickShellDef {
   int32_t steps = 5;             // generation: k
   double areaStiffness = 1;      // area terms (two layers), relative to E A h / 2
   double volumeStiffness = 1;    // volume terms (two layers), relative to E V
+  // Frames: each piece drawn at the rigid motion best fitting its nodes (brittle look)
+  // instead of deformed.
+  bool brittle = false;
   std::optional<ThickShellFractureDef> fracture;  // none: never breaks (one layer only)
   bool operator==(const ThickShellDef&) const = default;
 };

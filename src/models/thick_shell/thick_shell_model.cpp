@@ -1,5 +1,6 @@
 #include "models/thick_shell/thick_shell_model.hpp"
 
+#include <Eigen/SVD>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -33,6 +34,7 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
     : vertexCount_(mesh.vertexCount()),
       layers_(options.layers),
       extrusionFactor_(options.extrusionFactor),
+      brittle_(options.brittle),
       triangles_(mesh.triangles),
       depth_(shell.depth) {
   if (mesh.isPointCloud()) {
@@ -289,7 +291,52 @@ void ThickShellModel::computeStableStep() {
   stableStep_ = stableStepFromHessian(*this, rest_, mass_);
 }
 
-Geometry ThickShellModel::surface(std::span<const double> x) const {
+std::vector<double> ThickShellModel::rigidlyFitted(std::span<const double> x) const {
+  // Muller et al. 2005, shape matching: the rotation R of the polar decomposition of
+  // A = sum_i m_i (x_i - c)(p_i - p0)^T and the centres of mass c (now) and p0 (at rest)
+  // minimise sum_i m_i |c + R (p_i - p0) - x_i|^2 over rigid motions.
+  const auto n = static_cast<size_t>(vertexCount_);
+  const std::vector<int32_t> pieces = surfacePieces();
+  const auto pieceOfNode = [&](size_t i) { return static_cast<size_t>(pieces[i % n]); };
+  const size_t count =
+      pieces.empty() ? 0 : static_cast<size_t>(*std::max_element(pieces.begin(), pieces.end())) + 1;
+  std::vector<double> mass(count, 0.0);
+  std::vector<Vec3> now(count, Vec3::Zero()), rest(count, Vec3::Zero());
+  const size_t nodes = static_cast<size_t>(nodeCount_);
+  for (size_t i = 0; i < nodes; ++i) {
+    const size_t p = pieceOfNode(i);
+    mass[p] += mass_[i];
+    now[p] += mass_[i] * row(x, i);
+    rest[p] += mass_[i] * row(rest_, i);
+  }
+  std::vector<Eigen::Matrix3d> moment(count, Eigen::Matrix3d::Zero());
+  for (size_t p = 0; p < count; ++p) {
+    now[p] /= mass[p];
+    rest[p] /= mass[p];
+  }
+  for (size_t i = 0; i < nodes; ++i) {
+    const size_t p = pieceOfNode(i);
+    moment[p] += mass_[i] * (row(x, i) - now[p]) * (row(rest_, i) - rest[p]).transpose();
+  }
+  std::vector<Eigen::Matrix3d> rotation(count);
+  for (size_t p = 0; p < count; ++p) {
+    const Eigen::JacobiSVD<Eigen::Matrix3d> svd(moment[p],
+                                                Eigen::ComputeFullU | Eigen::ComputeFullV);
+    Eigen::Matrix3d u = svd.matrixU();
+    if ((u * svd.matrixV().transpose()).determinant() < 0) u.col(2) *= -1.0;  // no reflection
+    rotation[p] = u * svd.matrixV().transpose();
+  }
+  std::vector<double> fitted(x.size());
+  for (size_t i = 0; i < nodes; ++i) {
+    const size_t p = pieceOfNode(i);
+    setRow(fitted, i, now[p] + rotation[p] * (row(rest_, i) - rest[p]));
+  }
+  return fitted;
+}
+
+Geometry ThickShellModel::surface(std::span<const double> deformed) const {
+  const std::vector<double> fitted = brittle_ ? rigidlyFitted(deformed) : std::vector<double>{};
+  const std::span<const double> x = brittle_ ? std::span<const double>(fitted) : deformed;
   const auto n = static_cast<size_t>(vertexCount_);
   const std::span<const double> outer = x.subspan(0, 3 * n);
   std::vector<double> inner(3 * n);

@@ -98,6 +98,9 @@ class ThickShellModel : public Model {
   void distributeMasses();
   // The connected part of S each vertex of S is in, (nVertices).
   [[nodiscard]] std::vector<int32_t> surfacePieces() const;
+  // The nodes as a brittle frame draws them: every piece at the rigid motion that best fits
+  // x (shape matching), (nNodes, 3).
+  [[nodiscard]] std::vector<double> rigidlyFitted(std::span<const double> x) const;
   // Fracture helpers (thick_shell_fracture.cpp). x: current positions, grown with new nodes.
   // Splits v along the plane through it normal to `normal`; the far ends of the sides it
   // cracked are appended to `tips` (if given). False when the plane cuts no side.
@@ -115,6 +118,7 @@ class ThickShellModel : public Model {
   int32_t nodeCount_ = 0;    // n or 2n
   int32_t layers_ = 2;
   double extrusionFactor_ = 1;
+  bool brittle_ = false;            // ThickShellDef::brittle
   std::vector<int32_t> triangles_;  // (nTriangles, 3), S
   // Fracture state (one layer). Side k of triangle t is its edge (c_k, c_k+1); a cracked
   // side carries no spring, and the fans of its ends are split apart where it separates them.

@@ -28,6 +28,8 @@ constexpr std::string_view kMethods[] = {"front", "vertex"};
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
+constexpr std::string_view kDrawnChoices[] = {"deformed", "brittle"};
+
 constexpr FieldSpec kThickShellFields[] = {
     {.key = "layers",
      .kind = FieldKind::kInteger,
@@ -65,6 +67,15 @@ constexpr FieldSpec kThickShellFields[] = {
      .meaning = "Stiffness of the volume terms 1/2 k ((V - V0)/V0)^2 on the three tets of every "
                 "prism (two layers), relative to E V0; V is signed, so a tet pushed inside out "
                 "is pushed back. 0: off."},
+    {.key = "drawn",
+     .kind = FieldKind::kChoice,
+     .text = "deformed",
+     .choices = kDrawnChoices,
+     .meaning = "How the frames draw the shell (section 4.2.4): `deformed`, as the springs move "
+                "it (ductile look); `brittle`, every piece at the rigid motion that best fits its "
+                "nodes (Muller 2005 shape matching: the polar part of sum m (x - c)(p - p0)^T), so "
+                "a stiff material such as porcelain or brick is never drawn bent: it only breaks, "
+                "its pieces moving as wholes. The physics is the same."},
     {.key = "fracture",
      .kind = FieldKind::kObject,
      .object = "thick_shell_fracture",
@@ -148,6 +159,7 @@ void readThickShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   options.steps = r.integer("steps");
   options.areaStiffness = r.number("area_stiffness");
   options.volumeStiffness = r.number("volume_stiffness");
+  options.brittle = r.choice("drawn") == "brittle";
   if (r.has("fracture")) {
     ObjectReader fr = r.object("fracture", kFractureSpec);
     ThickShellFractureDef f;
@@ -174,7 +186,8 @@ Json writeThickShell(const BodyDef& body) {
               {"method", d.frontPropagation ? "front" : "vertex"},
               {"steps", d.steps},
               {"area_stiffness", d.areaStiffness},
-              {"volume_stiffness", d.volumeStiffness}};
+              {"volume_stiffness", d.volumeStiffness},
+              {"drawn", d.brittle ? "brittle" : "deformed"}};
   if (d.fracture) {
     out["fracture"] = {{"stretch", d.fracture->stretch},
                        {"compress", d.fracture->compress},
