@@ -142,6 +142,7 @@ RigidFragments& RigidFragments::operator=(RigidFragments&&) noexcept = default;
 
 void RigidFragments::setFragments(std::vector<RigidFragment> fragments) {
   fragments_ = std::move(fragments);
+  behind_ = 0;
   engine_.reset();
 }
 
@@ -208,33 +209,65 @@ void RigidFragments::build(const World& world, double startTime) {
 
 bool RigidFragments::advance(World& world, double dt) {
   bool moved = false;
-  if (!fragments_.empty()) {
-    if (!engine_) build(world, world.time - dt);
-    Engine& engine = *engine_;
-    for (size_t o = 0; o < world.obstacles.size(); ++o) {
-      if (!world.obstacles[o].moves()) continue;
-      // Bullet takes a kinematic body's velocity from its motion state's move over the step.
-      const btTransform target(btMatrix3x3::getIdentity(),
-                               toBullet(obstaclePosition(world.obstacles[o], world.time)));
-      engine
-          .motionStates[static_cast<size_t>(std::count_if(
-              world.obstacles.begin(), world.obstacles.begin() + static_cast<std::ptrdiff_t>(o),
-              [](const Obstacle& other) { return other.moves(); }))]
-          ->setWorldTransform(target);
-    }
-    engine.dynamics.stepSimulation(dt, 0, dt);
-    for (size_t k = 0; k < fragments_.size(); ++k) {
-      const btRigidBody& body = *engine.fragments[k];
-      RigidFragment& f = fragments_[k];
-      f.centre = fromBullet(body.getCenterOfMassTransform().getOrigin());
-      f.rotation = fromBullet(body.getCenterOfMassTransform().getBasis());
-      f.velocity = fromBullet(body.getLinearVelocity());
-      f.spin = fromBullet(body.getAngularVelocity());
-    }
-    placeNodes(world);
-    moved = true;
+  if (fragments_.empty()) {
+    behind_ = 0;
+  } else {
+    behind_ += dt;
+    if (behind_ >= kRigidStep) moved = flush(world);
   }
+  if (checkedVersion_.size() != world.bodies.size()) markChecked(world);  // the first step
+  sinceCheck_ += dt;
+  bool check = sinceCheck_ >= kRigidStep;
+  for (size_t b = 0; b < world.bodies.size() && !check; ++b) {
+    check = world.bodies[b].rigidFragments &&
+            world.bodies[b].model->topologyVersion() != checkedVersion_[b];
+  }
+  if (!check) return moved;
+  markChecked(world);
   return handOver(world) || moved;
+}
+
+bool RigidFragments::finishAdvance(World& world) {
+  const bool moved = flush(world);
+  markChecked(world);
+  return handOver(world) || moved;
+}
+
+void RigidFragments::markChecked(const World& world) {
+  sinceCheck_ = 0;
+  checkedVersion_.resize(world.bodies.size());
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    checkedVersion_[b] = world.bodies[b].model->topologyVersion();
+  }
+}
+
+bool RigidFragments::flush(World& world) {
+  if (fragments_.empty() || !(behind_ > 0)) {
+    behind_ = 0;
+    return false;
+  }
+  const double dt = behind_;
+  behind_ = 0;
+  if (!engine_) build(world, world.time - dt);
+  Engine& engine = *engine_;
+  size_t moving = 0;
+  for (const Obstacle& obstacle : world.obstacles) {
+    if (!obstacle.moves()) continue;
+    // Bullet takes a kinematic body's velocity from its motion state's move over the step.
+    engine.motionStates[moving++]->setWorldTransform(
+        btTransform(btMatrix3x3::getIdentity(), toBullet(obstaclePosition(obstacle, world.time))));
+  }
+  engine.dynamics.stepSimulation(dt, 0, dt);
+  for (size_t k = 0; k < fragments_.size(); ++k) {
+    const btRigidBody& body = *engine.fragments[k];
+    RigidFragment& f = fragments_[k];
+    f.centre = fromBullet(body.getCenterOfMassTransform().getOrigin());
+    f.rotation = fromBullet(body.getCenterOfMassTransform().getBasis());
+    f.velocity = fromBullet(body.getLinearVelocity());
+    f.spin = fromBullet(body.getAngularVelocity());
+  }
+  placeNodes(world);
+  return true;
 }
 
 void RigidFragments::placeNodes(World& world) const {
@@ -292,6 +325,8 @@ bool RigidFragments::handOver(World& world) {
         qualifies = std::sqrt(squares / motion.mass) < def.stillSpeed;
       }
       if (!qualifies || !(motion.mass > 0)) continue;
+      // The fragments there are at world.time before one joins them.
+      flush(world);
 
       RigidFragment f;
       f.body = static_cast<int32_t>(b);

@@ -24,6 +24,10 @@
 // fragments and is not pushed back) and each other. The deformable nodes see a fragment
 // only through mesh contact (ContactDef), where the driven nodes push them one way.
 //
+// Steps. Bullet steps the fragments every kRigidStep (1 ms), not every step of the shell
+// (often 10 us): the nodes of a fragment jump once a millisecond, and every advance ends with
+// the fragments at its end time.
+//
 // Determinism. The Bullet world is made anew from the fragments' state at the start of every
 // advance (a frame) and after a restore, so that a run resumed from a saved state takes the
 // same steps as the run that saved it (Bullet keeps contact caches between steps that no
@@ -76,12 +80,21 @@ class RigidFragments {
   // advance: see Determinism above).
   void invalidate();
 
-  // After an accepted step of length dt that ended at world.time (the deformable nodes
-  // there, the fragments still at world.time - dt): moves the fragments by dt and their
-  // nodes with them, then hands over the pieces that qualify now. Returns true when it moved
-  // or handed over nodes (forces that depend on them, mesh contact, must be recomputed;
-  // a new rigid node's acceleration is set to 0 here).
+  // After an accepted step of length dt that ended at world.time: the fragments fall
+  // behind by dt; once they are kRigidStep behind (or a piece is handed over) Bullet moves
+  // them, and their nodes, to world.time in one step. Then hands over the pieces that
+  // qualify now. Returns true when it moved or handed over nodes (forces that depend on them,
+  // mesh contact, must be recomputed; a new rigid node's acceleration is set to 0 here).
   bool advance(World& world, double dt);
+  // Moves the fragments to world.time if they are behind; true if it moved nodes.
+  bool flush(World& world);
+  // The end of an advance: flush, so that frames and saved states never hold fragments
+  // behind, and check the pieces; the schedule of checks starts anew there, as a resumed
+  // run starts it.
+  bool finishAdvance(World& world);
+  // A restored state: the pieces as they are now count as checked (as they were at the end
+  // of the advance that saved it).
+  void markChecked(const World& world);
 
   // Fragments of body `body`.
   [[nodiscard]] int32_t count(size_t body) const;
@@ -92,7 +105,17 @@ class RigidFragments {
   bool handOver(World& world);
   void placeNodes(World& world) const;
 
+  // Bullet steps at least this long (but never across the end of an advance): rigid bodies
+  // need no steps as short as a stiff shell's, and each costs a collision pass.
+  static constexpr double kRigidStep = 1e-3;  // s
+
   std::vector<RigidFragment> fragments_;
+  double behind_ = 0;  // s, how far the fragments are behind world.time
+  // Pieces are checked for hand-over after a step that changed a body's topology (its
+  // Model::topologyVersion, per body, at the last check) and every kRigidStep besides (pins
+  // let go, pieces come to rest).
+  std::vector<uint64_t> checkedVersion_;
+  double sinceCheck_ = 0;           // s
   std::unique_ptr<Engine> engine_;  // null: to be made before the next step
 };
 

@@ -411,6 +411,7 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     restoreKinematics(body, state.kinematics);  // last: Model::prepare sees the restored model
   }
   world.rigid.setFragments(data.rigidFragments);
+  world.rigid.markChecked(world);
 }
 
 // restoreData, and what a saved state has besides the bodies: the planned step, the step

@@ -129,6 +129,9 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
     }
   }
   world.time = endTime;
+  PhaseTimer timer(times.inelastic);
+  // Rigid fragments catch up with the shell (rigid_fragments.hpp).
+  if (world.rigid.finishAdvance(world) && world.contact.enabled()) computeAccelerations(world);
 }
 
 void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTimes& times) {

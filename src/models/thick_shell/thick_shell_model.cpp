@@ -156,6 +156,7 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
   springIncidence_ = buildIncidence(springNodes_, nodeCount_);
   areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
   tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
+  pieces_ = connectedParts();
   computeStableStep();
 }
 
@@ -209,6 +210,7 @@ void ThickShellModel::distributeMasses() {
 
 void ThickShellModel::rebuildOneLayer() {
   vertexCount_ = nodeCount_ = static_cast<int32_t>(rest_.size() / 3);
+  pieces_ = connectedParts();
   distributeMasses();
   springNodes_.clear();
   springRest_.clear();
@@ -296,7 +298,7 @@ std::vector<double> ThickShellModel::rigidlyFitted(std::span<const double> x) co
   // A = sum_i m_i (x_i - c)(p_i - p0)^T and the centres of mass c (now) and p0 (at rest)
   // minimise sum_i m_i |c + R (p_i - p0) - x_i|^2 over rigid motions.
   const auto n = static_cast<size_t>(vertexCount_);
-  const std::vector<int32_t> pieces = surfacePieces();
+  const std::vector<int32_t>& pieces = surfacePieces();
   const auto pieceOfNode = [&](size_t i) { return static_cast<size_t>(pieces[i % n]); };
   const size_t count =
       pieces.empty() ? 0 : static_cast<size_t>(*std::max_element(pieces.begin(), pieces.end())) + 1;
@@ -357,13 +359,13 @@ Geometry ThickShellModel::surface(std::span<const double> deformed) const {
   computeVertexNormals(g);
   // One piece per connected part of S, its S' with it (no triangle joins them on a closed
   // mesh: the frames say they are one).
-  const std::vector<int32_t> labels = surfacePieces();
+  const std::vector<int32_t>& labels = surfacePieces();
   g.pieces = labels;
   g.pieces.insert(g.pieces.end(), labels.begin(), labels.end());
   return g;
 }
 
-std::vector<int32_t> ThickShellModel::surfacePieces() const {
+std::vector<int32_t> ThickShellModel::connectedParts() const {
   UnionFind parts(static_cast<size_t>(vertexCount_));
   for (size_t t = 0; t < triangles_.size(); t += 3) {
     parts.unite(triangles_[t], triangles_[t + 1]);

@@ -97,7 +97,8 @@ class ThickShellModel : public Model {
   // corner on S and S' (two); InputError for a node in no triangle.
   void distributeMasses();
   // The connected part of S each vertex of S is in, (nVertices).
-  [[nodiscard]] std::vector<int32_t> surfacePieces() const;
+  [[nodiscard]] const std::vector<int32_t>& surfacePieces() const { return pieces_; }
+  [[nodiscard]] std::vector<int32_t> connectedParts() const;  // computes it
   // The nodes as a brittle frame draws them: every piece at the rigid motion that best fits
   // x (shape matching), (nNodes, 3).
   [[nodiscard]] std::vector<double> rigidlyFitted(std::span<const double> x) const;
@@ -135,6 +136,7 @@ class ThickShellModel : public Model {
   std::vector<std::vector<int32_t>> trianglesAt_;
   std::vector<int32_t> passParent_;
   std::vector<double> depth_;            // (n), m, the drawn depth d_i
+  std::vector<int32_t> pieces_;          // (n), surfacePieces(), after every topology change
   std::vector<double> rest_;             // (nNodes, 3), m
   std::vector<double> mass_;             // (nNodes), kg
   std::vector<int32_t> springNodes_;     // (nSprings, 2)
