@@ -219,6 +219,29 @@ TEST(RigidFragments, TumblingShardKeepsItsAngularMomentum) {
   EXPECT_GT(kineticEnd, 0.99 * kineticStart);
 }
 
+// A piece of any size that stops deforming (rigid_fragments.still_speed) becomes rigid: not
+// while it wobbles, once internal friction has stilled it.
+TEST(RigidFragments, PieceThatStopsDeformingBecomesRigid) {
+  Simulation sim(weightless());
+  BodyDef def = twoPieceBody();
+  def.rigidFragments->maxNodes = 0;  // none by size
+  def.rigidFragments->stillSpeed = 0.01;
+  def.material.internalDamping = 20;
+  const int32_t body = sim.addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.5}), def);
+  const std::vector<size_t> nodes = shardNodes(sim, body);
+  setShardVelocity(sim, body, nodes, {0.2, 0, 0}, {0, 0, 1}, 0.1);
+  const Momenta before = momenta(sim, body, nodes);
+  sim.advance(0.01);
+  EXPECT_EQ(sim.rigidFragmentCount(body), 0) << "it still wobbles";
+  sim.advance(0.5);
+  EXPECT_EQ(sim.rigidFragmentCount(body), 1);
+  // It kept its flight and spin through the damping and the hand-over.
+  const Momenta after = momenta(sim, body, nodes);
+  EXPECT_LT((after.linear - before.linear).norm(), 1e-9 * before.linear.norm());
+  EXPECT_LT((after.angular - before.angular).norm(), 1e-6 * before.angular.norm());
+  EXPECT_LT(after.kinetic, before.kinetic);
+}
+
 // Fragments falling on the floor and on each other: a saved state resumes exactly, and two
 // threads give what one gives.
 std::vector<double> fallingShards(int threads, double split, const std::filesystem::path* file) {
@@ -301,8 +324,8 @@ TEST(RigidFragments, BrittleWallHitHardShattersIntoManyPiecesWithoutBowTies) {
   def.pins = {base};
   const int32_t body = sim.addBody(wall, def);
   sim.advance(0.15);
-  std::cout << "fine mode: " << sim.pieceCount(body) << " pieces, "
-            << sim.rigidFragmentCount(body) << " rigid\n";
+  std::cout << "fine mode: " << sim.pieceCount(body) << " pieces, " << sim.rigidFragmentCount(body)
+            << " rigid\n";
   EXPECT_GE(sim.pieceCount(body), 8);
   EXPECT_GE(sim.rigidFragmentCount(body), 4);
   EXPECT_LT(sim.rigidFragmentCount(body), sim.pieceCount(body)) << "the wall itself stays";
