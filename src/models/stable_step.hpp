@@ -19,9 +19,15 @@
 
 namespace shellsim {
 
+struct StableStep {
+  double gershgorin = 0;  // s, 2 / sqrt(Gershgorin's bound): always stable
+  double estimate = 0;    // s, the Lanczos estimate, never below gershgorin
+};
+
 // rest: (nNodes, 3), m; masses: (nNodes), kg, > 0. Infinity for a model without stiffness.
-inline double stableStepFromHessian(const Model& model, std::span<const double> rest,
-                                    std::span<const double> masses) {
+// lanczos false: Gershgorin's step only (estimate = gershgorin), a fraction of the cost.
+inline StableStep stableStepEstimate(const Model& model, std::span<const double> rest,
+                                     std::span<const double> masses, bool lanczos = true) {
   const std::vector<int32_t> pairs = model.hessianBlockNodes();
   std::vector<double> blocks(pairs.size() / 2 * 9);
   model.hessianBlocks(rest, blocks);
@@ -36,9 +42,12 @@ inline double stableStepFromHessian(const Model& model, std::span<const double> 
   double gershgorin = 0;
   for (size_t i = 0; i < 3 * count; ++i)
     gershgorin = std::max(gershgorin, rowSums[i] / masses[i / 3]);
+  const double safe =
+      gershgorin > 0 ? 2.0 / std::sqrt(gershgorin) : std::numeric_limits<double>::infinity();
+  if (!lanczos) return {safe, safe};
   std::vector<double> invSqrtMass(count);
   for (size_t i = 0; i < count; ++i) invSqrtMass[i] = 1.0 / std::sqrt(masses[i]);
-  const double lanczos =
+  const double largest =
       largestEigenvalueLanczos(3 * count, 40, [&](std::span<const double> v, std::span<double> w) {
         std::fill(w.begin(), w.end(), 0.0);
         for (size_t b = 0; b < pairs.size() / 2; ++b) {
@@ -52,11 +61,14 @@ inline double stableStepFromHessian(const Model& model, std::span<const double> 
           }
         }
       });
-  const double safe =
-      gershgorin > 0 ? 2.0 / std::sqrt(gershgorin) : std::numeric_limits<double>::infinity();
   const double estimate =
-      lanczos > 0 ? 0.7 * 2.0 / std::sqrt(lanczos) : std::numeric_limits<double>::infinity();
-  return std::max(safe, estimate);
+      largest > 0 ? 0.7 * 2.0 / std::sqrt(largest) : std::numeric_limits<double>::infinity();
+  return {safe, std::max(safe, estimate)};
+}
+
+inline double stableStepFromHessian(const Model& model, std::span<const double> rest,
+                                    std::span<const double> masses) {
+  return stableStepEstimate(model, rest, masses).estimate;
 }
 
 }  // namespace shellsim

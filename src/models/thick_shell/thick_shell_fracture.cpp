@@ -316,7 +316,7 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
   }
   passParent_.clear();
   rebuildOneLayer();
-  computeStableStep();
+  followStableStep();
   ++topologyVersion_;
   return report;
 }
@@ -344,6 +344,7 @@ void ThickShellModel::listStateFields(StateFields& fields) {
   fields.add("cracked_sides", &crackedSide_, StateShape::kPerElement, 3);
   fields.add("prism_mass", &prismMass_, StateShape::kPerElement);
   fields.add("rng", &rng_);
+  fields.add("stable_step", &stableStepState_);
 }
 
 void ThickShellModel::stateAssigned() {
@@ -362,7 +363,11 @@ void ThickShellModel::stateAssigned() {
     throw InputError("thick_shell: a rest position or prism mass of the state is not finite");
   }
   rebuildOneLayer();
-  computeStableStep();
+  if (stableStepState_.size() != 3 || !std::all_of(stableStepState_.begin(), stableStepState_.end(),
+                                                   [](double v) { return v > 0; })) {
+    throw InputError("thick_shell: the state's stable step is not three positive numbers");
+  }
+  stableStep_ = stableStepState_[0];
   ++topologyVersion_;
 }
 

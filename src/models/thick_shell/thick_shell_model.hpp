@@ -86,6 +86,8 @@ class ThickShellModel : public Model {
 
  private:
   void computeStableStep();
+  // After a fracture step: the estimate followed cheaply (thick_shell_model.cpp).
+  void followStableStep();
   // One layer: springs, masses and incidences from triangles_, crackedSide_, rest_, depth_
   // and prismMass_ (at construction and after every fracture).
   void rebuildOneLayer();
@@ -150,6 +152,10 @@ class ThickShellModel : public Model {
   std::vector<double> tetStiffness_;     // (nTets), J
   Incidence springIncidence_, areaIncidence_, tetIncidence_;
   double stableStep_ = 0;
+  // stableStep_, and the Lanczos estimate and Gershgorin's step when Lanczos last ran
+  // (followStableStep), s; part of the fracture state, so that a restored run follows the
+  // same steps.
+  std::vector<double> stableStepState_{0, 0, 0};
 };
 
 }  // namespace shellsim
