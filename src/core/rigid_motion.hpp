@@ -22,40 +22,64 @@ struct RigidMotion {
   [[nodiscard]] Vec3 velocityAt(const Vec3& x) const { return velocity + spin.cross(x - centre); }
 };
 
+// The sums that fit a rigid motion to one set of nodes, in two passes over the set (the
+// second needs the centre): add() every node, centre(), addAbout() every node, finish().
+class RigidMotionFit {
+ public:
+  void add(double mass, const Vec3& x, const Vec3& v) {
+    fit_.mass += mass;
+    moment_ += mass * x;
+    momentum_ += mass * v;
+  }
+  void centre() {
+    if (!(fit_.mass > 0)) return;
+    fit_.centre = moment_ / fit_.mass;
+    fit_.velocity = momentum_ / fit_.mass;
+  }
+  void addAbout(double mass, const Vec3& x, const Vec3& v) {
+    const Vec3 d = x - fit_.centre;
+    fit_.angularMomentum += mass * d.cross(v - fit_.velocity);
+    fit_.inertia += mass * (d.squaredNorm() * Eigen::Matrix3d::Identity() - d * d.transpose());
+  }
+  // A set with a singular inertia (one node, nodes on a line) spins about what the
+  // pseudo-inverse finds: the line carries no angular momentum along itself. A set of zero
+  // mass has the zero motion.
+  [[nodiscard]] RigidMotion finish() const {
+    if (!(fit_.mass > 0)) return {};
+    RigidMotion r = fit_;
+    const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eigen(r.inertia);
+    const Vec3 values = eigen.eigenvalues();
+    Vec3 inverse = Vec3::Zero();
+    for (int k = 0; k < 3; ++k) {
+      if (values[k] > 1e-12 * values.maxCoeff()) inverse[k] = 1.0 / values[k];
+    }
+    r.spin = eigen.eigenvectors() * inverse.asDiagonal() * eigen.eigenvectors().transpose() *
+             r.angularMomentum;
+    return r;
+  }
+
+ private:
+  RigidMotion fit_;
+  Vec3 moment_ = Vec3::Zero(), momentum_ = Vec3::Zero();
+};
+
 // The rigid motion of `nodes` (indices into masses (nNodes), positions and velocities
-// (nNodes, 3)), summed in the order given. A set with a singular inertia (one node, nodes on
-// a line) spins about what the pseudo-inverse finds: the line carries no angular momentum
-// along itself. A set of zero mass has the zero motion.
+// (nNodes, 3)), summed in the order given.
 [[nodiscard]] inline RigidMotion fitRigidMotion(std::span<const double> masses,
                                                 std::span<const double> positions,
                                                 std::span<const double> velocities,
                                                 std::span<const int32_t> nodes) {
-  RigidMotion r;
-  Vec3 moment = Vec3::Zero(), momentum = Vec3::Zero();
+  RigidMotionFit fit;
   for (const int32_t node : nodes) {
     const auto i = static_cast<size_t>(node);
-    r.mass += masses[i];
-    moment += masses[i] * row(positions, i);
-    momentum += masses[i] * row(velocities, i);
+    fit.add(masses[i], row(positions, i), row(velocities, i));
   }
-  if (!(r.mass > 0)) return {};
-  r.centre = moment / r.mass;
-  r.velocity = momentum / r.mass;
+  fit.centre();
   for (const int32_t node : nodes) {
     const auto i = static_cast<size_t>(node);
-    const Vec3 d = row(positions, i) - r.centre;
-    r.angularMomentum += masses[i] * d.cross(row(velocities, i) - r.velocity);
-    r.inertia += masses[i] * (d.squaredNorm() * Eigen::Matrix3d::Identity() - d * d.transpose());
+    fit.addAbout(masses[i], row(positions, i), row(velocities, i));
   }
-  const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eigen(r.inertia);
-  const Vec3 values = eigen.eigenvalues();
-  Vec3 inverse = Vec3::Zero();
-  for (int k = 0; k < 3; ++k) {
-    if (values[k] > 1e-12 * values.maxCoeff()) inverse[k] = 1.0 / values[k];
-  }
-  r.spin = eigen.eigenvectors() * inverse.asDiagonal() * eigen.eigenvectors().transpose() *
-           r.angularMomentum;
-  return r;
+  return fit.finish();
 }
 
 }  // namespace shellsim

@@ -307,14 +307,14 @@ bool RigidFragments::handOver(World& world) {
     }
     const auto mass = body.model->nodeMasses();
     const Model::ContactMesh mesh = body.model->contactMesh();
-    std::vector<double> below(n, 0.5 * body.thickness), above(n, 0.5 * body.thickness);
-    (void)body.model->nodeSolidExtents(below, above);
+    std::vector<double> below, above;  // made for the first piece handed over
     for (size_t p = 0; p < members.size(); ++p) {
       if (p == largest || excluded[p]) continue;
       const std::vector<int32_t>& nodes = members[p];
-      const RigidMotion motion = fitRigidMotion(mass, body.positions, body.velocities, nodes);
       bool qualifies = def.maxNodes > 0 && std::ssize(nodes) <= def.maxNodes;
-      if (!qualifies && def.stillSpeed > 0 && motion.mass > 0) {
+      if (!qualifies && !(def.stillSpeed > 0)) continue;  // no need to fit its motion
+      const RigidMotion motion = fitRigidMotion(mass, body.positions, body.velocities, nodes);
+      if (!qualifies && motion.mass > 0) {
         double squares = 0;
         for (const int32_t node : nodes) {
           const auto i = static_cast<size_t>(node);
@@ -327,6 +327,11 @@ bool RigidFragments::handOver(World& world) {
       if (!qualifies || !(motion.mass > 0)) continue;
       // The fragments there are at world.time before one joins them.
       flush(world);
+      if (below.empty()) {
+        below.assign(n, 0.5 * body.thickness);
+        above.assign(n, 0.5 * body.thickness);
+        (void)body.model->nodeSolidExtents(below, above);
+      }
 
       RigidFragment f;
       f.body = static_cast<int32_t>(b);

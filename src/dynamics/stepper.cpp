@@ -77,16 +77,21 @@ void dampInternalMotion(World& world, double dt) {
       return pieces.empty() ? size_t{0} : static_cast<size_t>(pieces[i]);
     };
     const auto mass = body.model->nodeMasses();
-    // The free nodes of each piece, in node order.
-    std::vector<std::vector<int32_t>> members(static_cast<size_t>(pieceCount(pieces)));
+    // The rigid motion of each piece's free nodes, summed in node order.
+    std::vector<RigidMotionFit> fits(static_cast<size_t>(pieceCount(pieces)));
     for (size_t i = 0; i < n; ++i) {
-      if (!body.pinned[i]) members[pieceOf(i)].push_back(static_cast<int32_t>(i));
+      if (!body.pinned[i])
+        fits[pieceOf(i)].add(mass[i], row(body.positions, i), row(body.velocities, i));
+    }
+    for (RigidMotionFit& fit : fits) fit.centre();
+    for (size_t i = 0; i < n; ++i) {
+      if (!body.pinned[i]) {
+        fits[pieceOf(i)].addAbout(mass[i], row(body.positions, i), row(body.velocities, i));
+      }
     }
     std::vector<RigidMotion> rigid;
-    rigid.reserve(members.size());
-    for (const std::vector<int32_t>& nodes : members) {
-      rigid.push_back(fitRigidMotion(mass, body.positions, body.velocities, nodes));
-    }
+    rigid.reserve(fits.size());
+    for (const RigidMotionFit& fit : fits) rigid.push_back(fit.finish());
     forEachNode(body, [&](size_t i) {
       if (body.pinned[i]) return;
       const Vec3 rigidVelocity = rigid[pieceOf(i)].velocityAt(row(body.positions, i));
