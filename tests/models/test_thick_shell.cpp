@@ -389,19 +389,126 @@ int32_t pieceCount(const Geometry& surface) {
   return *std::max_element(surface.pieces.begin(), surface.pieces.end()) + 1;
 }
 
-// A strip 1 m x 0.2 m held at one end and pulled slowly at the other until it breaks
-// (section 4.2.2), with thresholds 1 % +- 20 % (scatter) so it breaks at a weakest spring,
-// in coarse mode with crack extension across the width (large-fragment). The issue asks for
-// exactly 2 pieces; the count depends on the seed (the test prints it): the released strip
-// recoils and can break again beside the first crack.
+// Local re-meshing (section 4.2.3, Fig. 5), the notes' test: a lattice of equilateral
+// triangles stretched along its 120-degree edges breaks along a plane at 30 degrees to its
+// rows, which crosses every other triangle. One crack, extended across the plate: with
+// re-meshing every node it makes lies on one plane (to 1e-9) and no angle falls below the
+// limit; without, the crack zigzags along the edges, about an edge across. Masses,
+// momentum (the new nodes' velocities blended from their sources) and manifoldness hold.
+struct RemeshedCrack {
+  double spread = 0;          // of the made nodes across the plane, m
+  double smallestAngle = 0;   // of all triangles at rest, degrees
+  int32_t blendedNodes = 0;   // made on a side (two sources)
+  int32_t pieces = 0;
+};
+
+RemeshedCrack crackAcrossLattice(bool remesh) {
+  const double edge = 0.1;
+  const Geometry mesh = makeEquilateralLattice(15, 15, edge);
+  ThickenOptions t;
+  t.depth = 0.01;
+  t.verify = false;
+  ThickShellDef options;
+  options.layers = 1;
+  ThickShellFractureDef f;
+  f.stretch = 0.1;
+  f.maxSplits = 1;
+  f.extension = 10;  // across the whole plate
+  f.remesh = remesh;
+  options.fracture = f;
+  ThickShellModel model(mesh, thickenMesh(mesh, t), shellMaterial(0.01), options);
+  const auto n0 = static_cast<size_t>(model.nodeCount());
+  const std::vector<double> mass0(model.nodeMasses().begin(), model.nodeMasses().end());
+  // 30 % stretch along the 120-degree direction d: x = (I + 0.3 d d^T) X.
+  const Vec3 d(std::cos(2 * std::numbers::pi / 3), std::sin(2 * std::numbers::pi / 3), 0);
+  std::vector<double> x(model.restPositions().begin(), model.restPositions().end());
+  for (size_t i = 0; i < n0; ++i) setRow(x, i, row(x, i) + 0.3 * d.dot(row(x, i)) * d);
+  // Any velocities: momentum is a linear function of them.
+  std::mt19937 random(5);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<double> v(3 * n0);
+  for (double& value : v) value = uniform(random);
+  const InelasticReport report = model.updateInelastic(x, 1e-3);
+  EXPECT_TRUE(report.edit.changesNodes());
+  EXPECT_EQ(report.brokenElements, 1);
+  const TopologyEdit& edit = report.edit;
+  const auto n = static_cast<size_t>(model.nodeCount());
+  EXPECT_EQ(static_cast<size_t>(edit.nodeCount()), n);
+  std::vector<double> xNew(3 * n, 0.0), vNew(3 * n, 0.0);
+  RemeshedCrack out;
+  double low = 1e300, high = -1e300;
+  for (size_t i = 0; i < n; ++i) {
+    const auto begin = static_cast<size_t>(edit.sourceOffsets[i]);
+    const auto end = static_cast<size_t>(edit.sourceOffsets[i + 1]);
+    for (size_t k = begin; k < end; ++k) {
+      const auto s = static_cast<size_t>(edit.sourceNodes[k]);
+      setRow(xNew, i, row(xNew, i) + edit.sourceWeights[k] * row(x, s));
+      setRow(vNew, i, row(vNew, i) + edit.sourceWeights[k] * row(v, s));
+    }
+    if (i < n0) continue;
+    out.blendedNodes += end - begin == 2 ? 1 : 0;
+    // The plane is normal to the stretched 120-degree edges: d in the deformed plate.
+    low = std::min(low, row(xNew, i).dot(d));
+    high = std::max(high, row(xNew, i).dot(d));
+  }
+  out.spread = high - low;
+  const auto mass = model.nodeMasses();
+  double total0 = 0, total = 0;
+  Vec3 momentum0 = Vec3::Zero(), momentum = Vec3::Zero();
+  for (size_t i = 0; i < n0; ++i) {
+    total0 += mass0[i];
+    momentum0 += mass0[i] * row(v, i);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    total += mass[i];
+    momentum += mass[i] * row(vNew, i);
+  }
+  EXPECT_NEAR(total, total0, 1e-14 * total0);
+  EXPECT_LT((momentum - momentum0).norm(), 1e-13);
+  const Geometry surface = model.surface(xNew);
+  expectOneFanPerNode(model, surface, static_cast<int32_t>(n));
+  EXPECT_EQ(analyzeTopology(surface).nonManifoldEdgeCount, 0);
+  out.pieces = pieceCount(surface);
+  out.smallestAngle = 180;
+  const auto rest = model.restPositions();
+  const auto tris = surface.triangles;
+  for (size_t tri = 0; tri < static_cast<size_t>(model.elementCount()); ++tri) {
+    for (size_t k = 0; k < 3; ++k) {
+      const Vec3 c = row(rest, static_cast<size_t>(tris[3 * tri + k]));
+      const Vec3 p = row(rest, static_cast<size_t>(tris[3 * tri + (k + 1) % 3]));
+      const Vec3 q = row(rest, static_cast<size_t>(tris[3 * tri + (k + 2) % 3]));
+      const double angle = std::atan2((p - c).cross(q - c).norm(), (p - c).dot(q - c));
+      out.smallestAngle = std::min(out.smallestAngle, angle * 180 / std::numbers::pi);
+    }
+  }
+  return out;
+}
+
+TEST(ThickShellFracture, RemeshingCutsAlongThePlane) {
+  const RemeshedCrack remeshed = crackAcrossLattice(true);
+  const RemeshedCrack plain = crackAcrossLattice(false);
+  std::cout << "spread across the plane: re-meshed " << remeshed.spread << " m ("
+            << remeshed.blendedNodes << " cut nodes), plain " << plain.spread << " m\n";
+  EXPECT_LT(remeshed.spread, 1e-9);
+  EXPECT_GE(remeshed.blendedNodes, 4);
+  EXPECT_GE(remeshed.smallestAngle, 15 - 1e-9);
+  EXPECT_EQ(remeshed.pieces, 2);
+  EXPECT_GT(plain.spread, 0.25 * 0.1);  // a quarter edge off the plane at least
+  EXPECT_EQ(plain.blendedNodes, 0);
+  EXPECT_EQ(plain.pieces, 2);
+}
+
 // A strip body, 1 m x 0.2 m of 21 x 5 nodes, one layer, 1 cm deep, breaking at `fracture`,
-// held at x = -0.5 and pulled at x = 0.5 by `pull` m over `seconds`.
+// held at x = -0.5 and pulled at x = 0.5 by `pull` m over `seconds`, with internal damping
+// `damping` (1/s). The tests break it with thresholds 1 % +- 20 % (scatter), so that it
+// breaks at a weakest spring, in coarse mode with crack extension across the width.
+// With `lattice`, the strip is a lattice of equilateral triangles (rows along the strip).
 int32_t addPulledStrip(Simulation& sim, const ThickShellFractureDef& fracture, double pull,
-                       double seconds) {
+                       double seconds, double damping = 50, bool lattice = false) {
   BodyDef def;
   def.model = "thick_shell";
   def.material = shellMaterial(0.01);
-  def.material.internalDamping = 50;
+  def.material.internalDamping = damping;
   ThickShellDef& options = def.options<ThickShellDef>();
   options.layers = 1;
   options.fracture = fracture;
@@ -415,7 +522,13 @@ int32_t addPulledStrip(Simulation& sim, const ThickShellFractureDef& fracture, d
   PrimitiveDef strip;
   strip.size = {1.0, 0.2, 1};
   strip.resolution = 20;
-  return sim.addBody(makePrimitive(strip), def);
+  if (!lattice) return sim.addBody(makePrimitive(strip), def);
+  Geometry mesh = makeEquilateralLattice(5, 21, 0.05);
+  for (size_t i = 0; i < mesh.positions.size() / 3; ++i) {
+    mesh.positions[3 * i] -= 0.5125;
+    mesh.positions[3 * i + 1] -= 0.0866;
+  }
+  return sim.addBody(mesh, def);
 }
 
 SimulationSettings weightless() {
@@ -424,59 +537,81 @@ SimulationSettings weightless() {
   return settings;
 }
 
-int32_t pulledStripPieces(bool coarse, double pull, uint64_t seed, int32_t* nodes = nullptr) {
+// The pieces once the strip has broken and 0.5 s more have passed (or at the pull's end).
+int32_t pulledStripPieces(bool coarse, double pull, double seconds, double damping, uint64_t seed,
+                          int32_t* nodes = nullptr, bool remesh = false) {
   Simulation sim(weightless());
   ThickShellFractureDef f;
+  f.remesh = remesh;
   f.stretch = 0.01;
   f.scatter = 0.2;
   f.coarse = coarse;
   f.extension = coarse ? 0.3 : 0;
   f.seed = seed;
-  const int32_t body = addPulledStrip(sim, f, pull, 2.0);
-  sim.advance(2.0);
+  const int32_t body = addPulledStrip(sim, f, pull, seconds, damping);
+  double t = 0;
+  while (t < seconds && pieceCount(sim.surface(body)) == 1) {
+    sim.advance(0.05);
+    t += 0.05;
+  }
+  sim.advance(0.5);
   if (nodes != nullptr) *nodes = sim.nodeCount(body);
   return pieceCount(sim.surface(body));
 }
 
-TEST(ThickShellFracture, PulledStripBreaksIntoFewPieces) {
+TEST(ThickShellFracture, PulledStripBreaksInTwoInCoarseMode) {
+  // Quasi-static: pulled 2 cm over 8 s and damped to 2 ms, every seed parts the strip once,
+  // with and without re-meshing. [measured] Pulled 4x faster and damped 10x less, the
+  // release wave rings in the lattice ahead of its front and breaks a weak spring elsewhere
+  // before it has passed (3 to 5 pieces in 5 of 12 seeds).
   std::string counts;
-  int32_t two = 0;
-  for (uint64_t seed = 1; seed <= 6; ++seed) {
-    const int32_t coarse = pulledStripPieces(true, 0.02, seed);
-    counts += std::to_string(coarse) + " ";
-    EXPECT_GE(coarse, 2) << "seed " << seed;
-    EXPECT_LE(coarse, 6) << "seed " << seed;
-    two += coarse == 2 ? 1 : 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    for (const bool remesh : {false, true}) {
+      const int32_t pieces = pulledStripPieces(true, 0.02, 8.0, 500, seed, nullptr, remesh);
+      counts += std::to_string(pieces) + (remesh ? " " : "/");
+      EXPECT_EQ(pieces, 2) << "seed " << seed << (remesh ? ", re-meshed" : "");
+    }
   }
-  std::cout << "coarse pieces, seeds 1..6: " << counts << '\n';
-  EXPECT_GE(two, 2);
+  std::cout << "coarse pieces (plain/re-meshed), seeds 1..12: " << counts << '\n';
+  // Fine mode, pulled fast and hardly damped: many cracks start at once.
+  EXPECT_GT(pulledStripPieces(false, 0.1, 1.0, 50, 1), 2);
 }
 
 // A saved state holds the split nodes and the cracks: restored, the run goes on the same.
+// With re-meshing the state also holds the triangles cut in two and the nodes made on sides.
 TEST(ThickShellFracture, RestoredStateContinuesTheSame) {
-  Simulation sim(weightless());
-  ThickShellFractureDef f;
-  f.stretch = 0.01;
-  const int32_t body = addPulledStrip(sim, f, 0.1, 1.0);
-  sim.advance(0.2);
-  const int32_t nodesAtSave = sim.nodeCount(body);
-  const SimulationState saved = sim.saveState();
-  sim.advance(0.3);
-  const int32_t nodesAfter = sim.nodeCount(body);
-  ASSERT_GT(nodesAtSave, 21 * 5);  // it had split before the save
-  const std::vector<double> first(sim.positions(body).begin(), sim.positions(body).end());
-  sim.restoreState(saved);
-  EXPECT_EQ(sim.nodeCount(body), nodesAtSave);
-  sim.advance(0.3);
-  ASSERT_EQ(sim.nodeCount(body), nodesAfter);
-  const std::vector<double> second(sim.positions(body).begin(), sim.positions(body).end());
-  EXPECT_EQ(first, second);
+  for (const bool remesh : {false, true}) {
+    Simulation sim(weightless());
+    ThickShellFractureDef f;
+    f.stretch = 0.01;
+    f.scatter = 0.3;
+    f.remesh = remesh;
+    const int32_t body = addPulledStrip(sim, f, 0.1, 1.0, 50, true);
+    sim.advance(0.2);
+    const int32_t nodesAtSave = sim.nodeCount(body);
+    const int64_t trianglesAtSave = sim.elementCount(body);
+    const SimulationState saved = sim.saveState();
+    sim.advance(0.3);
+    const int32_t nodesAfter = sim.nodeCount(body);
+    ASSERT_GT(nodesAtSave, 21 * 5);  // it had split before the save
+    if (remesh) {
+      EXPECT_GT(sim.elementCount(body), 20 * 4 * 2);  // and cut triangles
+    }
+    const std::vector<double> first(sim.positions(body).begin(), sim.positions(body).end());
+    sim.restoreState(saved);
+    EXPECT_EQ(sim.nodeCount(body), nodesAtSave);
+    EXPECT_EQ(sim.elementCount(body), trianglesAtSave);
+    sim.advance(0.3);
+    ASSERT_EQ(sim.nodeCount(body), nodesAfter);
+    const std::vector<double> second(sim.positions(body).begin(), sim.positions(body).end());
+    EXPECT_EQ(first, second) << (remesh ? "re-meshed" : "plain");
+  }
 }
 
 TEST(ThickShellFracture, SameSeedSamePieces) {
   int32_t a = 0, b = 0;
-  const int32_t first = pulledStripPieces(false, 0.05, 7, &a);
-  EXPECT_EQ(pulledStripPieces(false, 0.05, 7, &b), first);
+  const int32_t first = pulledStripPieces(false, 0.05, 2.0, 50, 7, &a);
+  EXPECT_EQ(pulledStripPieces(false, 0.05, 2.0, 50, 7, &b), first);
   EXPECT_EQ(a, b);
   EXPECT_GT(a, 21 * 5);  // it split
 }

@@ -21,6 +21,13 @@ struct ThickShellFractureDef {
   double extension = 0;   // m: a new crack runs on along its plane this far (0: off)
   double scatter = 0;     // each spring's thresholds times 1 + scatter u, u in [-1, 1] (seeded)
   uint64_t seed = 1;      // the endpoint to split when neither or both are crack tips
+  // Local re-meshing (section 4.2.3, Fig. 5): a split cuts the triangles its plane crosses,
+  // so cracks run along the plane instead of along the mesh's edges; only where the cut
+  // lands at least remeshMinFraction of a side from its ends and makes no angle below
+  // remeshMinAngle (degrees).
+  bool remesh = false;
+  double remeshMinAngle = 15;
+  double remeshMinFraction = 0.2;
   bool operator==(const ThickShellFractureDef&) const = default;
 };
 

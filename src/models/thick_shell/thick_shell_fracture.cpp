@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 #include <tuple>
 
 #include "core/union_find.hpp"
@@ -73,20 +74,152 @@ int32_t ThickShellModel::otherTriangleAt(int32_t v, int32_t w, int32_t t) const 
 }
 
 int32_t ThickShellModel::copyNode(int32_t v, std::vector<double>& x) {
-  const auto sv = static_cast<size_t>(v);
-  const auto copy = static_cast<int32_t>(rest_.size() / 3);
-  for (size_t k = 0; k < 3; ++k) {
-    rest_.push_back(rest_[3 * sv + k]);
-    x.push_back(x[3 * sv + k]);
+  return blendNode(v, v, 0.0, x);
+}
+
+int32_t ThickShellModel::blendNode(int32_t a, int32_t b, double tau, std::vector<double>& x) {
+  const auto sa = static_cast<size_t>(a), sb = static_cast<size_t>(b);
+  const auto made = static_cast<int32_t>(rest_.size() / 3);
+  // The old nodes (before the pass) behind a node, with their weights.
+  const auto before = static_cast<int32_t>(passSources_.size());
+  const auto sourcesOf = [&](int32_t v) {
+    return v < made - before
+               ? std::vector<std::pair<int32_t, double>>{{v, 1.0}}
+               : passSources_[static_cast<size_t>(v - (made - before))];
+  };
+  std::vector<std::pair<int32_t, double>> sources;
+  if (a == b) {
+    sources = sourcesOf(a);
+  } else {
+    for (auto [node, weight] : sourcesOf(a)) sources.emplace_back(node, (1 - tau) * weight);
+    for (auto [node, weight] : sourcesOf(b)) {
+      const auto same = std::find_if(sources.begin(), sources.end(),
+                                     [node = node](const auto& s) { return s.first == node; });
+      if (same != sources.end()) {
+        same->second += tau * weight;
+      } else {
+        sources.emplace_back(node, tau * weight);
+      }
+    }
   }
-  depth_.push_back(depth_[sv]);
+  for (size_t k = 0; k < 3; ++k) {
+    rest_.push_back((1 - tau) * rest_[3 * sa + k] + tau * rest_[3 * sb + k]);
+    x.push_back((1 - tau) * x[3 * sa + k] + tau * x[3 * sb + k]);
+  }
+  depth_.push_back((1 - tau) * depth_[sa] + tau * depth_[sb]);
   crackTip_.push_back(0);
-  mayStart_.push_back(mayStart_[sv]);
+  mayStart_.push_back(std::min(mayStart_[sa], mayStart_[sb]));
   trianglesAt_.emplace_back();
-  // The parent among the nodes before the pass.
-  const auto before = static_cast<int32_t>(rest_.size() / 3 - passParent_.size() - 1);
-  passParent_.push_back(v < before ? v : passParent_[static_cast<size_t>(v - before)]);
-  return copy;
+  passSources_.push_back(std::move(sources));
+  return made;
+}
+
+int32_t ThickShellModel::addTriangle(const std::array<int32_t, 3>& corners,
+                                     const std::array<uint8_t, 3>& cracked, double prismMass) {
+  const auto t = static_cast<int32_t>(triangles_.size() / 3);
+  for (size_t k = 0; k < 3; ++k) {
+    triangles_.push_back(corners[k]);
+    crackedSide_.push_back(cracked[k]);
+    trianglesAt_[static_cast<size_t>(corners[k])].push_back(t);
+  }
+  prismMass_.push_back(prismMass);
+  return t;
+}
+
+namespace {
+
+// The angle at corner c of the triangle (c, p, q), radians.
+double cornerAngle(const Vec3& c, const Vec3& p, const Vec3& q) {
+  const Vec3 u = p - c, w = q - c;
+  return std::atan2(u.cross(w).norm(), u.dot(w));
+}
+
+}  // namespace
+
+bool ThickShellModel::cutTriangle(int32_t t, size_t corner, double tau, std::vector<double>& x) {
+  // Triangle t = (v, a, b) in its order from `corner`; across (a, b) lies u = (b, a, c) in
+  // its order (the shared side runs the other way). The cut at p = a + tau (b - a) makes
+  // (v, a, p), (v, p, b) and (b, p, c), (p, a, c): the same orientation, no T-junction.
+  const auto st = static_cast<size_t>(t);
+  const int32_t v = triangles_[3 * st + corner];
+  const int32_t a = triangles_[3 * st + (corner + 1) % 3];
+  const int32_t b = triangles_[3 * st + (corner + 2) % 3];
+  const size_t sideAB = 3 * st + (corner + 1) % 3, sideBV = 3 * st + (corner + 2) % 3;
+  if (crackedSide_[sideAB] != 0) return false;
+  const int32_t u = otherTriangleAt(a, b, t);
+  int32_t c = -1;
+  size_t cornerB = 0;
+  if (u >= 0) {
+    const auto su = static_cast<size_t>(u);
+    for (size_t k = 0; k < 3; ++k) {
+      if (triangles_[3 * su + k] == b) cornerB = k;
+    }
+    if (triangles_[3 * su + (cornerB + 1) % 3] != a) return false;  // not an oriented pair
+    c = triangles_[3 * su + (cornerB + 2) % 3];
+    if (c == v) return false;
+  }
+  // Shape quality at rest (the springs' rest lengths and the masses come from there): the
+  // angles the cut makes at v, at p and at c; those at a and b are the triangles' own.
+  const double minAngle = fracture_->remeshMinAngle * std::numbers::pi / 180;
+  const Vec3 rv = row(rest_, static_cast<size_t>(v)), ra = row(rest_, static_cast<size_t>(a)),
+             rb = row(rest_, static_cast<size_t>(b));
+  const Vec3 rp = (1 - tau) * ra + tau * rb;
+  double smallest = std::min({cornerAngle(rv, ra, rp), cornerAngle(rv, rp, rb),
+                              cornerAngle(rp, ra, rv), cornerAngle(rp, rv, rb)});
+  if (c >= 0) {
+    const Vec3 rc = row(rest_, static_cast<size_t>(c));
+    smallest = std::min({smallest, cornerAngle(rc, ra, rp), cornerAngle(rc, rp, rb),
+                         cornerAngle(rp, ra, rc), cornerAngle(rp, rc, rb)});
+  }
+  if (!(smallest >= minAngle)) return false;
+
+  const int32_t p = blendNode(a, b, tau, x);
+  const auto replaceAt = [this](int32_t node, int32_t from, int32_t to) {
+    auto& at = trianglesAt_[static_cast<size_t>(node)];
+    std::replace(at.begin(), at.end(), from, to);
+  };
+  // (v, a, b) -> (v, a, p), keeping t, and (v, p, b); the prism masses split as the areas.
+  const double massT = prismMass_[st];
+  const uint8_t crackedBV = crackedSide_[sideBV];
+  triangles_[3 * st + (corner + 2) % 3] = p;
+  crackedSide_[sideBV] = 0;  // (p, v) lies inside the old triangle
+  prismMass_[st] = tau * massT;
+  trianglesAt_[static_cast<size_t>(p)].push_back(t);
+  const int32_t t2 = addTriangle({v, p, b}, {0, 0, crackedBV}, massT - tau * massT);
+  replaceAt(b, t, t2);
+  if (u >= 0) {
+    // (b, a, c) -> (b, p, c), keeping u, and (p, a, c).
+    const auto su = static_cast<size_t>(u);
+    const double massU = prismMass_[su];
+    const size_t sideAC = 3 * su + (cornerB + 1) % 3;
+    const uint8_t crackedAC = crackedSide_[sideAC];
+    triangles_[3 * su + (cornerB + 1) % 3] = p;
+    crackedSide_[sideAC] = 0;  // (p, c) lies inside the old triangle
+    prismMass_[su] = (1 - tau) * massU;
+    trianglesAt_[static_cast<size_t>(p)].push_back(u);
+    const int32_t u2 = addTriangle({p, a, c}, {0, crackedAC, 0}, massU - (1 - tau) * massU);
+    replaceAt(a, u, u2);
+  }
+  return true;
+}
+
+void ThickShellModel::remeshAt(int32_t v, const Vec3& planePoint, const Vec3& normal,
+                               std::vector<double>& x) {
+  const double margin = fracture_->remeshMinFraction;
+  const std::vector<int32_t> fan = trianglesAt_[static_cast<size_t>(v)];
+  for (const int32_t t : fan) {
+    const auto st = static_cast<size_t>(t);
+    size_t corner = 0;
+    while (triangles_[3 * st + corner] != v) ++corner;
+    const int32_t a = triangles_[3 * st + (corner + 1) % 3];
+    const int32_t b = triangles_[3 * st + (corner + 2) % 3];
+    const double sa = (row(x, static_cast<size_t>(a)) - planePoint).dot(normal);
+    const double sb = (row(x, static_cast<size_t>(b)) - planePoint).dot(normal);
+    if (!((sa > 0 && sb < 0) || (sa < 0 && sb > 0))) continue;
+    const double tau = sa / (sa - sb);  // where the plane crosses (a, b)
+    if (tau < margin || tau > 1 - margin) continue;
+    (void)cutTriangle(t, corner, tau, x);
+  }
 }
 
 void ThickShellModel::separateFans(int32_t v, std::vector<double>& x) {
@@ -130,9 +263,10 @@ void ThickShellModel::separateFans(int32_t v, std::vector<double>& x) {
 }
 
 bool ThickShellModel::splitAt(int32_t v, const Vec3& normal, std::vector<double>& x,
-                              std::vector<int32_t>* madeTips) {
+                              std::vector<int32_t>* madeTips, const Vec3* planePoint) {
+  const Vec3 origin = planePoint != nullptr ? *planePoint : row(x, static_cast<size_t>(v));
+  if (fracture_->remesh) remeshAt(v, origin, normal, x);
   const std::vector<int32_t> fan = trianglesAt_[static_cast<size_t>(v)];
-  const Vec3 origin = row(x, static_cast<size_t>(v));
   const auto side = [&](int32_t t) {
     const auto st = static_cast<size_t>(t);
     const Vec3 centroid = (row(x, static_cast<size_t>(triangles_[3 * st])) +
@@ -191,10 +325,12 @@ bool ThickShellModel::splitAt(int32_t v, const Vec3& normal, std::vector<double>
   return true;
 }
 
-void ThickShellModel::extendCrack(const Vec3& start, const Vec3& normal, std::vector<int32_t> tips,
-                                  std::vector<double>& x) {
-  // Each tip within reach splits along the same plane (through itself: the crack follows the
-  // mesh, bumpy rather than straight) and hands on the tips it makes; a tip is split once.
+void ThickShellModel::extendCrack(const Vec3& start, const Vec3& planePoint, const Vec3& normal,
+                                  std::vector<int32_t> tips, std::vector<double>& x) {
+  // Each tip within reach splits along the same plane and hands on the tips it makes; a tip
+  // is split once. Without re-meshing the plane passes through the tip (the crack follows the
+  // mesh, bumpy rather than straight); with it, through the crack's first node, so the cuts
+  // land on one plane (a tip that missed it by less than the re-meshing margin steers back).
   std::vector<int32_t> done;
   const auto limit = static_cast<size_t>(4 * (triangles_.size() / 3) + 16);  // a safe bound
   for (size_t k = 0; k < tips.size() && k < limit; ++k) {
@@ -204,7 +340,7 @@ void ThickShellModel::extendCrack(const Vec3& start, const Vec3& normal, std::ve
     const Vec3 offset = row(x, static_cast<size_t>(w)) - start;
     const double along = (offset - offset.dot(normal) * normal).norm();
     if (along >= fracture_->extension) continue;
-    (void)splitAt(w, normal, x, &tips);
+    (void)splitAt(w, normal, x, &tips, fracture_->remesh ? &planePoint : nullptr);
   }
 }
 
@@ -249,7 +385,8 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
     for (size_t k = 0; k < 3; ++k)
       trianglesAt_[static_cast<size_t>(triangles_[3 * t + k])].push_back(static_cast<int32_t>(t));
   }
-  passParent_.clear();
+  passSources_.clear();
+  const auto trianglesBefore = static_cast<int64_t>(triangles_.size() / 3);
   int64_t splits = 0;
   bool startedThisPass = false;
   for (const auto& [order, negativeStrain, a, b] : candidates) {
@@ -277,14 +414,13 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
     if (!(direction.norm() > 0)) continue;
     const Vec3 normal = direction.normalized();
     std::vector<int32_t> tips;
-    if (splitAt(v, normal, xs, &tips) || splitAt(other, -normal, xs, &tips)) {
+    const Vec3 middle = 0.5 * (row(xs, static_cast<size_t>(a)) + row(xs, static_cast<size_t>(b)));
+    const Vec3 atV = row(xs, static_cast<size_t>(v)), atOther = row(xs, static_cast<size_t>(other));
+    const bool splitV = splitAt(v, normal, xs, &tips);
+    if (splitV || splitAt(other, -normal, xs, &tips)) {
       ++splits;
       startedThisPass = startedThisPass || start;
-      if (f.extension > 0) {
-        const Vec3 middle =
-            0.5 * (row(xs, static_cast<size_t>(a)) + row(xs, static_cast<size_t>(b)));
-        extendCrack(middle, normal, tips, xs);
-      }
+      if (f.extension > 0) extendCrack(middle, splitV ? atV : atOther, normal, tips, xs);
       continue;
     }
     // Neither end sees the plane cut its triangles: the spring's own sides crack.
@@ -303,18 +439,25 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
   if (splits == 0) return report;
   report.brokenElements = splits;
   const auto nodesAfter = static_cast<int32_t>(rest_.size() / 3);
+  report.edit.elementsAdded = static_cast<int64_t>(triangles_.size() / 3) - trianglesBefore;
   if (nodesAfter > nodesBefore) {
     TopologyEdit& edit = report.edit;
     edit.sourceOffsets.reserve(static_cast<size_t>(nodesAfter) + 1);
     edit.sourceOffsets.push_back(0);
     for (int32_t i = 0; i < nodesAfter; ++i) {
-      edit.sourceNodes.push_back(
-          i < nodesBefore ? i : passParent_[static_cast<size_t>(i - nodesBefore)]);
-      edit.sourceWeights.push_back(1.0);
+      if (i < nodesBefore) {
+        edit.sourceNodes.push_back(i);
+        edit.sourceWeights.push_back(1.0);
+      } else {
+        for (const auto& [node, weight] : passSources_[static_cast<size_t>(i - nodesBefore)]) {
+          edit.sourceNodes.push_back(node);
+          edit.sourceWeights.push_back(weight);
+        }
+      }
       edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
     }
   }
-  passParent_.clear();
+  passSources_.clear();
   rebuildOneLayer();
   followStableStep();
   ++topologyVersion_;

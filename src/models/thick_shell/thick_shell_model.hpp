@@ -23,6 +23,7 @@
 // the two layers stretching apart.
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <utility>
@@ -107,14 +108,28 @@ class ThickShellModel : public Model {
   // Fracture helpers (thick_shell_fracture.cpp). x: current positions, grown with new nodes.
   // Splits v along the plane through it normal to `normal`; the far ends of the sides it
   // cracked are appended to `tips` (if given). False when the plane cuts no side.
+  // The plane passes through planePoint when given (a crack extended along one plane).
   bool splitAt(int32_t v, const Vec3& normal, std::vector<double>& x,
-               std::vector<int32_t>* tips = nullptr);
+               std::vector<int32_t>* tips = nullptr, const Vec3* planePoint = nullptr);
   // Large-fragment fracture (section 4.2.3): the crack split at `start` runs on from its
-  // tips along the same plane until `extension` metres from it.
-  void extendCrack(const Vec3& start, const Vec3& normal, std::vector<int32_t> tips,
-                   std::vector<double>& x);
+  // tips along the same plane (through planePoint) until `extension` metres from it.
+  void extendCrack(const Vec3& start, const Vec3& planePoint, const Vec3& normal,
+                   std::vector<int32_t> tips, std::vector<double>& x);
+  // Local re-meshing (section 4.2.3, Fig. 5): every triangle at v whose far side the plane
+  // (planePoint, normal) crosses well inside is cut in two along the plane, with the
+  // triangle across that side, so the split that follows cracks along the plane.
+  void remeshAt(int32_t v, const Vec3& planePoint, const Vec3& normal, std::vector<double>& x);
+  // Cuts triangle t (corners v, a, b in its order) and the triangle across (a, b) at the
+  // new node a + tau (b - a) when every angle the cut makes is at least the scene's limit;
+  // false otherwise.
+  bool cutTriangle(int32_t t, size_t corner, double tau, std::vector<double>& x);
   void separateFans(int32_t v, std::vector<double>& x);
   int32_t copyNode(int32_t v, std::vector<double>& x);
+  // A new node blending a and b by weights (1 - tau, tau): position, rest position, depth.
+  int32_t blendNode(int32_t a, int32_t b, double tau, std::vector<double>& x);
+  // A new triangle (corners, cracked sides, prism mass), registered at its corners.
+  int32_t addTriangle(const std::array<int32_t, 3>& corners, const std::array<uint8_t, 3>& cracked,
+                      double prismMass);
   [[nodiscard]] int32_t otherTriangleAt(int32_t v, int32_t w, int32_t t) const;
 
   int32_t vertexCount_ = 0;  // n, the vertices of S
@@ -133,10 +148,10 @@ class ThickShellModel : public Model {
   uint64_t topologyVersion_ = 0;
   std::optional<ThickShellFractureDef> fracture_;
   double young_ = 0, floorDepth_ = 0;
-  // During a fracture pass: the triangles at each node, and the parent (an old node) of
-  // every node made in the pass.
+  // During a fracture pass: the triangles at each node, and for every node made in the pass
+  // the old nodes it blends (weights summing to 1; a copy has one, its parent).
   std::vector<std::vector<int32_t>> trianglesAt_;
-  std::vector<int32_t> passParent_;
+  std::vector<std::vector<std::pair<int32_t, double>>> passSources_;
   std::vector<double> depth_;            // (n), m, the drawn depth d_i
   std::vector<int32_t> pieces_;          // (n), surfacePieces(), after every topology change
   std::vector<double> rest_;             // (nNodes, 3), m

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/json_fields.hpp"
+#include "io/scene_names.hpp"
 #include "models/registry.hpp"
 #include "models/thick_shell/thick_shell_model.hpp"
 #include "shellsim/models/thick_shell.hpp"
@@ -130,6 +131,28 @@ constexpr FieldSpec kFractureFields[] = {
      .range = Range::closed(0, 2147483647),
      .meaning = "Seed of the coin that picks the end to split when neither or both ends of "
                 "the spring are crack tips: the same seed, the same pieces."},
+    {.key = "remesh",
+     .kind = FieldKind::kChoice,
+     .text = "off",
+     .choices = scene_names::kOnOff,
+     .meaning = "Local re-meshing (section 4.2.3, Fig. 5): before a vertex splits, every "
+                "triangle whose far side its plane crosses is cut in two along the plane (with "
+                "the triangle across that side, so no T-junction), so the crack runs along the "
+                "plane: straight cracks (with `extension`, one plane across the shell) and "
+                "smooth crack edges instead of the mesh's zigzag. New nodes take their rest "
+                "position, depth and velocity from the side's ends; masses follow the areas."},
+    {.key = "remesh_min_angle",
+     .unit = "degrees",
+     .number = 15,
+     .range = Range::closed(0, 60),
+     .meaning = "Re-meshing cuts a triangle only where every angle the cut makes (at rest) is "
+                "at least this: slivers would shorten the stable time step."},
+    {.key = "remesh_min_fraction",
+     .number = 0.2,
+     .range = Range::closed(0, 0.5),
+     .meaning = "Re-meshing cuts a side only where the plane crosses it at least this "
+                "fraction of its length from both ends; nearer an end, the crack takes the "
+                "existing edge to it."},
 };
 
 constexpr ObjectSpec kFractureSpec{
@@ -170,6 +193,9 @@ void readThickShell(ObjectReader& r, Problems& problems, BodyDef& body) {
     f.extension = fr.number("extension");
     f.scatter = fr.number("scatter");
     f.seed = static_cast<uint64_t>(fr.integer("seed"));
+    f.remesh = fr.choice("remesh") == "on";
+    f.remeshMinAngle = fr.number("remesh_min_angle");
+    f.remeshMinFraction = fr.number("remesh_min_fraction");
     fr.finish();
     options.fracture = f;
     if (options.layers != 1) {
@@ -195,7 +221,10 @@ Json writeThickShell(const BodyDef& body) {
                        {"max_splits", d.fracture->maxSplits},
                        {"extension", d.fracture->extension},
                        {"scatter", d.fracture->scatter},
-                       {"seed", d.fracture->seed}};
+                       {"seed", d.fracture->seed},
+                       {"remesh", d.fracture->remesh ? "on" : "off"},
+                       {"remesh_min_angle", d.fracture->remeshMinAngle},
+                       {"remesh_min_fraction", d.fracture->remeshMinFraction}};
   }
   return out;
 }
