@@ -484,6 +484,68 @@ RemeshedCrack crackAcrossLattice(bool remesh) {
   return out;
 }
 
+// Many re-meshed splits on an irregular closed mesh (a sphere shaken hard, ten fracture
+// passes): every node keeps mass and one fan, the mesh stays manifold, the total mass and
+// momentum stay.
+TEST(ThickShellFracture, RemeshedSplitsKeepTheMeshWhole) {
+  const Geometry mesh = sphereMesh(0.5, 12);
+  ThickenOptions t;
+  t.depth = 0.02;
+  t.verify = false;
+  ThickShellDef options;
+  options.layers = 1;
+  ThickShellFractureDef f;
+  f.stretch = 0.05;
+  f.maxSplits = 40;
+  f.remesh = true;
+  f.remeshMinAngle = 10;
+  f.remeshMinFraction = 0.1;
+  options.fracture = f;
+  ThickShellModel model(mesh, thickenMesh(mesh, t), shellMaterial(0.02), options);
+  std::vector<double> x(model.restPositions().begin(), model.restPositions().end());
+  std::vector<double> v(x.size());
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (double& value : v) value = uniform(random);
+  const double total = std::accumulate(model.nodeMasses().begin(), model.nodeMasses().end(), 0.0);
+  int64_t added = 0;
+  for (int pass = 0; pass < 10; ++pass) {
+    for (double& value : x) value += 0.01 * uniform(random);  // a fifth of an edge
+    const auto n0 = static_cast<size_t>(model.nodeCount());
+    Vec3 momentum0 = Vec3::Zero();
+    for (size_t i = 0; i < n0; ++i) momentum0 += model.nodeMasses()[i] * row(v, i);
+    const InelasticReport report = model.updateInelastic(x, 1e-3);
+    if (!report.edit.changesNodes()) continue;
+    added += report.edit.elementsAdded;
+    const TopologyEdit& edit = report.edit;
+    const auto n = static_cast<size_t>(model.nodeCount());
+    std::vector<double> xNew(3 * n, 0.0), vNew(3 * n, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
+           k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
+        const auto s = static_cast<size_t>(edit.sourceNodes[k]);
+        setRow(xNew, i, row(xNew, i) + edit.sourceWeights[k] * row(x, s));
+        setRow(vNew, i, row(vNew, i) + edit.sourceWeights[k] * row(v, s));
+      }
+    }
+    x = xNew;
+    v = vNew;
+    Vec3 momentum = Vec3::Zero();
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_GT(model.nodeMasses()[i], 0) << "node " << i << ", pass " << pass;
+      momentum += model.nodeMasses()[i] * row(v, i);
+    }
+    EXPECT_LT((momentum - momentum0).norm(), 1e-12);
+    const Geometry surface = model.surface(x);
+    expectOneFanPerNode(model, surface, static_cast<int32_t>(n));
+    EXPECT_EQ(analyzeTopology(surface).nonManifoldEdgeCount, 0);
+  }
+  EXPECT_NEAR(std::accumulate(model.nodeMasses().begin(), model.nodeMasses().end(), 0.0), total,
+              1e-12 * total);
+  EXPECT_GT(added, 20);  // it cut triangles
+  EXPECT_GT(pieceCount(model.surface(x)), 2);
+}
+
 TEST(ThickShellFracture, RemeshingCutsAlongThePlane) {
   const RemeshedCrack remeshed = crackAcrossLattice(true);
   const RemeshedCrack plain = crackAcrossLattice(false);

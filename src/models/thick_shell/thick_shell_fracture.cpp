@@ -174,9 +174,10 @@ bool ThickShellModel::cutTriangle(int32_t t, size_t corner, double tau, std::vec
   if (!(smallest >= minAngle)) return false;
 
   const int32_t p = blendNode(a, b, tau, x);
-  const auto replaceAt = [this](int32_t node, int32_t from, int32_t to) {
+  // The corner that the cut moves to the new triangle no longer has the old one.
+  const auto leaves = [this](int32_t node, int32_t triangle) {
     auto& at = trianglesAt_[static_cast<size_t>(node)];
-    std::replace(at.begin(), at.end(), from, to);
+    at.erase(std::remove(at.begin(), at.end(), triangle), at.end());
   };
   // (v, a, b) -> (v, a, p), keeping t, and (v, p, b); the prism masses split as the areas.
   const double massT = prismMass_[st];
@@ -185,8 +186,8 @@ bool ThickShellModel::cutTriangle(int32_t t, size_t corner, double tau, std::vec
   crackedSide_[sideBV] = 0;  // (p, v) lies inside the old triangle
   prismMass_[st] = tau * massT;
   trianglesAt_[static_cast<size_t>(p)].push_back(t);
-  const int32_t t2 = addTriangle({v, p, b}, {0, 0, crackedBV}, massT - tau * massT);
-  replaceAt(b, t, t2);
+  (void)addTriangle({v, p, b}, {0, 0, crackedBV}, massT - tau * massT);
+  leaves(b, t);
   if (u >= 0) {
     // (b, a, c) -> (b, p, c), keeping u, and (p, a, c).
     const auto su = static_cast<size_t>(u);
@@ -197,8 +198,8 @@ bool ThickShellModel::cutTriangle(int32_t t, size_t corner, double tau, std::vec
     crackedSide_[sideAC] = 0;  // (p, c) lies inside the old triangle
     prismMass_[su] = (1 - tau) * massU;
     trianglesAt_[static_cast<size_t>(p)].push_back(u);
-    const int32_t u2 = addTriangle({p, a, c}, {0, crackedAC, 0}, massU - (1 - tau) * massU);
-    replaceAt(a, u, u2);
+    (void)addTriangle({p, a, c}, {0, crackedAC, 0}, massU - (1 - tau) * massU);
+    leaves(a, u);
   }
   return true;
 }
