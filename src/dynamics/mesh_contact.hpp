@@ -12,12 +12,18 @@
 // vertex (closestOnTriangle), or two edges' interiors (edge-edge pairs whose closest point
 // is an end point are the vertex's). Each feature pair is kept once, so that a vertex
 // near the shared edge of two faces is not pushed twice. Left out, within one body: pairs
-// that share a node, and pairs whose two closest points lie within r of each other in the
-// rest shape, r = the pair's touching distance plus the longest rest edge of its
-// primitives: neighbours in the rest shape, which includes the two sides of a fresh crack
-// (they coincide in the rest shape). The paper insets contact from the mesh boundary by
-// delta instead; the rest-shape rule keeps crack edges colliding with the rest of the
-// body while exempting exactly the neighbours the crack separated.
+// that share a node, and pairs with a node of each within r of each other in the rest
+// shape, r = the pair's touching distance plus the longest rest edge of its primitives:
+// neighbours in the rest shape, which includes the two sides of a fresh crack (they
+// coincide in the rest shape). An edge pair is left out too when an end of one edge is left
+// out against a face at the other, so that an edge contact never starts where the end's
+// contact was missing (it would start deep, with up to 1/2 k delta^2 at once). The paper
+// insets contact from the mesh boundary by delta instead; the rest-shape rule keeps crack
+// edges colliding with the rest of the body while exempting exactly the neighbours the
+// crack separated. Rigid fragments (rigid_fragments.hpp) take no part [ours]: Bullet moves
+// them against the obstacles and each other, and the shell and its fragments pass through
+// each other (driven nodes that jump once a millisecond and feel no reaction would pump
+// energy into the shell).
 //
 // Energy. A contact has nodes x_0..x_3 with weights w_k (vertex-face: 1, -w_a, -w_b, -w_c;
 // edge-edge: 1 - s, s, -(1 - t), -t), a unit normal n from the second primitive to the
@@ -86,16 +92,18 @@ class MeshContact {
     bool valid = false;
     uint64_t topology = 0;
     int32_t nodeCount = 0;
-    std::vector<int32_t> triangles;      // (nTriangles, 3)
-    std::vector<int32_t> edges;          // (nEdges, 2), first < second
-    std::vector<int32_t> triangleEdges;  // (nTriangles, 3), edge k opposite corner k
-    std::vector<double> restEdge;        // (nTriangles), longest rest edge, m
-    std::vector<double> edgeRestLength;  // (nEdges), m
-    std::vector<int32_t> vertices;       // (nVertices), the nodes of the triangles, ascending
-    std::vector<double> boxes;           // scratch, (n, 6)
-    AabbTree faces;                      // over the triangles, not inflated
-    AabbTree points;                     // over the vertices, inflated by the search distance
-    AabbTree edgeBoxes;                  // over the edges, inflated by half of it
+    std::vector<int32_t> triangles;        // (nTriangles, 3)
+    std::vector<int32_t> edges;            // (nEdges, 2), first < second
+    std::vector<int32_t> triangleEdges;    // (nTriangles, 3), edge k opposite corner k
+    std::vector<int32_t> edgeFaceOffsets;  // (nEdges + 1): the faces at edge e are
+    std::vector<int32_t> edgeFaces;        // edgeFaces[edgeFaceOffsets[e] ..]
+    std::vector<double> restEdge;          // (nTriangles), longest rest edge, m
+    std::vector<double> edgeRestLength;    // (nEdges), m
+    std::vector<int32_t> vertices;         // (nVertices), the nodes of the triangles, ascending
+    std::vector<double> boxes;             // scratch, (n, 6)
+    AabbTree faces;                        // over the triangles, not inflated
+    AabbTree points;                       // over the vertices, inflated by the search distance
+    AabbTree edgeBoxes;                    // over the edges, inflated by half of it
   };
   // Refreshes the body's mesh and trees at its positions, every box inflated by search / 2.
   void update(const Body& body, size_t index, double search);

@@ -585,12 +585,14 @@ constexpr FieldSpec kContactFields[] = {
      .text = "off",
      .choices = kOnOff,
      .meaning = "`on`: the triangle meshes of the bodies (inelastic_shell, discrete_shell, "
-                "mass_spring) repel each other and themselves with penalty forces "
+                "mass_spring, thick_shell) repel each other and themselves with penalty forces "
                 "(gingold2004 section 4.3): vertex-face and edge-edge pairs closer than "
                 "`thickness`, found with a bounding-volume hierarchy refit every step. Pairs "
                 "of one body that share a node or lie within one edge length plus "
                 "`thickness` of each other in the rest shape are left out (freshly cracked "
-                "neighbours feel nothing). The fiber model's nodes do not take part."},
+                "neighbours feel nothing). The fiber model's nodes do not take part, nor do rigid "
+                "fragments (Bullet collides them with the obstacles and each other; they pass "
+                "through the rest of the shell)."},
     {.key = "self",
      .kind = FieldKind::kChoice,
      .text = "on",

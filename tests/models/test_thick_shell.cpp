@@ -396,9 +396,9 @@ int32_t pieceCount(const Geometry& surface) {
 // limit; without, the crack zigzags along the edges, about an edge across. Masses,
 // momentum (the new nodes' velocities blended from their sources) and manifoldness hold.
 struct RemeshedCrack {
-  double spread = 0;          // of the made nodes across the plane, m
-  double smallestAngle = 0;   // of all triangles at rest, degrees
-  int32_t blendedNodes = 0;   // made on a side (two sources)
+  double spread = 0;         // of the made nodes across the plane, m
+  double smallestAngle = 0;  // of all triangles at rest, degrees
+  int32_t blendedNodes = 0;  // made on a side (two sources)
   int32_t pieces = 0;
 };
 

@@ -26,8 +26,8 @@ struct ThickShellFractureDef {
   // lands at least remeshMinFraction of a side from its ends and makes no angle below
   // remeshMinAngle (degrees).
   bool remesh = false;
-  double remeshMinAngle = 15;
-  double remeshMinFraction = 0.2;
+  double remeshMinAngle = 20;
+  double remeshMinFraction = 0.25;
   bool operator==(const ThickShellFractureDef&) const = default;
 };
 

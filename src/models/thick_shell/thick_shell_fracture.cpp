@@ -19,8 +19,17 @@
 //     factor fixed by its rest position, so a strip pulled evenly breaks at its weakest spring;
 //   - at most maxSplits splits per step, the most strained springs first; in coarse mode
 //     those at crack tips before any other (a crack grows before a new one starts).
+//   - local re-meshing (section 4.2.3, Fig. 5; the idea of O'Brien and Hodgins 1999): the
+//     limits on the cut (remeshMinFraction, remeshMinAngle) hold at rest and in the current
+//     shape, and the new springs must start within the thresholds; an extended crack keeps
+//     the first split's plane, so a tip that missed it steers back.
 // Masses follow the triangles (each prism's mass to its corners), so a split conserves mass
-// and, with the copies moving as their parent, momentum exactly.
+// and, with the copies moving as their parent, momentum exactly. A node made on a side
+// (re-meshing) blends its ends, p = (1 - tau) a + tau b in position, rest position, depth
+// and velocity, and takes mass from them only: momentum stays exact, the kinetic energy
+// falls, and the angular momentum changes by -tau (1 - tau) m/3 (x_b - x_a) x (v_b - v_a)
+// (m the prism masses at the side): zero for a side in translation, of order m |e|^2 w for
+// a spinning one (second order in the side's length e).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -83,9 +92,8 @@ int32_t ThickShellModel::blendNode(int32_t a, int32_t b, double tau, std::vector
   // The old nodes (before the pass) behind a node, with their weights.
   const auto before = static_cast<int32_t>(passSources_.size());
   const auto sourcesOf = [&](int32_t v) {
-    return v < made - before
-               ? std::vector<std::pair<int32_t, double>>{{v, 1.0}}
-               : passSources_[static_cast<size_t>(v - (made - before))];
+    return v < made - before ? std::vector<std::pair<int32_t, double>>{{v, 1.0}}
+                             : passSources_[static_cast<size_t>(v - (made - before))];
   };
   std::vector<std::pair<int32_t, double>> sources;
   if (a == b) {
@@ -158,20 +166,39 @@ bool ThickShellModel::cutTriangle(int32_t t, size_t corner, double tau, std::vec
     c = triangles_[3 * su + (cornerB + 2) % 3];
     if (c == v) return false;
   }
-  // Shape quality at rest (the springs' rest lengths and the masses come from there): the
-  // angles the cut makes at v, at p and at c; those at a and b are the triangles' own.
+  // Shape quality: the angles the cut makes at v, at p and at c (those at a and b are the
+  // triangles' own), at rest (the springs' rest lengths and the masses come from there) and
+  // now ([ours]: a cut through a squashed triangle would make a spring squeezed far past
+  // its rest length, whose sideways stiffness, k (L/l - 1), no step can follow).
   const double minAngle = fracture_->remeshMinAngle * std::numbers::pi / 180;
-  const Vec3 rv = row(rest_, static_cast<size_t>(v)), ra = row(rest_, static_cast<size_t>(a)),
-             rb = row(rest_, static_cast<size_t>(b));
-  const Vec3 rp = (1 - tau) * ra + tau * rb;
-  double smallest = std::min({cornerAngle(rv, ra, rp), cornerAngle(rv, rp, rb),
-                              cornerAngle(rp, ra, rv), cornerAngle(rp, rv, rb)});
-  if (c >= 0) {
-    const Vec3 rc = row(rest_, static_cast<size_t>(c));
-    smallest = std::min({smallest, cornerAngle(rc, ra, rp), cornerAngle(rc, rp, rb),
-                         cornerAngle(rp, ra, rc), cornerAngle(rp, rc, rb)});
-  }
-  if (!(smallest >= minAngle)) return false;
+  const auto wellShaped = [&](std::span<const double> at) {
+    const Vec3 pv = row(at, static_cast<size_t>(v)), pa = row(at, static_cast<size_t>(a)),
+               pb = row(at, static_cast<size_t>(b));
+    const Vec3 pp = (1 - tau) * pa + tau * pb;
+    double smallest = std::min({cornerAngle(pv, pa, pp), cornerAngle(pv, pp, pb),
+                                cornerAngle(pp, pa, pv), cornerAngle(pp, pv, pb)});
+    if (c >= 0) {
+      const Vec3 pc = row(at, static_cast<size_t>(c));
+      smallest = std::min({smallest, cornerAngle(pc, pa, pp), cornerAngle(pc, pp, pb),
+                           cornerAngle(pp, pa, pc), cornerAngle(pp, pc, pb)});
+    }
+    return smallest >= minAngle;
+  };
+  if (!wellShaped(rest_) || !wellShaped(x)) return false;
+  // The new springs, (v, p) and (p, c), start within the thresholds: not broken at birth.
+  const double squeeze = std::max(fracture_->compress, fracture_->stretch);
+  const auto unbroken = [&](int32_t end) {
+    const auto se = static_cast<size_t>(end);
+    const double now = (row(x, se) - ((1 - tau) * row(x, static_cast<size_t>(a)) +
+                                      tau * row(x, static_cast<size_t>(b))))
+                           .norm();
+    const double rest = (row(rest_, se) - ((1 - tau) * row(rest_, static_cast<size_t>(a)) +
+                                           tau * row(rest_, static_cast<size_t>(b))))
+                            .norm();
+    const double strain = (now - rest) / rest;
+    return strain <= fracture_->stretch && strain >= -squeeze;
+  };
+  if (!unbroken(v) || (c >= 0 && !unbroken(c))) return false;
 
   const int32_t p = blendNode(a, b, tau, x);
   // The corner that the cut moves to the new triangle no longer has the old one.

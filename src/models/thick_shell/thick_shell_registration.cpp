@@ -143,12 +143,14 @@ constexpr FieldSpec kFractureFields[] = {
                 "position, depth and velocity from the side's ends; masses follow the areas."},
     {.key = "remesh_min_angle",
      .unit = "degrees",
-     .number = 15,
+     .number = 20,
      .range = Range::closed(0, 60),
-     .meaning = "Re-meshing cuts a triangle only where every angle the cut makes (at rest) is "
-                "at least this: slivers would shorten the stable time step."},
+     .meaning = "Re-meshing cuts a triangle only where every angle the cut makes is at least "
+                "this, at rest and now, and the new springs start unbroken: slivers would "
+                "shorten the stable time step (the cow scene: 1.5x the steps at the default, "
+                "2.2x at 15 degrees and 0.2)."},
     {.key = "remesh_min_fraction",
-     .number = 0.2,
+     .number = 0.25,
      .range = Range::closed(0, 0.5),
      .meaning = "Re-meshing cuts a side only where the plane crosses it at least this "
                 "fraction of its length from both ends; nearer an end, the crack takes the "
