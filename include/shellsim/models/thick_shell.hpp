@@ -28,6 +28,9 @@ struct ThickShellFractureDef {
   bool remesh = false;
   double remeshMinAngle = 20;
   double remeshMinFraction = 0.25;
+  // Extended cracks: each new tip's plane turned by a seeded angle within +-bump degrees
+  // about the surface normal (section 4.2.3: "bumpy, but not jagged cracks"); 0: straight.
+  double bump = 0;
   bool operator==(const ThickShellFractureDef&) const = default;
 };
 

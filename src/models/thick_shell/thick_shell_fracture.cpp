@@ -355,10 +355,42 @@ bool ThickShellModel::splitAt(int32_t v, const Vec3& normal, std::vector<double>
 
 void ThickShellModel::extendCrack(const Vec3& start, const Vec3& planePoint, const Vec3& normal,
                                   std::vector<int32_t> tips, std::vector<double>& x) {
-  // Each tip within reach splits along the same plane and hands on the tips it makes; a tip
-  // is split once. Without re-meshing the plane passes through the tip (the crack follows the
-  // mesh, bumpy rather than straight); with it, through the crack's first node, so the cuts
-  // land on one plane (a tip that missed it by less than the re-meshing margin steers back).
+  // Each tip within reach splits along the plane it inherited and hands on the tips it makes;
+  // a tip is split once. Without re-meshing the plane passes through the tip (the crack
+  // follows the mesh, bumpy rather than straight); with it, through the crack's first node,
+  // so the cuts land on one plane (a tip that missed it by less than the re-meshing margin
+  // steers back). With `bump` each new tip's plane is its parent's turned about the surface
+  // normal there by a seeded angle within +-bump, through the tip: a crack that wanders.
+  const double bump = fracture_->bump * std::numbers::pi / 180;
+  struct Plane {
+    Vec3 normal;
+    Vec3 point;
+  };
+  const auto turned = [&](const Plane& parent, int32_t tip) {
+    Vec3 axis = Vec3::Zero();
+    for (const int32_t t : trianglesAt_[static_cast<size_t>(tip)]) {
+      const auto st = static_cast<size_t>(t);
+      const Vec3 a = row(x, static_cast<size_t>(triangles_[3 * st]));
+      axis += (row(x, static_cast<size_t>(triangles_[3 * st + 1])) - a)
+                  .cross(row(x, static_cast<size_t>(triangles_[3 * st + 2])) - a);
+    }
+    const double angle =
+        bump * (2.0 * static_cast<double>(splitmix64(rng_) >> 11) * 0x1.0p-53 - 1.0);
+    Plane plane{parent.normal, row(x, static_cast<size_t>(tip))};
+    if (!(axis.norm() > 0)) return plane;
+    axis.normalize();
+    const Vec3& n = parent.normal;
+    plane.normal = n * std::cos(angle) + axis.cross(n) * std::sin(angle) +
+                   axis * (axis.dot(n) * (1 - std::cos(angle)));  // Rodrigues
+    return plane;
+  };
+  std::vector<Plane> planes;
+  const auto inherit = [&](const Plane& parent) {
+    while (planes.size() < tips.size()) {
+      planes.push_back(bump > 0 ? turned(parent, tips[planes.size()]) : parent);
+    }
+  };
+  inherit({normal, planePoint});
   std::vector<int32_t> done;
   const auto limit = static_cast<size_t>(4 * (triangles_.size() / 3) + 16);  // a safe bound
   for (size_t k = 0; k < tips.size() && k < limit; ++k) {
@@ -368,7 +400,10 @@ void ThickShellModel::extendCrack(const Vec3& start, const Vec3& planePoint, con
     const Vec3 offset = row(x, static_cast<size_t>(w)) - start;
     const double along = (offset - offset.dot(normal) * normal).norm();
     if (along >= fracture_->extension) continue;
-    (void)splitAt(w, normal, x, &tips, fracture_->remesh ? &planePoint : nullptr);
+    const Plane plane = planes[k];
+    const bool throughPoint = fracture_->remesh || bump > 0;
+    (void)splitAt(w, plane.normal, x, &tips, throughPoint ? &plane.point : nullptr);
+    inherit(plane);
   }
 }
 

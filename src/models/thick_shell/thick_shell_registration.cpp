@@ -155,6 +155,14 @@ constexpr FieldSpec kFractureFields[] = {
      .meaning = "Re-meshing cuts a side only where the plane crosses it at least this "
                 "fraction of its length from both ends; nearer an end, the crack takes the "
                 "existing edge to it."},
+    {.key = "bump",
+     .unit = "degrees",
+     .number = 0,
+     .range = Range::closed(0, 45),
+     .meaning = "With `extension`: each tip a crack runs through turns its plane by a seeded "
+                "angle within +-bump about the surface normal there (section 4.2.3: \"bumpy, "
+                "but not jagged cracks\"), so a long crack wanders; best with `remesh`. 0: "
+                "one plane."},
 };
 
 constexpr ObjectSpec kFractureSpec{
@@ -198,6 +206,7 @@ void readThickShell(ObjectReader& r, Problems& problems, BodyDef& body) {
     f.remesh = fr.choice("remesh") == "on";
     f.remeshMinAngle = fr.number("remesh_min_angle");
     f.remeshMinFraction = fr.number("remesh_min_fraction");
+    f.bump = fr.number("bump");
     fr.finish();
     options.fracture = f;
     if (options.layers != 1) {
@@ -226,7 +235,8 @@ Json writeThickShell(const BodyDef& body) {
                        {"seed", d.fracture->seed},
                        {"remesh", d.fracture->remesh ? "on" : "off"},
                        {"remesh_min_angle", d.fracture->remeshMinAngle},
-                       {"remesh_min_fraction", d.fracture->remeshMinFraction}};
+                       {"remesh_min_fraction", d.fracture->remeshMinFraction},
+                       {"bump", d.fracture->bump}};
   }
   return out;
 }
