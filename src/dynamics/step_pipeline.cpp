@@ -105,6 +105,7 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
   }
   auto steps = static_cast<int64_t>(count);
   double dt = interval / count;
+  acceptedCrossings_ = -1;  // the state may have been restored or edited since
   const auto topology = [&] {
     uint64_t sum = 0;
     for (const Body& body : world.bodies) sum += body.model->topologyVersion();
@@ -137,6 +138,12 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
 void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTimes& times) {
   StepStart& start = starts_[static_cast<size_t>(depth)];
   save(world, start);
+  const bool rejectIntersections =
+      world.contact.enabled() && world.contact.def().rejectIntersections;
+  if (rejectIntersections && acceptedCrossings_ < 0) {
+    PhaseTimer timer(times.checks);
+    acceptedCrossings_ = world.contact.countIntersections(world.bodies);
+  }
   world.projectionWork = 0;
   Rejection rejection;
   try {
@@ -160,7 +167,12 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     world.externalWork += work;
     world.externalWorkMagnitude += std::abs(work);
     dampInternalMotion(world, dt);
+    acceptedCrossings_ = rejectIntersections ? proposedCrossings_ : -1;
+    uint64_t topology = 0;
+    for (const Body& body : world.bodies) topology += body.model->topologyVersion();
     updateInelastic(world, dt, times);  // commit: plasticity, fracture
+    for (const Body& body : world.bodies) topology -= body.model->topologyVersion();
+    if (topology != 0) acceptedCrossings_ = -1;
     ++counts_.accepted;
     return;
   }
@@ -208,13 +220,18 @@ TimeIntegrator::Rejection TimeIntegrator::proposeAndInspect(World& world, double
     }
   }
   // gingold2004 section 4.2: a state with intersecting surfaces is not accepted; at the
-  // deepest split it is (the search goes no finer), with a warning.
+  // deepest split it is (the search goes no finer), with a warning. [ours] A step that
+  // starts with intersections (accepted so at an earlier deepest split, or given) is not
+  // rejected for them: no split of it can undo them, and every later step would otherwise
+  // split down to the deepest level while contact pushes them apart (a broken wall hit by a
+  // ball crawled at 1/64 of its step that way). The rule holds again once they are gone.
+  proposedCrossings_ = 0;
   if (rejection.acceptAtFinest && world.contact.enabled() &&
       world.contact.def().rejectIntersections) {
-    const int64_t crossing = world.contact.countIntersections(world.bodies);
-    if (crossing > 0) {
+    proposedCrossings_ = world.contact.countIntersections(world.bodies);
+    if (proposedCrossings_ > 0 && acceptedCrossings_ == 0) {
       if (!rejection.reason.empty()) rejection.reason += "; ";
-      rejection.reason += std::to_string(crossing) + " intersecting triangle pairs";
+      rejection.reason += std::to_string(proposedCrossings_) + " intersecting triangle pairs";
     }
   }
   return rejection;

@@ -153,6 +153,11 @@ class TimeIntegrator {
   double stepPerStableStep_ = 0;  // planned step / stable step when planned; 0: not followed
   bool warnedStableStep_ = false;
   bool warnedFinest_ = false;
+  // Intersecting triangle pairs (ContactDef::rejectIntersections) in the last accepted
+  // state, -1 while unknown (each advance counts them afresh, and so does a commit that
+  // changed a topology), and in the last proposal.
+  int64_t acceptedCrossings_ = -1;
+  int64_t proposedCrossings_ = 0;
   std::function<void(const std::string&)> warn_;
   StepCounts counts_;
   std::vector<StepStart> starts_;            // (kMaxStepSplits + 1)

@@ -622,7 +622,9 @@ constexpr FieldSpec kContactFields[] = {
      .choices = kOnOff,
      .meaning = "`on`: a step that ends with intersecting triangles (exact predicates) is "
                 "undone and retried in halves, down to 1/64 (gingold2004 section 4.2); at the "
-                "deepest split it is accepted with a warning."},
+                "deepest split it is accepted with a warning. A step that starts with "
+                "intersections (so accepted, or given) is not rejected for them, since no split "
+                "can undo them; the rule holds again once contact has pushed them apart."},
 };
 
 constexpr FieldSpec kSceneFields[] = {

@@ -298,19 +298,40 @@ TEST(ThickShell, DroppedBallRestsWithVerletAndBackwardEuler) {
 
 // --- Fracture (one layer) ---
 
-std::unique_ptr<ThickShellModel> fracturingSheet(const Geometry& mesh, bool coarse) {
+// A one-layer shell `depth` deep on `mesh` that breaks as `fracture` says.
+std::unique_ptr<ThickShellModel> fracturingShell(const Geometry& mesh, double depth,
+                                                 const ThickShellFractureDef& fracture) {
   ThickenOptions t;
-  t.depth = 0.01;
+  t.depth = depth;
   t.verify = false;
-  const ThickShell shell = thickenMesh(mesh, t);
   ThickShellDef options;
   options.layers = 1;
+  options.fracture = fracture;
+  return std::make_unique<ThickShellModel>(mesh, thickenMesh(mesh, t), shellMaterial(depth),
+                                           options);
+}
+
+std::unique_ptr<ThickShellModel> fracturingSheet(const Geometry& mesh, bool coarse) {
   ThickShellFractureDef f;
   f.stretch = 0.1;
   f.coarse = coarse;
   f.maxSplits = 4;
-  options.fracture = f;
-  return std::make_unique<ThickShellModel>(mesh, shell, shellMaterial(0.01), options);
+  return fracturingShell(mesh, 0.01, f);
+}
+
+// rows (nOld, 3) -> (nNew, 3) as a topology edit carries them: each new row the weighted
+// sum of its sources' rows.
+std::vector<double> blendedRows(const TopologyEdit& edit, const std::vector<double>& rows) {
+  const auto n = static_cast<size_t>(edit.nodeCount());
+  std::vector<double> out(3 * n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
+         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
+      const auto s = static_cast<size_t>(edit.sourceNodes[k]);
+      setRow(out, i, row(out, i) + edit.sourceWeights[k] * row(rows, s));
+    }
+  }
+  return out;
 }
 
 // Every node's triangles form one fan across shared edges: no piece hangs by one node.
@@ -404,21 +425,14 @@ struct RemeshedCrack {
 };
 
 RemeshedCrack crackAcrossLattice(bool remesh, double bump = 0) {
-  const double edge = 0.1;
-  const Geometry mesh = makeEquilateralLattice(15, 15, edge);
-  ThickenOptions t;
-  t.depth = 0.01;
-  t.verify = false;
-  ThickShellDef options;
-  options.layers = 1;
   ThickShellFractureDef f;
   f.stretch = 0.1;
   f.maxSplits = 1;
   f.extension = 10;  // across the whole plate
   f.remesh = remesh;
   f.bump = bump;
-  options.fracture = f;
-  ThickShellModel model(mesh, thickenMesh(mesh, t), shellMaterial(0.01), options);
+  const auto shell = fracturingShell(makeEquilateralLattice(15, 15, 0.1), 0.01, f);
+  ThickShellModel& model = *shell;
   const auto n0 = static_cast<size_t>(model.nodeCount());
   const std::vector<double> mass0(model.nodeMasses().begin(), model.nodeMasses().end());
   // 30 % stretch along the 120-degree direction d: x = (I + 0.3 d d^T) X.
@@ -436,19 +450,11 @@ RemeshedCrack crackAcrossLattice(bool remesh, double bump = 0) {
   const TopologyEdit& edit = report.edit;
   const auto n = static_cast<size_t>(model.nodeCount());
   EXPECT_EQ(static_cast<size_t>(edit.nodeCount()), n);
-  std::vector<double> xNew(3 * n, 0.0), vNew(3 * n, 0.0);
+  const std::vector<double> xNew = blendedRows(edit, x), vNew = blendedRows(edit, v);
   RemeshedCrack out;
   double low = 1e300, high = -1e300;
-  for (size_t i = 0; i < n; ++i) {
-    const auto begin = static_cast<size_t>(edit.sourceOffsets[i]);
-    const auto end = static_cast<size_t>(edit.sourceOffsets[i + 1]);
-    for (size_t k = begin; k < end; ++k) {
-      const auto s = static_cast<size_t>(edit.sourceNodes[k]);
-      setRow(xNew, i, row(xNew, i) + edit.sourceWeights[k] * row(x, s));
-      setRow(vNew, i, row(vNew, i) + edit.sourceWeights[k] * row(v, s));
-    }
-    if (i < n0) continue;
-    out.blendedNodes += end - begin == 2 ? 1 : 0;
+  for (size_t i = n0; i < n; ++i) {
+    out.blendedNodes += edit.sourceOffsets[i + 1] - edit.sourceOffsets[i] == 2 ? 1 : 0;
     // The plane is normal to the stretched 120-degree edges: d in the deformed plate.
     low = std::min(low, row(xNew, i).dot(d));
     high = std::max(high, row(xNew, i).dot(d));
@@ -491,20 +497,14 @@ RemeshedCrack crackAcrossLattice(bool remesh, double bump = 0) {
 // passes): every node keeps mass and one fan, the mesh stays manifold, the total mass and
 // momentum stay.
 TEST(ThickShellFracture, RemeshedSplitsKeepTheMeshWhole) {
-  const Geometry mesh = sphereMesh(0.5, 12);
-  ThickenOptions t;
-  t.depth = 0.02;
-  t.verify = false;
-  ThickShellDef options;
-  options.layers = 1;
   ThickShellFractureDef f;
   f.stretch = 0.05;
   f.maxSplits = 40;
   f.remesh = true;
   f.remeshMinAngle = 10;
   f.remeshMinFraction = 0.1;
-  options.fracture = f;
-  ThickShellModel model(mesh, thickenMesh(mesh, t), shellMaterial(0.02), options);
+  const auto shell = fracturingShell(sphereMesh(0.5, 12), 0.02, f);
+  ThickShellModel& model = *shell;
   std::vector<double> x(model.restPositions().begin(), model.restPositions().end());
   std::vector<double> v(x.size());
   std::mt19937 random(11);
@@ -522,17 +522,8 @@ TEST(ThickShellFracture, RemeshedSplitsKeepTheMeshWhole) {
     added += report.edit.elementsAdded;
     const TopologyEdit& edit = report.edit;
     const auto n = static_cast<size_t>(model.nodeCount());
-    std::vector<double> xNew(3 * n, 0.0), vNew(3 * n, 0.0);
-    for (size_t i = 0; i < n; ++i) {
-      for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
-           k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
-        const auto s = static_cast<size_t>(edit.sourceNodes[k]);
-        setRow(xNew, i, row(xNew, i) + edit.sourceWeights[k] * row(x, s));
-        setRow(vNew, i, row(vNew, i) + edit.sourceWeights[k] * row(v, s));
-      }
-    }
-    x = xNew;
-    v = vNew;
+    x = blendedRows(edit, x);
+    v = blendedRows(edit, v);
     Vec3 momentum = Vec3::Zero();
     for (size_t i = 0; i < n; ++i) {
       ASSERT_GT(model.nodeMasses()[i], 0) << "node " << i << ", pass " << pass;
