@@ -104,18 +104,8 @@ void MeshContact::update(const Body& body, size_t index, double search) {
       mesh.triangleEdges[static_cast<size_t>(slot)] =
           static_cast<int32_t>(mesh.edges.size() / 2 - 1);
     }
-    mesh.edgeFaceOffsets.assign(mesh.edges.size() / 2 + 1, 0);
-    for (const int32_t e : mesh.triangleEdges) ++mesh.edgeFaceOffsets[static_cast<size_t>(e) + 1];
-    for (size_t e = 0; e + 1 < mesh.edgeFaceOffsets.size(); ++e)
-      mesh.edgeFaceOffsets[e + 1] += mesh.edgeFaceOffsets[e];
-    mesh.edgeFaces.assign(mesh.triangleEdges.size(), -1);
-    {
-      std::vector<int32_t> fill(mesh.edgeFaceOffsets.begin(), mesh.edgeFaceOffsets.end() - 1);
-      for (size_t slot = 0; slot < mesh.triangleEdges.size(); ++slot) {
-        const auto e = static_cast<size_t>(mesh.triangleEdges[slot]);
-        mesh.edgeFaces[static_cast<size_t>(fill[e]++)] = static_cast<int32_t>(slot / 3);
-      }
-    }
+    mesh.edgeFaces =
+        buildIncidence(mesh.triangleEdges, static_cast<int32_t>(mesh.edges.size() / 2));
     const std::span<const double> rest = source.restPositions;
     const bool haveRest = rest.size() == 3 * static_cast<size_t>(body.nodeCount());
     mesh.edgeRestLength.assign(mesh.edges.size() / 2, 0.0);
@@ -217,10 +207,11 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
   // a ball gained 12 kJ in one step that way).
   const auto endsLeftOut = [&](size_t b, std::span<const int32_t> ends, int32_t edge) {
     const BodyMesh& mesh = meshes_[b];
-    for (auto f = static_cast<size_t>(mesh.edgeFaceOffsets[static_cast<size_t>(edge)]);
-         f < static_cast<size_t>(mesh.edgeFaceOffsets[static_cast<size_t>(edge) + 1]); ++f) {
+    const Incidence& faces = mesh.edgeFaces;
+    for (auto f = static_cast<size_t>(faces.offsets[static_cast<size_t>(edge)]);
+         f < static_cast<size_t>(faces.offsets[static_cast<size_t>(edge) + 1]); ++f) {
       for (const int32_t end : ends) {
-        if (!vertexFaceKept(b, end, mesh.edgeFaces[f])) return true;
+        if (!vertexFaceKept(b, end, faces.entries[f] / 3)) return true;
       }
     }
     return false;

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/aabb_tree.hpp"
+#include "core/assembler.hpp"
 #include "core/vec3.hpp"
 #include "shellsim/scene.hpp"
 
@@ -92,18 +93,17 @@ class MeshContact {
     bool valid = false;
     uint64_t topology = 0;
     int32_t nodeCount = 0;
-    std::vector<int32_t> triangles;        // (nTriangles, 3)
-    std::vector<int32_t> edges;            // (nEdges, 2), first < second
-    std::vector<int32_t> triangleEdges;    // (nTriangles, 3), edge k opposite corner k
-    std::vector<int32_t> edgeFaceOffsets;  // (nEdges + 1): the faces at edge e are
-    std::vector<int32_t> edgeFaces;        // edgeFaces[edgeFaceOffsets[e] ..]
-    std::vector<double> restEdge;          // (nTriangles), longest rest edge, m
-    std::vector<double> edgeRestLength;    // (nEdges), m
-    std::vector<int32_t> vertices;         // (nVertices), the nodes of the triangles, ascending
-    std::vector<double> boxes;             // scratch, (n, 6)
-    AabbTree faces;                        // over the triangles, not inflated
-    AabbTree points;                       // over the vertices, inflated by the search distance
-    AabbTree edgeBoxes;                    // over the edges, inflated by half of it
+    std::vector<int32_t> triangles;      // (nTriangles, 3)
+    std::vector<int32_t> edges;          // (nEdges, 2), first < second
+    std::vector<int32_t> triangleEdges;  // (nTriangles, 3), edge k opposite corner k
+    Incidence edgeFaces;                 // the sides 3 t + k of triangles t that are each edge
+    std::vector<double> restEdge;        // (nTriangles), longest rest edge, m
+    std::vector<double> edgeRestLength;  // (nEdges), m
+    std::vector<int32_t> vertices;       // (nVertices), the nodes of the triangles, ascending
+    std::vector<double> boxes;           // scratch, (n, 6)
+    AabbTree faces;                      // over the triangles, not inflated
+    AabbTree points;                     // over the vertices, inflated by the search distance
+    AabbTree edgeBoxes;                  // over the edges, inflated by half of it
   };
   // Refreshes the body's mesh and trees at its positions, every box inflated by search / 2.
   void update(const Body& body, size_t index, double search);

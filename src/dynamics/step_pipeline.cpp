@@ -45,6 +45,13 @@ ImplicitSettings implicitSettings(const TimeDef& time) {
   return settings;
 }
 
+// The sum of the bodies' topology versions: it changes when any body's topology does.
+uint64_t topologySum(const World& world) {
+  uint64_t sum = 0;
+  for (const Body& body : world.bodies) sum += body.model->topologyVersion();
+  return sum;
+}
+
 }  // namespace
 
 TimeIntegrator::TimeIntegrator(const TimeDef& time, double timeStep,
@@ -106,11 +113,6 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
   auto steps = static_cast<int64_t>(count);
   double dt = interval / count;
   acceptedCrossings_ = -1;  // the state may have been restored or edited since
-  const auto topology = [&] {
-    uint64_t sum = 0;
-    for (const Body& body : world.bodies) sum += body.model->topologyVersion();
-    return sum;
-  };
   const bool follow = stepPerStableStep_ > 0;
   double remaining = interval;
   for (int64_t s = 0; s < steps; ++s) {
@@ -119,10 +121,10 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
       msg << "stopped on request at t = " << world.time << " s";
       throw Interrupted(msg.str());
     }
-    const uint64_t before = follow ? topology() : 0;
+    const uint64_t before = follow ? topologySum(world) : 0;
     stepWithRetry(world, dt, 0, times);
     remaining -= dt;
-    if (follow && topology() != before && followTopology(world) && s + 1 < steps) {
+    if (follow && topologySum(world) != before && followTopology(world) && s + 1 < steps) {
       // The rest of the interval in equal steps no longer than the lowered one.
       const double rest = stepCount(remaining, timeStep_);
       steps = s + 1 + static_cast<int64_t>(rest);
@@ -168,11 +170,9 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     world.externalWorkMagnitude += std::abs(work);
     dampInternalMotion(world, dt);
     acceptedCrossings_ = rejectIntersections ? proposedCrossings_ : -1;
-    uint64_t topology = 0;
-    for (const Body& body : world.bodies) topology += body.model->topologyVersion();
+    const uint64_t topology = topologySum(world);
     updateInelastic(world, dt, times);  // commit: plasticity, fracture
-    for (const Body& body : world.bodies) topology -= body.model->topologyVersion();
-    if (topology != 0) acceptedCrossings_ = -1;
+    if (topologySum(world) != topology) acceptedCrossings_ = -1;
     ++counts_.accepted;
     return;
   }

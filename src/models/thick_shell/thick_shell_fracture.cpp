@@ -171,10 +171,14 @@ bool ThickShellModel::cutTriangle(int32_t t, size_t corner, double tau, std::vec
   // now ([ours]: a cut through a squashed triangle would make a spring squeezed far past
   // its rest length, whose sideways stiffness, k (L/l - 1), no step can follow).
   const double minAngle = fracture_->remeshMinAngle * std::numbers::pi / 180;
+  // Where the new node p lies in `at` (rest_ or x).
+  const auto pAt = [&](std::span<const double> at) {
+    return Vec3((1 - tau) * row(at, static_cast<size_t>(a)) +
+                tau * row(at, static_cast<size_t>(b)));
+  };
   const auto wellShaped = [&](std::span<const double> at) {
     const Vec3 pv = row(at, static_cast<size_t>(v)), pa = row(at, static_cast<size_t>(a)),
-               pb = row(at, static_cast<size_t>(b));
-    const Vec3 pp = (1 - tau) * pa + tau * pb;
+               pb = row(at, static_cast<size_t>(b)), pp = pAt(at);
     double smallest = std::min({cornerAngle(pv, pa, pp), cornerAngle(pv, pp, pb),
                                 cornerAngle(pp, pa, pv), cornerAngle(pp, pv, pb)});
     if (c >= 0) {
@@ -189,13 +193,8 @@ bool ThickShellModel::cutTriangle(int32_t t, size_t corner, double tau, std::vec
   const double squeeze = std::max(fracture_->compress, fracture_->stretch);
   const auto unbroken = [&](int32_t end) {
     const auto se = static_cast<size_t>(end);
-    const double now = (row(x, se) - ((1 - tau) * row(x, static_cast<size_t>(a)) +
-                                      tau * row(x, static_cast<size_t>(b))))
-                           .norm();
-    const double rest = (row(rest_, se) - ((1 - tau) * row(rest_, static_cast<size_t>(a)) +
-                                           tau * row(rest_, static_cast<size_t>(b))))
-                            .norm();
-    const double strain = (now - rest) / rest;
+    const double rest = (row(rest_, se) - pAt(rest_)).norm();
+    const double strain = ((row(x, se) - pAt(x)).norm() - rest) / rest;
     return strain <= fracture_->stretch && strain >= -squeeze;
   };
   if (!unbroken(v) || (c >= 0 && !unbroken(c))) return false;
