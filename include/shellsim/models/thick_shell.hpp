@@ -10,9 +10,10 @@
 
 namespace shellsim {
 
-// Fracture (steinemann section 4.2) of a one-layer thick shell: a spring of the surface
+// Fracture (steinemann section 4.2) of a thick shell: a spring of the outer surface S
 // stretched past (1 + stretch) or squeezed past (1 - compress) of its rest length splits one
-// of its ends along the plane normal to it (a vertex split).
+// of its ends along the plane normal to it (a vertex split; with two layers the vertex's node
+// on S' splits with it).
 struct ThickShellFractureDef {
   double stretch = 0.1;   // tau+, > 0
   double compress = 0;    // tau-, >= 0; 0: squeezing never breaks
@@ -45,7 +46,7 @@ struct ThickShellDef {
   // Frames: each piece drawn at the rigid motion best fitting its nodes (brittle look)
   // instead of deformed.
   bool brittle = false;
-  std::optional<ThickShellFractureDef> fracture;  // none: never breaks (one layer only)
+  std::optional<ThickShellFractureDef> fracture;  // none: never breaks
   bool operator==(const ThickShellDef&) const = default;
 };
 

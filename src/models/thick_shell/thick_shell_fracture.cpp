@@ -1,4 +1,4 @@
-// Fracture of a one-layer thick shell (steinemann section 4.2, after Müller and Gross 2004,
+// Fracture of a thick shell (steinemann section 4.2, after Müller and Gross 2004,
 // "Interactive virtual materials"): a spring of S stretched past (1 + tau+) (or squeezed
 // past (1 - tau-)) of its rest length splits one of its ends v along the plane through v
 // normal to the spring. The triangles at v fall on the two sides of the plane by their
@@ -23,6 +23,12 @@
 //     limits on the cut (remeshMinFraction, remeshMinAngle) hold at rest and in the current
 //     shape, and the new springs must start within the thresholds; an extended crack keeps
 //     the first split's plane, so a tip that missed it steers back.
+// Two layers: the pass splits S as above (only the springs of S start cracks, "the length of
+// a spring s on the shell surface must exceed some threshold"), with S' set aside; every node
+// of S it makes gets its S' node, blended from the S' nodes of its sources with the same
+// weights ("a new shell-vertex pair", A8 step 4), and the springs, areas and tets are rebuilt
+// from the triangles: a cracked side loses its springs on S and S' and its cross springs,
+// and each prism keeps its tets on the nodes its corners now have.
 // Masses follow the triangles (each prism's mass to its corners), so a split conserves mass
 // and, with the copies moving as their parent, momentum exactly. A node made on a side
 // (re-meshing) blends its ends, p = (1 - tau) a + tau b in position, rest position, depth
@@ -418,6 +424,7 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
   std::vector<std::tuple<int, double, int32_t, int32_t>> candidates;
   for (size_t s = 0; s < springRest_.size(); ++s) {
     const int32_t a = springNodes_[2 * s], b = springNodes_[2 * s + 1];
+    if (a >= vertexCount_ || b >= vertexCount_) continue;  // not on S
     const double strain =
         ((row(x, static_cast<size_t>(b)) - row(x, static_cast<size_t>(a))).norm() -
          springRest_[s]) /
@@ -439,9 +446,14 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
   if (candidates.empty()) return report;
   std::sort(candidates.begin(), candidates.end());
 
-  // The pass works on a copy of the positions that grows with the new nodes.
-  const auto nodesBefore = static_cast<int32_t>(rest_.size() / 3);
-  std::vector<double> xs(x.begin(), x.end());
+  // The pass works on a copy of the positions of S that grows with the new nodes; with two
+  // layers the rest positions of S' are set aside until it ends.
+  const int32_t nodesBefore = vertexCount_;
+  const auto rowsOfS = 3 * static_cast<size_t>(nodesBefore);
+  std::vector<double> xs(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(rowsOfS));
+  const std::vector<double> innerRest(rest_.begin() + static_cast<std::ptrdiff_t>(rowsOfS),
+                                      rest_.end());
+  rest_.resize(rowsOfS);
   trianglesAt_.assign(static_cast<size_t>(nodesBefore), {});
   for (size_t t = 0; t < triangles_.size() / 3; ++t) {
     for (size_t k = 0; k < 3; ++k)
@@ -498,53 +510,72 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
     ++splits;
   }
   trianglesAt_.clear();
+  const auto nodesAfter = static_cast<int32_t>(rest_.size() / 3);
+  // S' at rest: the old nodes', then each new node's blended from its sources'.
+  rest_.insert(rest_.end(), innerRest.begin(), innerRest.end());
+  if (layers_ == 2) {
+    for (const auto& sources : passSources_) {
+      Vec3 inner = Vec3::Zero();
+      for (const auto& [node, weight] : sources)
+        inner += weight * row(innerRest, static_cast<size_t>(node));
+      rest_.insert(rest_.end(), {inner.x(), inner.y(), inner.z()});
+    }
+  }
   if (splits == 0) return report;
   report.brokenElements = splits;
-  const auto nodesAfter = static_cast<int32_t>(rest_.size() / 3);
   report.edit.elementsAdded = static_cast<int64_t>(triangles_.size() / 3) - trianglesBefore;
   if (nodesAfter > nodesBefore) {
+    // Node i of layer l (l n + i, n the layer's node count) comes from the same nodes of
+    // layer l before the pass.
     TopologyEdit& edit = report.edit;
-    edit.sourceOffsets.reserve(static_cast<size_t>(nodesAfter) + 1);
+    edit.sourceOffsets.reserve(static_cast<size_t>(layers_ * nodesAfter) + 1);
     edit.sourceOffsets.push_back(0);
-    for (int32_t i = 0; i < nodesAfter; ++i) {
-      if (i < nodesBefore) {
-        edit.sourceNodes.push_back(i);
-        edit.sourceWeights.push_back(1.0);
-      } else {
-        for (const auto& [node, weight] : passSources_[static_cast<size_t>(i - nodesBefore)]) {
-          edit.sourceNodes.push_back(node);
-          edit.sourceWeights.push_back(weight);
+    for (int32_t layer = 0; layer < layers_; ++layer) {
+      const int32_t offset = layer * nodesBefore;
+      for (int32_t i = 0; i < nodesAfter; ++i) {
+        if (i < nodesBefore) {
+          edit.sourceNodes.push_back(offset + i);
+          edit.sourceWeights.push_back(1.0);
+        } else {
+          for (const auto& [node, weight] : passSources_[static_cast<size_t>(i - nodesBefore)]) {
+            edit.sourceNodes.push_back(offset + node);
+            edit.sourceWeights.push_back(weight);
+          }
         }
+        edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
       }
-      edit.sourceOffsets.push_back(static_cast<int32_t>(edit.sourceNodes.size()));
     }
   }
   passSources_.clear();
-  rebuildOneLayer();
+  rebuild();
   followStableStep();
   ++topologyVersion_;
   return report;
 }
 
 std::vector<int32_t> ThickShellModel::nodePieces() const {
-  // With fracture the model has one layer: its nodes are the vertices of S.
   if (!fracture_) return {};
-  return surfacePieces();
+  // S' node n + i is in vertex i's piece.
+  std::vector<int32_t> pieces = surfacePieces();
+  if (layers_ == 2) pieces.insert(pieces.end(), pieces_.begin(), pieces_.end());
+  return pieces;
 }
 
 bool ThickShellModel::nodeSolidExtents(std::span<double> below, std::span<double> above) const {
-  if (layers_ != 1) return false;
-  std::copy(depth_.begin(), depth_.end(), below.begin());
+  std::fill(below.begin(), below.end(), 0.0);
   std::fill(above.begin(), above.end(), 0.0);
+  std::copy(depth_.begin(), depth_.end(), below.begin());
   return true;
 }
 
 void ThickShellModel::listStateFields(StateFields& fields) {
   if (!fracture_) return;
   fields.add("rest_positions", &rest_, StateShape::kPerNode, 3);
-  fields.add("depth", &depth_, StateShape::kPerNode);
-  fields.add("crack_tip", &crackTip_, StateShape::kPerNode);
-  fields.add("may_start", &mayStart_, StateShape::kPerNode);
+  // Per vertex of S: per node with one layer, half of them with two (checked on assignment).
+  const StateShape perVertex = layers_ == 1 ? StateShape::kPerNode : StateShape::kFree;
+  fields.add("depth", &depth_, perVertex);
+  fields.add("crack_tip", &crackTip_, perVertex);
+  fields.add("may_start", &mayStart_, perVertex);
   fields.add("triangles", &triangles_, StateShape::kPerElement, 3);
   fields.add("cracked_sides", &crackedSide_, StateShape::kPerElement, 3);
   fields.add("prism_mass", &prismMass_, StateShape::kPerElement);
@@ -554,8 +585,9 @@ void ThickShellModel::listStateFields(StateFields& fields) {
 
 void ThickShellModel::stateAssigned() {
   if (!fracture_) return;
-  const auto n = static_cast<int64_t>(rest_.size() / 3);
-  if (std::ssize(depth_) != n || std::ssize(crackTip_) != n || std::ssize(mayStart_) != n) {
+  const auto n = static_cast<int64_t>(rest_.size() / 3) / layers_;
+  if (static_cast<int64_t>(rest_.size()) != 3 * layers_ * n || std::ssize(depth_) != n ||
+      std::ssize(crackTip_) != n || std::ssize(mayStart_) != n) {
     throw InputError("thick_shell: the state's per-node arrays disagree in length");
   }
   for (const int32_t v : triangles_) {
@@ -567,7 +599,7 @@ void ThickShellModel::stateAssigned() {
                    [](double m) { return m > 0 && std::isfinite(m); })) {
     throw InputError("thick_shell: a rest position or prism mass of the state is not finite");
   }
-  rebuildOneLayer();
+  rebuild();
   if (stableStepState_.size() != 3 || !std::all_of(stableStepState_.begin(), stableStepState_.end(),
                                                    [](double v) { return v > 0; })) {
     throw InputError("thick_shell: the state's stable step is not three positive numbers");

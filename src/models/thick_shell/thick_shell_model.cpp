@@ -34,6 +34,8 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
     : vertexCount_(mesh.vertexCount()),
       layers_(options.layers),
       extrusionFactor_(options.extrusionFactor),
+      areaStiffnessFactor_(options.areaStiffness),
+      volumeStiffnessFactor_(options.volumeStiffness),
       brittle_(options.brittle),
       triangles_(mesh.triangles),
       depth_(shell.depth) {
@@ -44,17 +46,10 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
     throw InputError("model thick_shell: the shell was generated from another mesh");
   }
   if (layers_ != 1 && layers_ != 2) throw InputError("model thick_shell: layers must be 1 or 2");
-  if (options.fracture && layers_ != 1) {
-    throw InputError(
-        "model thick_shell: fracture needs layers 1 (two-layer fracture is not built yet)");
-  }
   fracture_ = options.fracture;
   young_ = material.youngModulus;
   floorDepth_ = kMinDepthFraction * material.thickness;
   const auto n = static_cast<size_t>(vertexCount_);
-  const double epsilon = material.thickness, young = material.youngModulus;
-  const double floorDepth = kMinDepthFraction * epsilon;
-  nodeCount_ = layers_ * vertexCount_;
   rest_ = mesh.positions;
   if (layers_ == 2) {
     rest_.resize(6 * n);
@@ -64,11 +59,7 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
       setRow(rest_, n + i, inner);
     }
   }
-  const auto depthOf = [&](int32_t v) {
-    return std::max(shell.depth[static_cast<size_t>(v)], floorDepth);
-  };
   crackedSide_.assign(triangles_.size(), 0);
-  std::vector<double> vertexArea(n, 0.0);
   for (size_t t = 0; t < triangles_.size() / 3; ++t) {
     const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
     const Vec3 p[3] = {at(mesh.positions, c[0]), at(mesh.positions, c[1]),
@@ -79,84 +70,22 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
       msg << "triangle " << t << ": zero area";
       throw InputError(msg.str());
     }
-    const double meanDepth = (depthOf(c[0]) + depthOf(c[1]) + depthOf(c[2])) / 3;
     // The prism's volume at the drawn depth: three tets of one split (its side quads bend a
     // little, so another split differs by a little), at least A times the floored depth.
-    const Vec3 q[3] = {p[0] + shell.depth[static_cast<size_t>(c[0])] *
-                                  row(shell.direction, static_cast<size_t>(c[0])),
-                       p[1] + shell.depth[static_cast<size_t>(c[1])] *
-                                  row(shell.direction, static_cast<size_t>(c[1])),
-                       p[2] + shell.depth[static_cast<size_t>(c[2])] *
-                                  row(shell.direction, static_cast<size_t>(c[2]))};
+    Vec3 q[3];
+    for (size_t k = 0; k < 3; ++k) {
+      const auto v = static_cast<size_t>(c[k]);
+      q[k] = p[k] + shell.depth[v] * row(shell.direction, v);
+    }
     const double prismVolume = std::abs(thick_shell::tetVolume(p[0], p[1], p[2], q[0])) +
                                std::abs(thick_shell::tetVolume(p[1], p[2], q[0], q[1])) +
                                std::abs(thick_shell::tetVolume(p[2], q[0], q[1], q[2]));
-    const double prismMass = material.density * std::max(prismVolume, area * floorDepth);
-    prismMass_.push_back(prismMass);
-    for (const int32_t v : c) vertexArea[static_cast<size_t>(v)] += area / 3;
-    if (layers_ == 2) {
-      // Area terms on t and t'.
-      for (int layer = 0; layer < 2; ++layer) {
-        const auto offset = static_cast<int32_t>(layer * vertexCount_);
-        const Vec3 r[3] = {at(rest_, c[0] + offset), at(rest_, c[1] + offset),
-                           at(rest_, c[2] + offset)};
-        const double restArea = thick_shell::triangleArea(r[0], r[1], r[2]);
-        if (!(restArea > 0)) continue;  // a t' collapsed where S is thin
-        areaNodes_.insert(areaNodes_.end(), {c[0] + offset, c[1] + offset, c[2] + offset});
-        areaRest_.push_back(restArea);
-        areaStiffness_.push_back(options.areaStiffness * young * restArea * meanDepth / 2);
-      }
-      // The prism's tets (geometry/prism_split.hpp); flat ones (depth 0 at a corner) are
-      // left out.
-      const std::array<int32_t, 6> prism = {
-          c[0], c[1], c[2], c[0] + vertexCount_, c[1] + vertexCount_, c[2] + vertexCount_};
-      std::vector<std::array<int32_t, 4>> tets;
-      for (const std::array<int, 4>& local : prismSplit({c[0], c[1], c[2]}).tets) {
-        tets.push_back({prism[static_cast<size_t>(local[0])], prism[static_cast<size_t>(local[1])],
-                        prism[static_cast<size_t>(local[2])],
-                        prism[static_cast<size_t>(local[3])]});
-      }
-      for (const auto& tet : tets) {
-        const double volume = thick_shell::tetVolume(at(rest_, tet[0]), at(rest_, tet[1]),
-                                                     at(rest_, tet[2]), at(rest_, tet[3]));
-        if (!(std::abs(volume) > 1e-6 * area * extrusionFactor_ * floorDepth)) continue;
-        tetNodes_.insert(tetNodes_.end(), tet.begin(), tet.end());
-        tetVolume_.push_back(volume);
-        tetStiffness_.push_back(options.volumeStiffness * young * std::abs(volume));
-      }
-    }
+    prismMass_.push_back(material.density * std::max(prismVolume, area * floorDepth_));
   }
-  if (layers_ == 1) {
-    crackTip_.assign(n, 0);
-    mayStart_.assign(n, 1);
-    rng_ = fracture_ ? fracture_->seed : 0;
-    rebuildOneLayer();
-    computeStableStep();
-    return;
-  }
-  distributeMasses();
-  for (const auto& [edge, stiffness] : layerSpringStiffness()) {
-    const auto [a, b] = edge;
-    const double length = (at(rest_, b) - at(rest_, a)).norm();
-    const double edgeDepth = 0.5 * (depthOf(a) + depthOf(b));
-    addSpring(a, b, stiffness);
-    addSpring(a + vertexCount_, b + vertexCount_, stiffness);
-    // Cross springs: both diagonals of the side quad (a, b, b', a').
-    for (const auto& [p, q] : {std::pair{a, b + vertexCount_}, std::pair{b, a + vertexCount_}}) {
-      const double diagonal = (at(rest_, q) - at(rest_, p)).norm();
-      addSpring(
-          p, q,
-          0.5 * young * length * length * extrusionFactor_ * edgeDepth / (diagonal * diagonal));
-    }
-  }
-  for (int32_t i = 0; i < vertexCount_; ++i) {
-    const double length = extrusionFactor_ * depthOf(i);
-    addSpring(i, i + vertexCount_, young * vertexArea[static_cast<size_t>(i)] / length);
-  }
-  springIncidence_ = buildIncidence(springNodes_, nodeCount_);
-  areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
-  tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
-  pieces_ = connectedParts();
+  crackTip_.assign(n, 0);
+  mayStart_.assign(n, 1);
+  rng_ = fracture_ ? fracture_->seed : 0;
+  rebuild();
   computeStableStep();
 }
 
@@ -208,18 +137,103 @@ void ThickShellModel::distributeMasses() {
   }
 }
 
-void ThickShellModel::rebuildOneLayer() {
-  vertexCount_ = nodeCount_ = static_cast<int32_t>(rest_.size() / 3);
+void ThickShellModel::rebuild() {
+  vertexCount_ = static_cast<int32_t>(rest_.size() / 3) / layers_;
+  nodeCount_ = layers_ * vertexCount_;
   pieces_ = connectedParts();
   distributeMasses();
   springNodes_.clear();
   springRest_.clear();
   springStiffness_.clear();
-  for (const auto& [edge, stiffness] : layerSpringStiffness())
-    addSpring(edge.first, edge.second, stiffness);
+  areaNodes_.clear();
+  areaRest_.clear();
+  areaStiffness_.clear();
+  tetNodes_.clear();
+  tetVolume_.clear();
+  tetStiffness_.clear();
+  const std::map<std::pair<int32_t, int32_t>, double> edges = layerSpringStiffness();
+  if (layers_ == 1) {
+    for (const auto& [edge, stiffness] : edges) addSpring(edge.first, edge.second, stiffness);
+  } else {
+    addAreaAndVolumeTerms();
+    addCrossAndInternalSprings(edges);
+  }
   springIncidence_ = buildIncidence(springNodes_, nodeCount_);
   areaIncidence_ = buildIncidence(areaNodes_, nodeCount_);
   tetIncidence_ = buildIncidence(tetNodes_, nodeCount_);
+}
+
+void ThickShellModel::addAreaAndVolumeTerms() {
+  const auto depthOf = [&](int32_t v) {
+    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
+  };
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
+    const double meanDepth = (depthOf(c[0]) + depthOf(c[1]) + depthOf(c[2])) / 3;
+    const double area =
+        thick_shell::triangleArea(at(rest_, c[0]), at(rest_, c[1]), at(rest_, c[2]));
+    // Area terms on t and t'.
+    for (int layer = 0; layer < 2; ++layer) {
+      const auto offset = static_cast<int32_t>(layer * vertexCount_);
+      const double restArea = thick_shell::triangleArea(
+          at(rest_, c[0] + offset), at(rest_, c[1] + offset), at(rest_, c[2] + offset));
+      if (!(restArea > 0)) continue;  // a t' collapsed where S is thin
+      areaNodes_.insert(areaNodes_.end(), {c[0] + offset, c[1] + offset, c[2] + offset});
+      areaRest_.push_back(restArea);
+      areaStiffness_.push_back(areaStiffnessFactor_ * young_ * restArea * meanDepth / 2);
+    }
+    // The prism's tets (geometry/prism_split.hpp: by the smallest-index rule, so neighbours,
+    // split nodes included, agree on their side quads); flat ones (depth 0 at a corner) are
+    // left out.
+    const std::array<int32_t, 6> prism = {
+        c[0], c[1], c[2], c[0] + vertexCount_, c[1] + vertexCount_, c[2] + vertexCount_};
+    for (const std::array<int, 4>& local : prismSplit({c[0], c[1], c[2]}).tets) {
+      const std::array<int32_t, 4> tet = {
+          prism[static_cast<size_t>(local[0])], prism[static_cast<size_t>(local[1])],
+          prism[static_cast<size_t>(local[2])], prism[static_cast<size_t>(local[3])]};
+      const double volume = thick_shell::tetVolume(at(rest_, tet[0]), at(rest_, tet[1]),
+                                                   at(rest_, tet[2]), at(rest_, tet[3]));
+      if (!(std::abs(volume) > 1e-6 * area * extrusionFactor_ * floorDepth_)) continue;
+      tetNodes_.insert(tetNodes_.end(), tet.begin(), tet.end());
+      tetVolume_.push_back(volume);
+      tetStiffness_.push_back(volumeStiffnessFactor_ * young_ * std::abs(volume));
+    }
+  }
+}
+
+void ThickShellModel::addCrossAndInternalSprings(
+    const std::map<std::pair<int32_t, int32_t>, double>& edges) {
+  const auto depthOf = [&](int32_t v) {
+    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
+  };
+  const int32_t n = vertexCount_;
+  for (const auto& [edge, stiffness] : edges) {
+    const auto [a, b] = edge;
+    const double length = (at(rest_, b) - at(rest_, a)).norm();
+    const double edgeDepth = 0.5 * (depthOf(a) + depthOf(b));
+    addSpring(a, b, stiffness);
+    addSpring(a + n, b + n, stiffness);
+    // Cross springs: both diagonals of the side quad (a, b, b', a'). An edge a crack has
+    // parted is two edges, each with the whole wall of its prisms [ours].
+    for (const auto& [p, q] : {std::pair{a, b + n}, std::pair{b, a + n}}) {
+      const double diagonal = (at(rest_, q) - at(rest_, p)).norm();
+      addSpring(
+          p, q,
+          0.5 * young_ * length * length * extrusionFactor_ * edgeDepth / (diagonal * diagonal));
+    }
+  }
+  // Internal springs (v_i, v'_i), k = E A_i / (f d_i), A_i a third of the area at i.
+  std::vector<double> vertexArea(static_cast<size_t>(n), 0.0);
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
+    const double area =
+        thick_shell::triangleArea(at(rest_, c[0]), at(rest_, c[1]), at(rest_, c[2]));
+    for (const int32_t v : c) vertexArea[static_cast<size_t>(v)] += area / 3;
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    addSpring(i, i + n,
+              young_ * vertexArea[static_cast<size_t>(i)] / (extrusionFactor_ * depthOf(i)));
+  }
 }
 
 std::unique_ptr<ModelWorkspace> ThickShellModel::makeWorkspace() const {

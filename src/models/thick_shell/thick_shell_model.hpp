@@ -68,13 +68,15 @@ class ThickShellModel : public Model {
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
   [[nodiscard]] ContactMesh contactMesh() const override { return {triangles_, rest_}; }
 
-  // Fracture (one layer): a vertex split per overstretched spring (thick_shell_fracture.cpp).
+  // Fracture: a vertex split of S per overstretched spring of S, its S' node split with it
+  // (thick_shell_fracture.cpp).
   InelasticReport updateInelastic(std::span<const double> x, double dt,
                                   ModelWorkspace* workspace) override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
   [[nodiscard]] bool changesNodeCount() const override { return fracture_.has_value(); }
   [[nodiscard]] std::vector<int32_t> nodePieces() const override;
-  // One layer: the material lies between S and S' at the drawn depth d_i below it.
+  // The material lies between S and the drawn S', d_i below S (two layers: S' nodes are
+  // inside it, extents 0).
   bool nodeSolidExtents(std::span<double> below, std::span<double> above) const override;
   void listStateFields(StateFields& fields) override;
   void stateAssigned() override;
@@ -89,9 +91,13 @@ class ThickShellModel : public Model {
   void computeStableStep();
   // After a fracture step: the estimate followed cheaply (thick_shell_model.cpp).
   void followStableStep();
-  // One layer: springs, masses and incidences from triangles_, crackedSide_, rest_, depth_
-  // and prismMass_ (at construction and after every fracture).
-  void rebuildOneLayer();
+  // Springs, area and volume terms, masses and incidences from triangles_, crackedSide_,
+  // rest_, depth_ and prismMass_ (at construction and after every fracture).
+  void rebuild();
+  // Two layers: the area terms on t and t' and the three tets of every prism.
+  void addAreaAndVolumeTerms();
+  // Two layers: cross springs on every uncracked edge, internal springs at every vertex.
+  void addCrossAndInternalSprings(const std::map<std::pair<int32_t, int32_t>, double>& edges);
   void addSpring(int32_t a, int32_t b, double stiffness);
   // The springs on the edges of S (of each layer): Van Gelder's map per uncracked triangle
   // side with the local depth for the thickness, shared by the layers; by (a < b).
@@ -136,14 +142,17 @@ class ThickShellModel : public Model {
   int32_t nodeCount_ = 0;    // n or 2n
   int32_t layers_ = 2;
   double extrusionFactor_ = 1;
-  bool brittle_ = false;            // ThickShellDef::brittle
-  std::vector<int32_t> triangles_;  // (nTriangles, 3), S
-  // Fracture state (one layer). Side k of triangle t is its edge (c_k, c_k+1); a cracked
-  // side carries no spring, and the fans of its ends are split apart where it separates them.
+  double areaStiffnessFactor_ = 1, volumeStiffnessFactor_ = 1;  // ThickShellDef
+  bool brittle_ = false;                                        // ThickShellDef::brittle
+  std::vector<int32_t> triangles_;                              // (nTriangles, 3), S
+  // Fracture state. Side k of triangle t is its edge (c_k, c_k+1); a cracked side carries no
+  // spring (nor, with two layers, its S' twin or cross springs), and the fans of its ends are
+  // split apart where it separates them. Per-node arrays of the fracture pass are per vertex
+  // of S (n); S' node n + i follows vertex i.
   std::vector<uint8_t> crackedSide_;  // (nTriangles, 3)
   std::vector<double> prismMass_;     // (nTriangles), kg
-  std::vector<uint8_t> crackTip_;     // (nNodes): a crack ends here
-  std::vector<uint8_t> mayStart_;     // (nNodes): coarse mode, a crack may start here
+  std::vector<uint8_t> crackTip_;     // (n): a crack ends here
+  std::vector<uint8_t> mayStart_;     // (n): coarse mode, a crack may start here
   uint64_t rng_ = 0;                  // splitmix64 state: which end of a spring splits
   uint64_t topologyVersion_ = 0;
   std::optional<ThickShellFractureDef> fracture_;
