@@ -428,6 +428,19 @@ TEST(ThickShellFracture, TwoLayerSplitTakesTheInnerNodeAlong) {
     x[3 * static_cast<size_t>(node) + 0] += 0.04;
     x[3 * static_cast<size_t>(node) + 2] += 0.02;
   }
+  {
+    // Without re-meshing (whose cuts add springs) a split frees the cracked sides' springs
+    // and changes no other term: the elastic energy at the same positions can only fall.
+    ThickShellFractureDef plainFracture = f;
+    plainFracture.remesh = false;
+    auto plain = fracturingShell(mesh, 0.02, plainFracture, 2, 3.0);
+    const double before = plain->energy(x).total();
+    const InelasticReport split = plain->updateInelastic(x, 1e-3);
+    ASSERT_TRUE(split.edit.changesNodes());
+    const double after = plain->energy(blendedRows(split.edit, x)).total();
+    std::cout << "elastic energy " << before << " J before the split, " << after << " J after\n";
+    EXPECT_LT(after, before);
+  }
   const InelasticReport report = model->updateInelastic(x, 1e-3);
   ASSERT_TRUE(report.edit.changesNodes());
   const TopologyEdit& edit = report.edit;
@@ -490,6 +503,48 @@ TEST(ThickShellFracture, TwoLayerSplitTakesTheInnerNodeAlong) {
   EXPECT_EQ(analyzeTopology(surface).nonManifoldEdgeCount, 0);
   // The frames: S and S' of each piece, one label per node of both.
   EXPECT_EQ(model->nodePieces().size(), static_cast<size_t>(nodes));
+}
+
+// The volume terms of a two-layer model at x: sum over its tets of 1/2 k ((V - V0)/V0)^2,
+// k = E |V0| (shellMaterial's E, volume_stiffness 1).
+double tetEnergy(const ThickShellModel& model, std::span<const double> x) {
+  const auto tets = model.tetNodes();
+  const auto rest = model.tetRestVolumes();
+  double sum = 0;
+  for (size_t t = 0; t < rest.size(); ++t) {
+    const auto corner = [&](size_t k) { return row(x, static_cast<size_t>(tets[4 * t + k])); };
+    const double c =
+        (thick_shell::tetVolume(corner(0), corner(1), corner(2), corner(3)) - rest[t]) / rest[t];
+    sum += 0.5 * 1e6 * std::abs(rest[t]) * c * c;
+  }
+  return sum;
+}
+
+// A split hands every prism's tets, springs and areas to the nodes its corners now have and
+// frees the cracked sides' springs: on a randomly deformed two-layer sphere the volume terms
+// keep their energy exactly (each prism keeps its three tets) and the whole elastic energy
+// at the same positions never rises (without re-meshing, whose cuts add springs).
+TEST(ThickShellFracture, TwoLayerSplitNeverAddsElasticEnergy) {
+  ThickShellFractureDef f;
+  f.stretch = 0.05;
+  f.maxSplits = 20;
+  for (const uint32_t seed : {1U, 2U, 3U, 4U}) {
+    auto model = fracturingShell(sphereMesh(0.5, 10), 0.05, f, 2, 2.0);
+    std::vector<double> x(model->restPositions().begin(), model->restPositions().end());
+    std::mt19937 random(seed);
+    std::uniform_real_distribution<double> uniform(-0.03, 0.03);
+    for (double& value : x) value += uniform(random);
+    const double before = model->energy(x).total(), tetsBefore = tetEnergy(*model, x);
+    const InelasticReport report = model->updateInelastic(x, 1e-3);
+    ASSERT_TRUE(report.edit.changesNodes());
+    const std::vector<double> xNew = blendedRows(report.edit, x);
+    const double after = model->energy(xNew).total(), tetsAfter = tetEnergy(*model, xNew);
+    std::cout << "seed " << seed << ": elastic energy " << before << " J before, " << after
+              << " J after " << report.brokenElements << " splits; tets " << tetsBefore << " J, "
+              << tetsAfter << " J\n";
+    EXPECT_LE(after, before * (1 + 1e-12)) << "seed " << seed;
+    EXPECT_NEAR(tetsAfter, tetsBefore, 1e-12 * tetsBefore) << "seed " << seed;
+  }
 }
 
 // The energy contract on two-layer shells that have cracked (re-meshed on the sphere, plain

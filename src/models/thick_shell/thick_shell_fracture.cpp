@@ -123,6 +123,7 @@ int32_t ThickShellModel::blendNode(int32_t a, int32_t b, double tau, std::vector
   depth_.push_back((1 - tau) * depth_[sa] + tau * depth_[sb]);
   crackTip_.push_back(0);
   mayStart_.push_back(std::min(mayStart_[sa], mayStart_[sb]));
+  splitKey_.push_back(a == b ? splitKey_[sa] : made);
   trianglesAt_.emplace_back();
   passSources_.push_back(std::move(sources));
   return made;
@@ -576,6 +577,7 @@ void ThickShellModel::listStateFields(StateFields& fields) {
   fields.add("depth", &depth_, perVertex);
   fields.add("crack_tip", &crackTip_, perVertex);
   fields.add("may_start", &mayStart_, perVertex);
+  fields.add("split_key", &splitKey_, perVertex);
   fields.add("triangles", &triangles_, StateShape::kPerElement, 3);
   fields.add("cracked_sides", &crackedSide_, StateShape::kPerElement, 3);
   fields.add("prism_mass", &prismMass_, StateShape::kPerElement);
@@ -587,7 +589,7 @@ void ThickShellModel::stateAssigned() {
   if (!fracture_) return;
   const auto n = static_cast<int64_t>(rest_.size() / 3) / layers_;
   if (static_cast<int64_t>(rest_.size()) != 3 * layers_ * n || std::ssize(depth_) != n ||
-      std::ssize(crackTip_) != n || std::ssize(mayStart_) != n) {
+      std::ssize(crackTip_) != n || std::ssize(mayStart_) != n || std::ssize(splitKey_) != n) {
     throw InputError("thick_shell: the state's per-node arrays disagree in length");
   }
   for (const int32_t v : triangles_) {

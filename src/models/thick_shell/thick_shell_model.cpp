@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <sstream>
 
 #include "core/union_find.hpp"
@@ -84,6 +85,8 @@ ThickShellModel::ThickShellModel(const Geometry& mesh, const ThickShell& shell,
   }
   crackTip_.assign(n, 0);
   mayStart_.assign(n, 1);
+  splitKey_.resize(n);
+  std::iota(splitKey_.begin(), splitKey_.end(), 0);
   rng_ = fracture_ ? fracture_->seed : 0;
   rebuild();
   computeStableStep();
@@ -182,12 +185,13 @@ void ThickShellModel::addAreaAndVolumeTerms() {
       areaRest_.push_back(restArea);
       areaStiffness_.push_back(areaStiffnessFactor_ * young_ * restArea * meanDepth / 2);
     }
-    // The prism's tets (geometry/prism_split.hpp: by the smallest-index rule, so neighbours,
-    // split nodes included, agree on their side quads); flat ones (depth 0 at a corner) are
-    // left out.
+    // The prism's tets (geometry/prism_split.hpp: by the smallest-index rule on the split
+    // keys, so neighbours agree on their side quads and a split keeps every prism's tets);
+    // flat ones (depth 0 at a corner) are left out.
     const std::array<int32_t, 6> prism = {
         c[0], c[1], c[2], c[0] + vertexCount_, c[1] + vertexCount_, c[2] + vertexCount_};
-    for (const std::array<int, 4>& local : prismSplit({c[0], c[1], c[2]}).tets) {
+    const auto key = [&](int32_t v) { return splitKey_[static_cast<size_t>(v)]; };
+    for (const std::array<int, 4>& local : prismSplit({key(c[0]), key(c[1]), key(c[2])}).tets) {
       const std::array<int32_t, 4> tet = {
           prism[static_cast<size_t>(local[0])], prism[static_cast<size_t>(local[1])],
           prism[static_cast<size_t>(local[2])], prism[static_cast<size_t>(local[3])]};
@@ -207,19 +211,30 @@ void ThickShellModel::addCrossAndInternalSprings(
     return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
   };
   const int32_t n = vertexCount_;
+  // Each uncracked triangle side carries half of its side quad's cross springs [ours], as
+  // each side carries its share of the layer springs (Van Gelder): an edge inside the mesh
+  // has them whole, an edge on the boundary half (its wall belongs to one prism), a cracked
+  // side none.
+  std::map<std::pair<int32_t, int32_t>, double> wallShare;
+  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+    for (size_t k = 0; k < 3; ++k) {
+      if (crackedSide_[3 * t + k] != 0) continue;
+      const int32_t a = triangles_[3 * t + k], b = triangles_[3 * t + (k + 1) % 3];
+      wallShare[{std::min(a, b), std::max(a, b)}] += 0.5;
+    }
+  }
   for (const auto& [edge, stiffness] : edges) {
     const auto [a, b] = edge;
     const double length = (at(rest_, b) - at(rest_, a)).norm();
     const double edgeDepth = 0.5 * (depthOf(a) + depthOf(b));
     addSpring(a, b, stiffness);
     addSpring(a + n, b + n, stiffness);
-    // Cross springs: both diagonals of the side quad (a, b, b', a'). An edge a crack has
-    // parted is two edges, each with the whole wall of its prisms [ours].
+    // Cross springs: both diagonals of the side quad (a, b, b', a').
     for (const auto& [p, q] : {std::pair{a, b + n}, std::pair{b, a + n}}) {
       const double diagonal = (at(rest_, q) - at(rest_, p)).norm();
-      addSpring(
-          p, q,
-          0.5 * young_ * length * length * extrusionFactor_ * edgeDepth / (diagonal * diagonal));
+      addSpring(p, q,
+                wallShare[edge] * 0.5 * young_ * length * length * extrusionFactor_ * edgeDepth /
+                    (diagonal * diagonal));
     }
   }
   // Internal springs (v_i, v'_i), k = E A_i / (f d_i), A_i a third of the area at i.

@@ -153,7 +153,12 @@ class ThickShellModel : public Model {
   std::vector<double> prismMass_;     // (nTriangles), kg
   std::vector<uint8_t> crackTip_;     // (n): a crack ends here
   std::vector<uint8_t> mayStart_;     // (n): coarse mode, a crack may start here
-  uint64_t rng_ = 0;                  // splitmix64 state: which end of a spring splits
+  // (n): the order that splits each prism into tets (the smallest-index rule on these keys):
+  // a copy keeps its parent's key, so a split never re-cuts a deformed prism into other tets
+  // (whose rest volumes differ from the ones it stretched: an energy jump of thousands of
+  // joules in a stiff wall); a node made on a side (re-meshing) takes its own index.
+  std::vector<int32_t> splitKey_;
+  uint64_t rng_ = 0;  // splitmix64 state: which end of a spring splits
   uint64_t topologyVersion_ = 0;
   std::optional<ThickShellFractureDef> fracture_;
   double young_ = 0, floorDepth_ = 0;
