@@ -430,8 +430,9 @@ TEST(ThickShellFracture, TwoLayerSplitTakesTheInnerNodeAlong) {
     x[3 * static_cast<size_t>(node) + 2] += 0.02;
   }
   {
-    // Without re-meshing (whose cuts add springs) a split frees the cracked sides' springs
-    // and changes no other term: the elastic energy at the same positions can only fall.
+    // Without re-meshing (whose cuts add springs) a split changes no term at the same
+    // positions (with two layers the cracked sides keep their springs, each on its own
+    // triangle's nodes, free to part): the elastic energy cannot rise.
     ThickShellFractureDef plainFracture = f;
     plainFracture.remesh = false;
     auto plain = fracturingShell(mesh, 0.02, plainFracture, 2, 3.0);
@@ -440,7 +441,7 @@ TEST(ThickShellFracture, TwoLayerSplitTakesTheInnerNodeAlong) {
     ASSERT_TRUE(split.edit.changesNodes());
     const double after = plain->energy(blendedRows(split.edit, x)).total();
     std::cout << "elastic energy " << before << " J before the split, " << after << " J after\n";
-    EXPECT_LT(after, before);
+    EXPECT_LE(after, before * (1 + 1e-12));
   }
   const InelasticReport report = model->updateInelastic(x, 1e-3);
   ASSERT_TRUE(report.edit.changesNodes());
@@ -521,10 +522,10 @@ double tetEnergy(const ThickShellModel& model, std::span<const double> x) {
   return sum;
 }
 
-// A split hands every prism's tets, springs and areas to the nodes its corners now have and
-// frees the cracked sides' springs: on a randomly deformed two-layer sphere the volume terms
-// keep their energy exactly (each prism keeps its three tets) and the whole elastic energy
-// at the same positions never rises (without re-meshing, whose cuts add springs).
+// A split hands every prism's tets, springs and areas to the nodes its corners now have: on a
+// randomly deformed two-layer sphere the volume terms keep their energy exactly (each prism
+// keeps its three tets) and the whole elastic energy at the same positions never rises
+// (without re-meshing, whose cuts add springs).
 TEST(ThickShellFracture, TwoLayerSplitNeverAddsElasticEnergy) {
   ThickShellFractureDef f;
   f.stretch = 0.05;

@@ -498,14 +498,21 @@ InelasticReport ThickShellModel::updateInelastic(std::span<const double> x, doub
       if (f.extension > 0) extendCrack(middle, splitV ? atV : atOther, normal, tips, xs);
       continue;
     }
-    // Neither end sees the plane cut its triangles: the spring's own sides crack.
+    // Neither end sees the plane cut its triangles: the spring's own sides crack. (With two
+    // layers a crack's opened face keeps its springs, and one of them stretched on a piece
+    // too small to split cracks nothing more: not counted.)
+    bool cracked = false;
     for (const int32_t t : trianglesAt_[static_cast<size_t>(a)]) {
       const auto st = static_cast<size_t>(t);
       for (size_t k = 0; k < 3; ++k) {
         const int32_t c = triangles_[3 * st + k], d = triangles_[3 * st + (k + 1) % 3];
-        if ((c == a && d == b) || (c == b && d == a)) crackedSide_[3 * st + k] = 1;
+        if (((c == a && d == b) || (c == b && d == a)) && crackedSide_[3 * st + k] == 0) {
+          crackedSide_[3 * st + k] = 1;
+          cracked = true;
+        }
       }
     }
+    if (!cracked) continue;
     separateFans(a, xs);
     separateFans(b, xs);
     ++splits;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "core/union_find.hpp"
@@ -98,20 +99,36 @@ void ThickShellModel::addSpring(int32_t a, int32_t b, double stiffness) {
   springStiffness_.push_back(stiffness);
 }
 
+std::vector<uint8_t> ThickShellModel::sidesWithSprings() const {
+  std::vector<uint8_t> carries(crackedSide_.size());
+  for (size_t s = 0; s < carries.size(); ++s) carries[s] = crackedSide_[s] == 0 ? 1 : 0;
+  if (layers_ == 1) return carries;
+  // Two layers: a cracked side whose edge no other triangle runs the other way any more
+  // (the crack has opened there) is its triangle's own edge again.
+  std::set<std::pair<int32_t, int32_t>> directed;
+  for (size_t s = 0; s < triangles_.size(); ++s)
+    directed.emplace(triangles_[s], triangles_[s - s % 3 + (s + 1) % 3]);
+  for (size_t s = 0; s < carries.size(); ++s) {
+    const int32_t a = triangles_[s], b = triangles_[s - s % 3 + (s + 1) % 3];
+    if (!directed.contains({b, a})) carries[s] = 1;
+  }
+  return carries;
+}
+
 std::map<std::pair<int32_t, int32_t>, double> ThickShellModel::layerSpringStiffness() const {
-  // Van Gelder's map per triangle side, summed over the sides of an edge that are not
-  // cracked, with the local depth for the thickness, shared by the layers; in ascending
-  // (a, b) order.
+  // Van Gelder's map per triangle side, summed over the sides of an edge that carry springs,
+  // with the local depth for the thickness, shared by the layers; in ascending (a, b) order.
   const auto depthOf = [&](int32_t v) {
     return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
   };
+  const std::vector<uint8_t> carries = sidesWithSprings();
   std::map<std::pair<int32_t, int32_t>, double> stiffness;
   for (size_t t = 0; t < triangles_.size() / 3; ++t) {
     const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
     const double area =
         thick_shell::triangleArea(at(rest_, c[0]), at(rest_, c[1]), at(rest_, c[2]));
     for (size_t k = 0; k < 3; ++k) {
-      if (crackedSide_[3 * t + k] != 0) continue;
+      if (carries[3 * t + k] == 0) continue;
       const int32_t a = c[k], b = c[(k + 1) % 3];
       const double length = (at(rest_, b) - at(rest_, a)).norm();
       stiffness[{std::min(a, b), std::max(a, b)}] +=
@@ -211,14 +228,14 @@ void ThickShellModel::addCrossAndInternalSprings(
     return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
   };
   const int32_t n = vertexCount_;
-  // Each uncracked triangle side carries half of its side quad's cross springs [ours], as
-  // each side carries its share of the layer springs (Van Gelder): an edge inside the mesh
-  // has them whole, an edge on the boundary half (its wall belongs to one prism), a cracked
-  // side none.
+  // Each triangle side that carries springs carries half of its side quad's cross springs
+  // [ours], as it carries its share of the layer springs (Van Gelder): an edge inside the
+  // mesh has them whole, an edge on the boundary half (its wall belongs to one prism).
   std::map<std::pair<int32_t, int32_t>, double> wallShare;
+  const std::vector<uint8_t> carries = sidesWithSprings();
   for (size_t t = 0; t < triangles_.size() / 3; ++t) {
     for (size_t k = 0; k < 3; ++k) {
-      if (crackedSide_[3 * t + k] != 0) continue;
+      if (carries[3 * t + k] == 0) continue;
       const int32_t a = triangles_[3 * t + k], b = triangles_[3 * t + (k + 1) % 3];
       wallShare[{std::min(a, b), std::max(a, b)}] += 0.5;
     }

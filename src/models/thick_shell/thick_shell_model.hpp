@@ -99,8 +99,15 @@ class ThickShellModel : public Model {
   // Two layers: cross springs on every uncracked edge, internal springs at every vertex.
   void addCrossAndInternalSprings(const std::map<std::pair<int32_t, int32_t>, double>& edges);
   void addSpring(int32_t a, int32_t b, double stiffness);
-  // The springs on the edges of S (of each layer): Van Gelder's map per uncracked triangle
-  // side with the local depth for the thickness, shared by the layers; by (a < b).
+  // Per triangle side (nTriangles, 3): 1 where it carries springs. One layer: the uncracked
+  // sides (a crack's faces are free edges; a triangle cut loose is free particles or a rigid
+  // fragment). Two layers: also a cracked side once the crack has opened there (no triangle
+  // runs its edge the other way), so a prism cut loose on every side keeps its shape rather
+  // than hanging by area and volume terms alone ([measured] one such prism, pinned by a
+  // corner in a wall's base, was flung to 1000 m/s by the 1 GPa wall's volume terms).
+  [[nodiscard]] std::vector<uint8_t> sidesWithSprings() const;
+  // The springs on the edges of S (of each layer): Van Gelder's map per triangle side that
+  // carries springs, with the local depth for the thickness, shared by the layers; by (a < b).
   [[nodiscard]] std::map<std::pair<int32_t, int32_t>, double> layerSpringStiffness() const;
   // mass_ from prismMass_: a third of each prism to each corner (one layer), a sixth to each
   // corner on S and S' (two); InputError for a node in no triangle.
