@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <numbers>
 #include <numeric>
@@ -172,19 +173,21 @@ TEST(ThickShellKernel, InvertedTetIsPushedBack) {
   EXPECT_NEAR((g[0] + g[1] + g[2] + g[3]).norm(), 0, 1e-12);
 }
 
-testing::ContractCase thickShellCase(const std::string& which, int layers) {
+// A thick-shell model at its rest positions, for the contract (edges about 0.1 m).
+testing::ContractSetup contractSetup(std::unique_ptr<ThickShellModel> model) {
+  testing::ContractSetup s;
+  s.rest.assign(model->restPositions().begin(), model->restPositions().end());
+  s.model = std::move(model);
+  s.scale = 0.1;
+  return s;
+}
+
+// The contract case with the tolerances every thick-shell case uses.
+testing::ContractCase thickShellContract(std::string name,
+                                         std::function<testing::ContractSetup()> setup) {
   testing::ContractCase c;
-  c.name = which + std::to_string(layers);
-  c.setup = [which, layers] {
-    const Geometry mesh = which == "sphere" ? sphereMesh(0.5, 10) : sheetMesh(1.0, 6);
-    testing::ContractSetup s;
-    auto model =
-        makeModel(mesh, which == "sphere" ? 0.05 : 0.08, layers, which == "sheet" ? 2.0 : 1.0);
-    s.rest.assign(model->restPositions().begin(), model->restPositions().end());
-    s.model = std::move(model);
-    s.scale = 0.1;
-    return s;
-  };
+  c.name = std::move(name);
+  c.setup = std::move(setup);
   c.perturbation = 0.02;
   c.gradientTolerance = 1e-5;
   c.hessianStep = 1e-7;
@@ -193,6 +196,14 @@ testing::ContractCase thickShellCase(const std::string& which, int layers) {
   c.torqueTolerance = 1e-11;
   c.expectStretching = true;
   return c;
+}
+
+testing::ContractCase thickShellCase(const std::string& which, int layers) {
+  return thickShellContract(which + std::to_string(layers), [which, layers] {
+    const Geometry mesh = which == "sphere" ? sphereMesh(0.5, 10) : sheetMesh(1.0, 6);
+    return contractSetup(
+        makeModel(mesh, which == "sphere" ? 0.05 : 0.08, layers, which == "sheet" ? 2.0 : 1.0));
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(ThickShell, ModelContract,
@@ -552,9 +563,7 @@ TEST(ThickShellFracture, TwoLayerSplitNeverAddsElasticEnergy) {
 // The energy contract on two-layer shells that have cracked (re-meshed on the sphere, plain
 // on the lattice): the rebuilt springs, areas and tets on split and blended nodes.
 testing::ContractCase crackedShellCase(const std::string& which) {
-  testing::ContractCase c;
-  c.name = "cracked_" + which;
-  c.setup = [which] {
+  return thickShellContract("cracked_" + which, [which] {
     ThickShellFractureDef f;
     f.stretch = 0.05;
     f.maxSplits = 6;
@@ -568,20 +577,8 @@ testing::ContractCase crackedShellCase(const std::string& which) {
     for (double& value : x) value += uniform(random);
     const InelasticReport report = model->updateInelastic(x, 1e-3);
     EXPECT_TRUE(report.edit.changesNodes());
-    testing::ContractSetup s;
-    s.rest.assign(model->restPositions().begin(), model->restPositions().end());
-    s.model = std::move(model);
-    s.scale = 0.1;
-    return s;
-  };
-  c.perturbation = 0.02;
-  c.gradientTolerance = 1e-5;
-  c.hessianStep = 1e-7;
-  c.hessianTolerance = 1e-5;
-  c.forceTolerance = 1e-11;
-  c.torqueTolerance = 1e-11;
-  c.expectStretching = true;
-  return c;
+    return contractSetup(std::move(model));
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(ThickShellCracked, ModelContract,
