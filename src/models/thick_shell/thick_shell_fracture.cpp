@@ -27,8 +27,9 @@
 // a spring s on the shell surface must exceed some threshold"), with S' set aside; every node
 // of S it makes gets its S' node, blended from the S' nodes of its sources with the same
 // weights ("a new shell-vertex pair", A8 step 4), and the springs, areas and tets are rebuilt
-// from the triangles: a cracked side loses its springs on S and S' and its cross springs,
-// and each prism keeps its tets on the nodes its corners now have.
+// from the triangles: a cracked side loses its springs on S and S' and its cross springs
+// until the crack opens there (sidesWithSprings), and each prism keeps its tets on the nodes
+// its corners now have.
 // Masses follow the triangles (each prism's mass to its corners), so a split conserves mass
 // and, with the copies moving as their parent, momentum exactly. A node made on a side
 // (re-meshing) blends its ends, p = (1 - tau) a + tau b in position, rest position, depth
@@ -565,7 +566,7 @@ std::vector<int32_t> ThickShellModel::nodePieces() const {
   if (!fracture_) return {};
   // S' node n + i is in vertex i's piece.
   std::vector<int32_t> pieces = surfacePieces();
-  if (layers_ == 2) pieces.insert(pieces.end(), pieces_.begin(), pieces_.end());
+  if (layers_ == 2) pieces.insert(pieces.end(), surfacePieces().begin(), surfacePieces().end());
   return pieces;
 }
 

@@ -115,14 +115,16 @@ std::vector<uint8_t> ThickShellModel::sidesWithSprings() const {
   return carries;
 }
 
-std::map<std::pair<int32_t, int32_t>, double> ThickShellModel::layerSpringStiffness() const {
+double ThickShellModel::flooredDepth(int32_t v) const {
+  return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
+}
+
+std::map<std::pair<int32_t, int32_t>, ThickShellModel::EdgeSprings> ThickShellModel::edgeSprings()
+    const {
   // Van Gelder's map per triangle side, summed over the sides of an edge that carry springs,
   // with the local depth for the thickness, shared by the layers; in ascending (a, b) order.
-  const auto depthOf = [&](int32_t v) {
-    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
-  };
   const std::vector<uint8_t> carries = sidesWithSprings();
-  std::map<std::pair<int32_t, int32_t>, double> stiffness;
+  std::map<std::pair<int32_t, int32_t>, EdgeSprings> edges;
   for (size_t t = 0; t < triangles_.size() / 3; ++t) {
     const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
     const double area =
@@ -131,11 +133,13 @@ std::map<std::pair<int32_t, int32_t>, double> ThickShellModel::layerSpringStiffn
       if (carries[3 * t + k] == 0) continue;
       const int32_t a = c[k], b = c[(k + 1) % 3];
       const double length = (at(rest_, b) - at(rest_, a)).norm();
-      stiffness[{std::min(a, b), std::max(a, b)}] +=
-          young_ * 0.5 * (depthOf(a) + depthOf(b)) * area / (length * length) / layers_;
+      EdgeSprings& edge = edges[{std::min(a, b), std::max(a, b)}];
+      edge.stiffness +=
+          young_ * 0.5 * (flooredDepth(a) + flooredDepth(b)) * area / (length * length) / layers_;
+      edge.wallShare += 0.5;
     }
   }
-  return stiffness;
+  return edges;
 }
 
 void ThickShellModel::distributeMasses() {
@@ -171,9 +175,9 @@ void ThickShellModel::rebuild() {
   tetNodes_.clear();
   tetVolume_.clear();
   tetStiffness_.clear();
-  const std::map<std::pair<int32_t, int32_t>, double> edges = layerSpringStiffness();
+  const std::map<std::pair<int32_t, int32_t>, EdgeSprings> edges = edgeSprings();
   if (layers_ == 1) {
-    for (const auto& [edge, stiffness] : edges) addSpring(edge.first, edge.second, stiffness);
+    for (const auto& [edge, springs] : edges) addSpring(edge.first, edge.second, springs.stiffness);
   } else {
     addAreaAndVolumeTerms();
     addCrossAndInternalSprings(edges);
@@ -184,12 +188,9 @@ void ThickShellModel::rebuild() {
 }
 
 void ThickShellModel::addAreaAndVolumeTerms() {
-  const auto depthOf = [&](int32_t v) {
-    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
-  };
   for (size_t t = 0; t < triangles_.size() / 3; ++t) {
     const int32_t c[3] = {triangles_[3 * t], triangles_[3 * t + 1], triangles_[3 * t + 2]};
-    const double meanDepth = (depthOf(c[0]) + depthOf(c[1]) + depthOf(c[2])) / 3;
+    const double meanDepth = (flooredDepth(c[0]) + flooredDepth(c[1]) + flooredDepth(c[2])) / 3;
     const double area =
         thick_shell::triangleArea(at(rest_, c[0]), at(rest_, c[1]), at(rest_, c[2]));
     // Area terms on t and t'.
@@ -223,34 +224,20 @@ void ThickShellModel::addAreaAndVolumeTerms() {
 }
 
 void ThickShellModel::addCrossAndInternalSprings(
-    const std::map<std::pair<int32_t, int32_t>, double>& edges) {
-  const auto depthOf = [&](int32_t v) {
-    return std::max(depth_[static_cast<size_t>(v)], floorDepth_);
-  };
+    const std::map<std::pair<int32_t, int32_t>, EdgeSprings>& edges) {
   const int32_t n = vertexCount_;
-  // Each triangle side that carries springs carries half of its side quad's cross springs
-  // [ours], as it carries its share of the layer springs (Van Gelder): an edge inside the
-  // mesh has them whole, an edge on the boundary half (its wall belongs to one prism).
-  std::map<std::pair<int32_t, int32_t>, double> wallShare;
-  const std::vector<uint8_t> carries = sidesWithSprings();
-  for (size_t t = 0; t < triangles_.size() / 3; ++t) {
-    for (size_t k = 0; k < 3; ++k) {
-      if (carries[3 * t + k] == 0) continue;
-      const int32_t a = triangles_[3 * t + k], b = triangles_[3 * t + (k + 1) % 3];
-      wallShare[{std::min(a, b), std::max(a, b)}] += 0.5;
-    }
-  }
-  for (const auto& [edge, stiffness] : edges) {
+  for (const auto& [edge, springs] : edges) {
     const auto [a, b] = edge;
     const double length = (at(rest_, b) - at(rest_, a)).norm();
-    const double edgeDepth = 0.5 * (depthOf(a) + depthOf(b));
-    addSpring(a, b, stiffness);
-    addSpring(a + n, b + n, stiffness);
-    // Cross springs: both diagonals of the side quad (a, b, b', a').
+    const double edgeDepth = 0.5 * (flooredDepth(a) + flooredDepth(b));
+    addSpring(a, b, springs.stiffness);
+    addSpring(a + n, b + n, springs.stiffness);
+    // Cross springs: both diagonals of the side quad (a, b, b', a'), in the edge's wall
+    // share.
     for (const auto& [p, q] : {std::pair{a, b + n}, std::pair{b, a + n}}) {
       const double diagonal = (at(rest_, q) - at(rest_, p)).norm();
       addSpring(p, q,
-                wallShare[edge] * 0.5 * young_ * length * length * extrusionFactor_ * edgeDepth /
+                springs.wallShare * 0.5 * young_ * length * length * extrusionFactor_ * edgeDepth /
                     (diagonal * diagonal));
     }
   }
@@ -264,7 +251,7 @@ void ThickShellModel::addCrossAndInternalSprings(
   }
   for (int32_t i = 0; i < n; ++i) {
     addSpring(i, i + n,
-              young_ * vertexArea[static_cast<size_t>(i)] / (extrusionFactor_ * depthOf(i)));
+              young_ * vertexArea[static_cast<size_t>(i)] / (extrusionFactor_ * flooredDepth(i)));
   }
 }
 

@@ -96,9 +96,6 @@ class ThickShellModel : public Model {
   void rebuild();
   // Two layers: the area terms on t and t' and the three tets of every prism.
   void addAreaAndVolumeTerms();
-  // Two layers: cross springs on every uncracked edge, internal springs at every vertex.
-  void addCrossAndInternalSprings(const std::map<std::pair<int32_t, int32_t>, double>& edges);
-  void addSpring(int32_t a, int32_t b, double stiffness);
   // Per triangle side (nTriangles, 3): 1 where it carries springs. One layer: the uncracked
   // sides (a crack's faces are free edges; a triangle cut loose is free particles or a rigid
   // fragment). Two layers: also a cracked side once the crack has opened there (no triangle
@@ -106,9 +103,21 @@ class ThickShellModel : public Model {
   // than hanging by area and volume terms alone ([measured] one such prism, pinned by a
   // corner in a wall's base, was flung to 1000 m/s by the 1 GPa wall's volume terms).
   [[nodiscard]] std::vector<uint8_t> sidesWithSprings() const;
-  // The springs on the edges of S (of each layer): Van Gelder's map per triangle side that
-  // carries springs, with the local depth for the thickness, shared by the layers; by (a < b).
-  [[nodiscard]] std::map<std::pair<int32_t, int32_t>, double> layerSpringStiffness() const;
+  // d_i, floored at kMinDepthFraction of epsilon (for stiffness and mass), m.
+  [[nodiscard]] double flooredDepth(int32_t v) const;
+  // Per edge of S (a < b): its springs on each layer, Van Gelder's map per triangle side that
+  // carries springs with the local depth for the thickness, shared by the layers; and its
+  // wall share, half per such side [ours]: the cross springs of an edge inside the mesh are
+  // whole, of one on the boundary half (its wall belongs to one prism), as the layer springs.
+  struct EdgeSprings {
+    double stiffness = 0;  // N/m
+    double wallShare = 0;  // 0.5 or 1
+  };
+  [[nodiscard]] std::map<std::pair<int32_t, int32_t>, EdgeSprings> edgeSprings() const;
+  // Two layers: the springs of every edge on S and S', its cross springs, and the internal
+  // springs at every vertex.
+  void addCrossAndInternalSprings(const std::map<std::pair<int32_t, int32_t>, EdgeSprings>& edges);
+  void addSpring(int32_t a, int32_t b, double stiffness);
   // mass_ from prismMass_: a third of each prism to each corner (one layer), a sixth to each
   // corner on S and S' (two); InputError for a node in no triangle.
   void distributeMasses();
