@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <vector>
 
 #include "core/assembler.hpp"
@@ -359,6 +360,111 @@ void driftFreeObstacles(World& world, double dt) {
   for (Obstacle& obstacle : world.obstacles) {
     if (obstacle.isFree()) obstacle.free.offset += dt * obstacle.free.velocity;
   }
+}
+
+namespace {
+
+Vec3 toVec3(const Vec3d& v) {
+  return {v[0], v[1], v[2]};
+}
+
+// The overlap of obstacles a and b at their offsets: the signed gap along the unit normal
+// n that points from b towards a (negative when they overlap), or nullopt for two planes.
+std::optional<double> obstacleGap(const ObstacleDef& a, const Vec3& offsetA, const ObstacleDef& b,
+                                  const Vec3& offsetB, Vec3* n) {
+  if (a.type == ObstacleType::kPlane && b.type == ObstacleType::kPlane) return std::nullopt;
+  if (a.type == ObstacleType::kPlane) {
+    const std::optional<double> gap = obstacleGap(b, offsetB, a, offsetA, n);
+    *n = -*n;
+    return gap;
+  }
+  const Vec3 centerA = toVec3(a.center) + offsetA;
+  if (a.type == ObstacleType::kSphere) {
+    return obstacleSignedDistance(b, offsetB, centerA, n) - a.radius;
+  }
+  // a is a box.
+  const Vec3 half = toVec3(a.halfExtents);
+  switch (b.type) {
+    case ObstacleType::kPlane: {
+      // The corner deepest on the plane's solid side.
+      const Vec3 normal = toVec3(b.normal);
+      const Vec3 corner = centerA - half.cwiseProduct(normal.cwiseSign());
+      *n = normal;
+      return (corner - (toVec3(b.point) + offsetB)).dot(normal);
+    }
+    case ObstacleType::kSphere: {
+      const double gap =
+          obstacleSignedDistance(a, offsetA, toVec3(b.center) + offsetB, n) - b.radius;
+      *n = -*n;
+      return gap;
+    }
+    case ObstacleType::kBox: {
+      // Two axis-aligned boxes: apart, the distance between them; overlapping, the least
+      // penetration over the three axes.
+      const Vec3 d = centerA - (toVec3(b.center) + offsetB);
+      const Vec3 q = d.cwiseAbs() - (half + toVec3(b.halfExtents));
+      const Vec3 sign = d.unaryExpr([](double x) { return x < 0 ? -1.0 : 1.0; });
+      if (q.maxCoeff() > 0.0) {
+        const Vec3 outside = q.cwiseMax(0.0).cwiseProduct(sign);
+        const double distance = outside.norm();
+        *n = outside / distance;
+        return distance;
+      }
+      int axis = 0;
+      q.maxCoeff(&axis);
+      *n = Vec3::Zero();
+      (*n)[axis] = sign[axis];
+      return q[axis];
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int collideFreeObstacles(World& world) {
+  const auto count = world.obstacles.size();
+  int touching = 0;
+  constexpr int kSweeps = 4;
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    touching = 0;
+    for (size_t ia = 0; ia < count; ++ia) {
+      for (size_t ib = ia + 1; ib < count; ++ib) {
+        Obstacle& a = world.obstacles[ia];
+        Obstacle& b = world.obstacles[ib];
+        if (!a.isFree() && !b.isFree()) continue;
+        Vec3 n;
+        const std::optional<double> gap =
+            obstacleGap(a.def, a.offset(world.time), b.def, b.offset(world.time), &n);
+        if (!gap || *gap >= 0) continue;
+        ++touching;
+        const double wa = a.isFree() ? 1 / a.def.mass : 0;
+        const double wb = b.isFree() ? 1 / b.def.mass : 0;
+        const double w = wa + wb;
+        if (a.isFree()) a.free.offset -= (*gap * wa / w) * n;
+        if (b.isFree()) b.free.offset += (*gap * wb / w) * n;
+        const Vec3 relative = a.velocity(world.time) - b.velocity(world.time);
+        const double normalSpeed = relative.dot(n);
+        if (normalSpeed >= 0) continue;
+        const double restitution = std::max(a.def.restitution, b.def.restitution);
+        const double friction = std::sqrt(a.def.friction * b.def.friction);
+        const double j = -(1 + restitution) * normalSpeed / w;
+        Vec3 impulse = j * n;
+        const Vec3 sliding = relative - normalSpeed * n;
+        const double slidingSpeed = sliding.norm();
+        if (slidingSpeed > 0) {
+          impulse -= std::min(friction * j, slidingSpeed / w) / slidingSpeed * sliding;
+        }
+        if (a.isFree()) a.free.velocity += wa * impulse;
+        if (b.isFree()) b.free.velocity -= wb * impulse;
+        // A scripted obstacle's push is work its script does (World::projectionWork).
+        if (a.isDriven()) world.projectionWork -= impulse.dot(a.velocity(world.time));
+        if (b.isDriven()) world.projectionWork += impulse.dot(b.velocity(world.time));
+      }
+    }
+    if (touching == 0) break;
+  }
+  return touching;
 }
 
 double freeObstacleEnergy(const World& world) {

@@ -85,6 +85,18 @@ void dampObstaclePenalty(World& world, double dt);
 // a = g + (sum of the penalty reactions) / mass (computeAccelerations), a half kick after.
 void kickFreeObstacles(World& world, double dt);
 void driftFreeObstacles(World& world, double dt);
+// Thrown obstacles against the other obstacles (static, scripted or thrown), after the
+// drift: a pair that overlaps by d along its contact normal n is pushed apart by d (each
+// side by its share of the inverse masses; a static or scripted obstacle does not move), and
+// where it approaches, (v_a - v_b) . n = v_n < 0, gets the normal impulse
+// j = -(1 + e) v_n / (w_a + w_b) (w the inverse masses, 0 for one that is not thrown) and a
+// Coulomb friction impulse up to mu j that never reverses the sliding. [ours: e the larger of
+// the two restitutions and mu the geometric mean of the frictions, as Box2D combines them]
+// Pairs in index order, four sweeps (a ball resting on a box on the floor): the same result
+// on any number of threads. Shapes: sphere and axis-aligned box against a plane, a sphere or a
+// box (two planes never meet). A scripted obstacle's impulse adds its work to
+// world.projectionWork. Returns the number of touching pairs in the last sweep.
+int collideFreeObstacles(World& world);
 // The kinetic and gravitational energy of the thrown obstacles, J (the latter zero where
 // they started).
 [[nodiscard]] double freeObstacleEnergy(const World& world);

@@ -92,6 +92,7 @@ ImplicitStepReport ImplicitStepper::propose(World& world, double dt, PhaseTimes&
     driftFreeObstacles(world, dt);
     world.time += dt;
     applyScriptedMotion(world);
+    collideFreeObstacles(world);
     // Mesh contact: the pairs within reach of the step, found once at its start, frozen
     // over the Newton solves (mesh_contact.hpp). The reach covers twice the largest
     // displacement of the constant-acceleration guess, at most twice the widest touching

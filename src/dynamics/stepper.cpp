@@ -268,6 +268,7 @@ void proposeStep(World& world, double dt, PhaseTimes& times) {
     driftFreeObstacles(world, dt);
     world.time += dt;
     applyScriptedMotion(world);
+    collideFreeObstacles(world);
   }
   {
     PhaseTimer timer(times.contact);

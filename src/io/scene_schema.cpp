@@ -112,7 +112,9 @@ constexpr FieldSpec kObstacleFields[] = {
      .meaning = "0: the obstacle goes where its path puts it, whatever pushes it. > 0: a thrown "
                 "obstacle (a projectile), free to translate under gravity and the reactions "
                 "of the penalty springs that push the bodies, from `velocity` at time 0; it "
-                "does not rotate (a box stays axis-aligned)."},
+                "does not rotate (a box stays axis-aligned). It lands on, bounces off and "
+                "slides on the other obstacles (impulses with the larger restitution and the "
+                "geometric mean of the frictions of the two; two planes never meet)."},
     {.key = "velocity",
      .kind = FieldKind::kVec3,
      .unit = "m/s",

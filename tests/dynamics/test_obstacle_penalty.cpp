@@ -284,6 +284,92 @@ TEST(ThrownObstacle, FliesTheParabola) {
   }
 }
 
+// A thrown sphere or box dropped with a sideways speed onto a static floor plane, and onto a
+// static box (with the implicit integrator): it lands on top and stays there (the centre one
+// radius or half height above, within the g dt^2 a step sinks it), its fall stopped, its
+// sliding stopped by friction.
+TEST(ThrownObstacle, LandsOnTheFloorOrABoxAndStays) {
+  for (const ObstacleType shape : {ObstacleType::kSphere, ObstacleType::kBox}) {
+    for (const bool onBox : {false, true}) {
+      const Integrator integrator = onBox ? Integrator::kBackwardEuler : Integrator::kVerlet;
+      SCOPED_TRACE(::testing::Message() << static_cast<int>(shape) << " on box " << onBox);
+      BodyDef sheet = sheetBody(2);
+      sheet.transform.translation = {50, 0, 0};
+      SceneDef scene = sceneWith(sheet);
+      scene.time.integrator = integrator;
+      scene.time.timeStep = 1e-3;
+      ObstacleDef ground;  // the default: a floor plane through 0 facing +z, projection
+      ground.friction = 0.5;
+      if (onBox) {
+        ground.type = ObstacleType::kBox;
+        ground.center = {0.5, 0, -0.5};
+        ground.halfExtents = {1, 1, 0.5};
+      }
+      ObstacleDef thrown = penaltyFloor(0, 0.5);
+      thrown.type = shape;
+      thrown.center = {0, 0, 1};
+      thrown.radius = 0.1;
+      thrown.halfExtents = {0.1, 0.2, 0.1};
+      thrown.mass = 2;
+      thrown.velocity = {1, 0, 0};
+      scene.obstacles = {ground, thrown};
+      Simulation sim(scene);
+      sim.advance(1.5);
+      const Vec3d at = sim.obstacleOffset(1);
+      const Vec3d v = sim.obstacleVelocity(1);
+      EXPECT_NEAR(1 + at[2], 0.1, 2 * 9.81 * 1e-6);  // resting on top, not fallen through
+      EXPECT_LT(std::abs(v[2]), 9.81 * 1e-3);        // one step's gravity at most
+      EXPECT_NEAR(v[0], 0, 1e-12);                   // friction stopped the sliding
+      // It flew sqrt(2 * 0.9 / g) = 0.428 s at 1 m/s, and landing (normal impulse 4.2 m/s
+      // times a friction of 0.5) took all its sideways speed at once.
+      EXPECT_NEAR(at[0], std::sqrt(2 * 0.9 / 9.81), 2e-3);
+    }
+  }
+}
+
+// Two thrown balls, 1 kg at 2 m/s and 3 kg at rest, meet without gravity. Head on, elastic
+// (e = 1): the closed form of a one-dimensional elastic collision, -1 and +1 m/s; plastic
+// (e = 0): both on at the momentum's 0.5 m/s. Off centre with friction: the momentum is kept
+// in every component and the energy does not rise.
+TEST(ThrownObstacle, TwoBallsCollideAsTheClosedFormSays) {
+  struct Case {
+    double restitution, friction, offCentre, v1, v2;
+  };
+  for (const Case c : {Case{1, 0, 0, -1, 1}, Case{0, 0, 0, 0.5, 0.5}, Case{0.5, 0.5, 0.05, 0, 0}}) {
+    SCOPED_TRACE(::testing::Message() << c.restitution << " " << c.offCentre);
+    BodyDef sheet = sheetBody(2);
+    sheet.transform.translation = {50, 0, 0};
+    SceneDef scene = sceneWith(sheet);
+    scene.gravity = {0, 0, 0};
+    scene.time.timeStep = 1e-3;
+    ObstacleDef first = penaltyFloor(c.restitution, c.friction);
+    first.type = ObstacleType::kSphere;
+    first.center = {0, 0, 0};
+    first.radius = 0.1;
+    first.mass = 1;
+    first.velocity = {2, 0, 0};
+    ObstacleDef second = first;
+    second.center = {1, c.offCentre, 0};
+    second.mass = 3;
+    second.velocity = {0, 0, 0};
+    scene.obstacles = {first, second};
+    Simulation sim(scene);
+    sim.advance(1.0);
+    const Vec3d v1 = sim.obstacleVelocity(0), v2 = sim.obstacleVelocity(1);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(1 * v1[k] + 3 * v2[k], k == 0 ? 2.0 : 0.0, 1e-12);
+    const double energy =
+        0.5 * (v1[0] * v1[0] + v1[1] * v1[1]) + 1.5 * (v2[0] * v2[0] + v2[1] * v2[1]);
+    EXPECT_LE(energy, 2.0 + 1e-12);
+    if (c.offCentre == 0) {
+      EXPECT_NEAR(v1[0], c.v1, 1e-12);
+      EXPECT_NEAR(v2[0], c.v2, 1e-12);
+    } else {
+      EXPECT_GT(v2[1], 0.01);  // pushed off the line of flight
+      EXPECT_LT(energy, 2.0);
+    }
+  }
+}
+
 // The flight is part of the saved state: restored, the run goes on bit for bit.
 TEST(ThrownObstacle, ItsFlightIsSavedAndRestored) {
   BodyDef sheet = sheetBody(6);
