@@ -311,6 +311,26 @@ void validateTime(const TimeDef& time, const std::string& path);
 // `time`: the integrator, which bounds the stiffness (below 4 for explicit ones).
 void validateContact(const ContactDef& contact, const std::string& path, const TimeDef& time = {});
 
+// One definition from JSON text in the scene file's format, an object each
+// (docs/scene-reference.md), for bindings that hand over dictionaries (the Python module):
+// read and checked exactly as the scene reader reads a file's. InputError lists every
+// problem, one per line, each named by `path` and the key, e.g. "shellsim:
+// add_body.material.poisson = 0.7: must be in [0, 0.5)". parseBodyDef: with `geometryGiven`
+// the body's mesh comes as arrays, and 'file' or 'primitive' is a problem; relative file
+// paths resolve against `folder`.
+[[nodiscard]] BodyDef parseBodyDef(const std::string& json, const std::string& path,
+                                   bool geometryGiven, const std::filesystem::path& folder = ".");
+[[nodiscard]] ObstacleDef parseObstacleDef(const std::string& json, const std::string& path);
+[[nodiscard]] PinDef parsePinDef(const std::string& json, const std::string& path);
+[[nodiscard]] LoadDef parseLoadDef(const std::string& json, const std::string& path);
+[[nodiscard]] TimeDef parseTimeDef(const std::string& json, const std::string& path);
+// `time`: the integrator, which bounds the stiffness (as validateContact).
+[[nodiscard]] ContactDef parseContactDef(const std::string& json, const std::string& path,
+                                         const TimeDef& time);
+// A definition as compact JSON text that the parsers above read back to the same value.
+[[nodiscard]] std::string definitionToJson(const BodyDef& body);
+[[nodiscard]] std::string definitionToJson(const ObstacleDef& obstacle);
+
 // Markdown reference of every scene key with unit, default, range and meaning.
 [[nodiscard]] std::string sceneReferenceMarkdown();
 

@@ -207,6 +207,25 @@ PinDef readPin(const ObjectReader::Element& element, Problems& problems) {
   return pin;
 }
 
+LoadDef readLoad(const ObjectReader::Element& element, Problems& problems) {
+  ObjectReader lr(element.value, element.path, kLoadSpec, problems);
+  LoadDef load;
+  const std::string shape = lr.choice("shape");
+  load.select.shape = toEnum(shape, kPinShapes, PinShape::kBox);
+  load.select.center = lr.vec3("center");
+  load.select.halfExtents = lr.vec3("half_extents");
+  load.select.radius = lr.number("radius");
+  load.select.vertices = lr.integerList("vertices");
+  if (shape == "vertices" &&
+      (!lr.has("vertices") || (lr.find("vertices")->is_array() && lr.find("vertices")->empty()))) {
+    problems.add(lr.pathOf("vertices"), "must list at least one vertex when shape is 'vertices'");
+  }
+  load.force = lr.vec3("force");
+  load.ramp = readRamp(lr, problems);
+  lr.finish(shape);
+  return load;
+}
+
 bool isValidName(const std::string& name) {
   if (name.empty() || name.size() > 64 || name.front() == '.') return false;
   for (const char c : name) {
@@ -292,24 +311,7 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     model.readOptions(mr, problems, body);
   }
   for (const auto& pin : r.objectList("pins")) body.pins.push_back(readPin(pin, problems));
-  for (const auto& loadElement : r.objectList("loads")) {
-    ObjectReader lr(loadElement.value, loadElement.path, kLoadSpec, problems);
-    LoadDef load;
-    const std::string shape = lr.choice("shape");
-    load.select.shape = toEnum(shape, kPinShapes, PinShape::kBox);
-    load.select.center = lr.vec3("center");
-    load.select.halfExtents = lr.vec3("half_extents");
-    load.select.radius = lr.number("radius");
-    load.select.vertices = lr.integerList("vertices");
-    if (shape == "vertices" && (!lr.has("vertices") || (lr.find("vertices")->is_array() &&
-                                                        lr.find("vertices")->empty()))) {
-      problems.add(lr.pathOf("vertices"), "must list at least one vertex when shape is 'vertices'");
-    }
-    load.force = lr.vec3("force");
-    load.ramp = readRamp(lr, problems);
-    lr.finish(shape);
-    body.loads.push_back(std::move(load));
-  }
+  for (const auto& load : r.objectList("loads")) body.loads.push_back(readLoad(load, problems));
   if (r.has("pressure")) {
     ObjectReader pr = r.object("pressure", kPressureSpec);
     PressureDef pressure;
@@ -572,6 +574,100 @@ void validateContact(const ContactDef& contact, const std::string& path, const T
   ObjectReader reader(&json, path, kContactSpec, problems);
   (void)readContact(reader, problems, time);
   problems.throwIfAny();
+}
+
+namespace {
+
+// The JSON object of a definition handed in as text; problems go to `problems`.
+Json parseDefinition(const std::string& jsonText, const std::string& path, Problems& problems) {
+  Json json = parseJson(jsonText, path, problems);
+  if (!json.is_object()) {
+    throw InputError(std::string(kApiSource) + ": " + path + " must be a JSON object {...}, not " +
+                     std::string(json.type_name()));
+  }
+  return json;
+}
+
+}  // namespace
+
+BodyDef parseBodyDef(const std::string& jsonText, const std::string& path, bool geometryGiven,
+                     const std::filesystem::path& folder) {
+  Problems problems(kApiSource);
+  Json json = parseDefinition(jsonText, path, problems);
+  problems.throwIfAny();
+  if (geometryGiven) {
+    for (const char* key : {"file", "primitive"}) {
+      if (json.contains(key)) {
+        problems.add(path + "." + key, json[key],
+                     "the geometry is given as arrays: leave out 'file' and 'primitive'");
+      }
+    }
+    json.erase("file");
+    json["primitive"] = {{"type", "sheet"}};  // stands in for the arrays, as in validateBody
+  }
+  const ObjectReader::Element element{&json, path, 0};
+  BodyDef body = readBody(element, 0, folder, problems);
+  problems.throwIfAny();
+  if (geometryGiven) body.primitive.reset();
+  return body;
+}
+
+ObstacleDef parseObstacleDef(const std::string& jsonText, const std::string& path) {
+  Problems problems(kApiSource);
+  const Json json = parseDefinition(jsonText, path, problems);
+  problems.throwIfAny();
+  const ObjectReader::Element element{&json, path, 0};
+  ObstacleDef obstacle = readObstacle(element, problems);
+  problems.throwIfAny();
+  return obstacle;
+}
+
+PinDef parsePinDef(const std::string& jsonText, const std::string& path) {
+  Problems problems(kApiSource);
+  const Json json = parseDefinition(jsonText, path, problems);
+  problems.throwIfAny();
+  const ObjectReader::Element element{&json, path, 0};
+  PinDef pin = readPin(element, problems);
+  problems.throwIfAny();
+  return pin;
+}
+
+LoadDef parseLoadDef(const std::string& jsonText, const std::string& path) {
+  Problems problems(kApiSource);
+  const Json json = parseDefinition(jsonText, path, problems);
+  problems.throwIfAny();
+  const ObjectReader::Element element{&json, path, 0};
+  LoadDef load = readLoad(element, problems);
+  problems.throwIfAny();
+  return load;
+}
+
+TimeDef parseTimeDef(const std::string& jsonText, const std::string& path) {
+  Problems problems(kApiSource);
+  const Json json = parseDefinition(jsonText, path, problems);
+  problems.throwIfAny();
+  ObjectReader reader(&json, path, kTimeSpec, problems);
+  TimeDef time = readTime(reader, problems);
+  problems.throwIfAny();
+  return time;
+}
+
+ContactDef parseContactDef(const std::string& jsonText, const std::string& path,
+                           const TimeDef& time) {
+  Problems problems(kApiSource);
+  const Json json = parseDefinition(jsonText, path, problems);
+  problems.throwIfAny();
+  ObjectReader reader(&json, path, kContactSpec, problems);
+  ContactDef contact = readContact(reader, problems, time);
+  problems.throwIfAny();
+  return contact;
+}
+
+std::string definitionToJson(const BodyDef& body) {
+  return scene_writer::toJson(body).dump();
+}
+std::string definitionToJson(const ObstacleDef& obstacle) {
+  return scene_writer::toJson(obstacle).dump();
 }
 
 }  // namespace shellsim

@@ -922,6 +922,56 @@ TEST(DefinitionChecks, ObstaclesAndTimeSettingsMadeInCodeAreChecked) {
   EXPECT_THROW(validateTime(time, "time"), InputError);
 }
 
+// Definitions handed over as JSON text (the Python module's dictionaries): the same values
+// as the scene reader gives, every problem listed under the caller's path, and a body whose
+// mesh comes as arrays may not name a file or primitive.
+TEST(DefinitionChecks, DefinitionsFromJsonTextReadAsInAScene) {
+  const BodyDef body = parseBodyDef(
+      R"({"name": "leaf", "model": "discrete_shell", "material": {"poisson": 0.4},
+          "pins": [{"shape": "sphere", "radius": 0.1}]})",
+      "add_body", true);
+  EXPECT_EQ(body.name, "leaf");
+  EXPECT_EQ(body.model, "discrete_shell");
+  EXPECT_EQ(body.material.poisson, 0.4);
+  EXPECT_EQ(body.pins.size(), 1U);
+  EXPECT_FALSE(body.primitive.has_value());
+  const BodyDef back = parseBodyDef(definitionToJson(body), "again", true);
+  EXPECT_EQ(back, body);
+  const BodyDef primitive =
+      parseBodyDef(R"({"primitive": {"type": "sphere", "resolution": 4}})", "add_body", false);
+  ASSERT_TRUE(primitive.primitive.has_value());
+  EXPECT_EQ(primitive.primitive->type, PrimitiveType::kSphere);
+  try {
+    (void)parseBodyDef(R"({"file": "a.obj", "material": {"poisson": 0.7}, "modle": 1})", "add_body",
+                       true);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("shellsim: add_body.file"), std::string::npos) << what;
+    EXPECT_NE(what.find("add_body.material.poisson = 0.7"), std::string::npos) << what;
+    EXPECT_NE(what.find("did you mean 'model'"), std::string::npos) << what;
+  }
+  EXPECT_THROW((void)parseBodyDef("[1, 2]", "add_body", true), InputError);
+  EXPECT_THROW((void)parseBodyDef("{\"name\": ", "add_body", true), InputError);
+  const ObstacleDef ball = parseObstacleDef(
+      R"({"type": "sphere", "radius": 0.2, "mass": 1, "response": "penalty"})", "add_obstacle");
+  EXPECT_EQ(ball.type, ObstacleType::kSphere);
+  EXPECT_EQ(ball.mass, 1.0);
+  EXPECT_EQ(parseObstacleDef(definitionToJson(ball), "again"), ball);
+  EXPECT_THROW((void)parseObstacleDef(R"({"type": "sphere", "mass": 1})", "add_obstacle"),
+               InputError);  // thrown needs penalty
+  EXPECT_EQ(parsePinDef(R"({"shape": "vertices", "vertices": [0, 3]})", "add_pin").vertices,
+            (std::vector<int32_t>{0, 3}));
+  EXPECT_THROW((void)parsePinDef(R"({"shape": "vertices"})", "add_pin"), InputError);
+  EXPECT_EQ(parseLoadDef(R"({"shape": "box", "force": [0, 0, -2]})", "add_load").force,
+            (Vec3d{0, 0, -2}));
+  const TimeDef implicit = parseTimeDef(R"({"integrator": "backward_euler"})", "time");
+  EXPECT_EQ(implicit.integrator, Integrator::kBackwardEuler);
+  EXPECT_THROW((void)parseTimeDef(R"({"frame_rate": 0})", "time"), InputError);
+  EXPECT_NO_THROW((void)parseContactDef(R"({"enabled": "on"})", "contact", implicit));
+  EXPECT_THROW((void)parseContactDef(R"({"enabled": "maybe"})", "contact", implicit), InputError);
+}
+
 }  // namespace shellsim
 
 namespace shellsim {
