@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpng-dev ffmpeg libembree-dev   # previews: PNG, H.264 video, CPU ray casting
   libbullet-dev                     # rigid fragments (double precision) and the soft-body benchmark
+  python3-dev pybind11-dev python3-numpy  # the Python module (/usr/bin/python3)
+  python3-matplotlib                # the Python example's plot
 )
 
 missing=()

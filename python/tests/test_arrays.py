@@ -1,0 +1,135 @@
+"""Arrays in and out of a Simulation: shapes, dtypes, copies, out=, round trips."""
+
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import shellsim
+from helpers import sheet
+
+
+class ArrayRoundTrips(unittest.TestCase):
+    def setUp(self):
+        self.vertices, self.triangles = sheet(6)
+        self.sim = shellsim.Simulation()
+        self.body = self.sim.add_body(self.vertices, self.triangles,
+                                      {"model": "discrete_shell", "name": "cloth"})
+
+    def test_positions_are_the_vertices_as_float64_rows(self):
+        x = self.sim.positions(self.body)
+        self.assertEqual(x.dtype, np.float64)
+        self.assertEqual(x.shape, (49, 3))
+        np.testing.assert_array_equal(x, self.vertices)
+        np.testing.assert_array_equal(self.sim.node_of_vertex(self.body), np.arange(49))
+        self.assertEqual(self.sim.body_index("cloth"), self.body)
+        self.assertEqual(self.sim.model_name(self.body), "discrete_shell")
+        # The discrete shell's stencils: 120 edges, 96 hinges and 72 triangles.
+        self.assertEqual(self.sim.element_count(self.body), 288)
+
+    def test_set_then_get_returns_the_same_values(self):
+        rng = np.random.default_rng(3)
+        x = self.vertices + 1e-3 * rng.standard_normal(self.vertices.shape)
+        v = rng.standard_normal(self.vertices.shape)
+        self.sim.set_positions(self.body, x)
+        self.sim.set_velocities(self.body, v)
+        np.testing.assert_array_equal(self.sim.positions(self.body), x)
+        np.testing.assert_array_equal(self.sim.velocities(self.body), v)
+        # Fortran order and float32 are converted, not refused.
+        self.sim.set_positions(self.body, np.asfortranarray(x.astype(np.float32)))
+        np.testing.assert_array_equal(self.sim.positions(self.body), x.astype(np.float32))
+
+    def test_arrays_handed_out_are_copies(self):
+        x = self.sim.positions(self.body)
+        x[:] = 7
+        self.assertFalse(np.any(self.sim.positions(self.body) == 7))
+
+    def test_out_is_filled_in_place(self):
+        out = np.zeros((49, 3))
+        result = self.sim.positions(self.body, out=out)
+        self.assertIs(result, out)
+        np.testing.assert_array_equal(out, self.vertices)
+        with self.assertRaises(shellsim.InputError):
+            self.sim.positions(self.body, out=np.zeros((48, 3)))
+        with self.assertRaises(shellsim.InputError):
+            self.sim.velocities(self.body, out=np.zeros((49, 3))[:, :2])
+
+    def test_masses_sum_to_area_times_density_times_thickness(self):
+        m = self.sim.masses(self.body)
+        self.assertEqual(m.shape, (49,))
+        self.assertTrue(np.all(m > 0))
+        # 1 m^2, thickness 1 mm and density 1000 kg/m^3 by default (docs/scene-reference.md).
+        self.assertAlmostEqual(float(m.sum()), 1.0, places=9)
+
+    def test_bad_shapes_and_indices_are_input_errors(self):
+        with self.assertRaisesRegex(shellsim.InputError, r"vertices must have shape \(n, 3\)"):
+            shellsim.Simulation().add_body(self.vertices[:, :2], self.triangles)
+        bad = self.triangles.copy()
+        bad[5, 1] = 49
+        with self.assertRaisesRegex(shellsim.InputError, r"triangles\[5\] names vertex 49"):
+            shellsim.Simulation().add_body(self.vertices, bad)
+        with self.assertRaises(shellsim.InputError):
+            self.sim.set_positions(self.body, np.zeros((10, 3)))
+        with self.assertRaises(shellsim.InputError):
+            self.sim.positions(5)
+        nan = self.vertices.copy()
+        nan[3, 2] = np.nan
+        with self.assertRaises(shellsim.InputError):
+            self.sim.set_positions(self.body, nan)
+
+    def test_surface_energies_pieces_pins(self):
+        self.sim.add_pin(self.body, {"shape": "sphere", "center": [-0.5, -0.5, 0.3], "radius": 0.01})
+        self.sim.advance(0.05)
+        surface = self.sim.surface(self.body)
+        np.testing.assert_array_equal(surface["vertices"], self.sim.positions(self.body))
+        np.testing.assert_array_equal(surface["triangles"], self.triangles)
+        e = self.sim.energies(self.body)
+        self.assertAlmostEqual(e["total"], e["kinetic"] + e["stretching"] + e["bending"] + e["gravitational"])
+        self.assertGreater(e["kinetic"], 0)
+        pinned = self.sim.pinned_nodes(self.body)
+        self.assertEqual(pinned.dtype, np.bool_)
+        self.assertEqual(int(pinned.sum()), 1)
+        self.assertTrue(pinned[0])
+        self.assertEqual(self.sim.piece_count(self.body), 1)
+        np.testing.assert_array_equal(self.sim.node_pieces(self.body), np.zeros(49, dtype=np.int32))
+
+    def test_geometry_files_round_trip(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for name in ("sheet.ply", "sheet.obj"):
+                path = os.path.join(folder, name)
+                shellsim.write_geometry(path, self.vertices, self.triangles)
+                mesh = shellsim.read_geometry(path)
+                np.testing.assert_allclose(mesh["vertices"], self.vertices, atol=1e-6)
+                np.testing.assert_array_equal(mesh["triangles"], self.triangles)
+
+
+class States(unittest.TestCase):
+    def test_a_restored_state_continues_bit_for_bit_also_from_a_file(self):
+        vertices, triangles = sheet(6)
+        sim = shellsim.Simulation()
+        body = sim.add_body(vertices, triangles, {"model": "discrete_shell"})
+        sim.add_obstacle({"type": "sphere", "center": [0, 0, 0], "radius": 0.2})
+        sim.advance(0.1)
+        saved = sim.save_state()
+        self.assertAlmostEqual(saved.time, 0.1)
+        sim.advance(0.1)
+        first = sim.positions(body)
+        sim.restore_state(saved)
+        sim.advance(0.1)
+        np.testing.assert_array_equal(sim.positions(body), first)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "state.bin")
+            sim.write_state(saved, path)
+            sim.restore_state(sim.read_state(path))
+            sim.advance(0.1)
+            np.testing.assert_array_equal(sim.positions(body), first)
+            with open(path, "r+b") as f:
+                f.seek(40)
+                f.write(b"\xff\xff")
+            with self.assertRaisesRegex(shellsim.InputError, "state.bin"):
+                sim.read_state(path)
+
+
+if __name__ == "__main__":
+    unittest.main()
