@@ -188,7 +188,9 @@ struct BodyDef {
   bool operator==(const BodyDef&) const = default;
 };
 
-enum class OutputFormat { kPly, kObj, kVtp };
+// kPc2: one point cache per body (cache/<body>.pc2, Blender's Mesh Cache modifier, Houdini
+// and Maya read it): float32 positions per frame while the surface keeps its topology.
+enum class OutputFormat { kPly, kObj, kVtp, kPc2 };
 
 enum class Integrator {
   kVerlet,         // explicit velocity Verlet (wicke2005 section 8)

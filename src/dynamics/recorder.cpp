@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <system_error>
@@ -21,6 +23,7 @@ const char* extension(OutputFormat format) {
     case OutputFormat::kPly: return "ply";
     case OutputFormat::kObj: return "obj";
     case OutputFormat::kVtp: return "vtp";
+    case OutputFormat::kPc2: return "pc2";
   }
   return "ply";
 }
@@ -113,6 +116,10 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     for (OutputFormat format : formats_) {
+      if (format == OutputFormat::kPc2) {
+        appendPointCache(bodyIndex, body, surface, frame);
+        continue;
+      }
       char name[64];
       std::snprintf(name, sizeof name, "_%05d.%s", frame, extension(format));
       const std::string relative = "frames/" + body.name + name;
@@ -121,11 +128,120 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
         case OutputFormat::kPly: writePly(path, surface); break;
         case OutputFormat::kObj: writeObj(path, surface); break;
         case OutputFormat::kVtp: writeVtp(path, surface); break;
+        case OutputFormat::kPc2: break;
       }
       record.files.push_back(relative);
     }
   }
   frames_.push_back(std::move(record));
+}
+
+namespace {
+
+// The PC2 header (Blender's io_mesh_pc2 and Mesh Cache modifier): "POINTCACHE2\0", version 1,
+// point count, start frame, frames between samples, sample count; little-endian, then the
+// samples, each (points, 3) float32.
+constexpr std::streamoff kPc2HeaderBytes = 32;
+
+void writePc2Header(std::ostream& out, int32_t points, int32_t firstFrame, int32_t samples) {
+  const char magic[12] = {'P', 'O', 'I', 'N', 'T', 'C', 'A', 'C', 'H', 'E', '2', '\0'};
+  const int32_t version = 1;
+  const auto start = static_cast<float>(firstFrame);
+  const float rate = 1.0F;
+  out.write(magic, sizeof magic);
+  out.write(reinterpret_cast<const char*>(&version), 4);
+  out.write(reinterpret_cast<const char*>(&points), 4);
+  out.write(reinterpret_cast<const char*>(&start), 4);
+  out.write(reinterpret_cast<const char*>(&rate), 4);
+  out.write(reinterpret_cast<const char*>(&samples), 4);
+}
+
+}  // namespace
+
+// A sample is appended, flushed, and only then counted in the header: a run killed midway
+// leaves a cache whose header names only whole samples (resume cuts it back further).
+void Recorder::appendPointCache(size_t bodyIndex, const Body& body, const Geometry& surface,
+                                int32_t frame) {
+  if (caches_.size() <= bodyIndex) caches_.resize(bodyIndex + 1);
+  std::optional<PointCache>& cache = caches_[bodyIndex];
+  const std::filesystem::path folder = folder_ / "cache";
+  if (!cache) {
+    std::error_code error;
+    std::filesystem::create_directories(folder, error);
+    if (error) throw IoError(folder.string() + ": cannot create: " + error.message());
+    cache = PointCache{"cache/" + body.name + ".pc2", surface.vertexCount(), frame, 0,
+                       body.brokenElements,           body.crackCount(),     true};
+    std::ofstream out(folder_ / cache->relative, std::ios::binary | std::ios::trunc);
+    writePc2Header(out, cache->points, frame, 0);
+    if (!out) throw IoError((folder_ / cache->relative).string() + ": cannot write");
+  }
+  if (!cache->open) return;
+  if (surface.vertexCount() != cache->points || body.brokenElements != cache->brokenElements ||
+      body.crackCount() != cache->cracks) {
+    cache->open = false;  // broken: the first frame's mesh no longer fits
+    return;
+  }
+  const std::filesystem::path path = folder_ / cache->relative;
+  std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+  if (!file) throw IoError(path.string() + ": cannot open for appending");
+  std::vector<float> sample(surface.positions.begin(), surface.positions.end());
+  file.seekp(kPc2HeaderBytes + static_cast<std::streamoff>(cache->samples) *
+                                   static_cast<std::streamoff>(sample.size() * sizeof(float)));
+  file.write(reinterpret_cast<const char*>(sample.data()),
+             static_cast<std::streamsize>(sample.size() * sizeof(float)));
+  file.flush();
+  ++cache->samples;
+  file.seekp(0);
+  writePc2Header(file, cache->points, cache->firstFrame, cache->samples);
+  file.flush();
+  if (!file) throw IoError(path.string() + ": write failed");
+}
+
+void Recorder::resumePointCaches(const World& world) {
+  if (std::find(formats_.begin(), formats_.end(), OutputFormat::kPc2) == formats_.end()) return;
+  caches_.assign(world.bodies.size(), std::nullopt);
+  const auto recorded = static_cast<int32_t>(frames_.size());  // frames 0 .. recorded - 1
+  for (size_t b = 0; b < world.bodies.size(); ++b) {
+    const std::string relative = "cache/" + world.bodies[b].name + ".pc2";
+    const std::filesystem::path path = folder_ / relative;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) continue;  // written from a later frame on
+    char header[kPc2HeaderBytes] = {};
+    in.read(header, kPc2HeaderBytes);
+    const bool whole = in.gcount() == kPc2HeaderBytes;
+    in.close();
+    int32_t points = 0, samples = 0;
+    float start = 0;
+    std::memcpy(&points, header + 16, 4);
+    std::memcpy(&start, header + 20, 4);
+    std::memcpy(&samples, header + 28, 4);
+    const auto firstFrame = static_cast<int32_t>(start);
+    if (!whole || std::memcmp(header, "POINTCACHE2", 11) != 0 || points < 0 || samples < 0 ||
+        firstFrame < 0 || firstFrame >= recorded ||
+        frames_[static_cast<size_t>(firstFrame)].bodies.size() <= b) {
+      throw InputError(path.string() + ": not a point cache this run wrote");
+    }
+    // Samples beyond the checkpoint's frame are computed again.
+    const int32_t keep = std::min(samples, recorded - firstFrame);
+    const FrameRecord::BodyEnergy& first = frames_[static_cast<size_t>(firstFrame)].bodies[b];
+    caches_[b] = PointCache{relative,
+                            points,
+                            firstFrame,
+                            keep,
+                            first.brokenElements,
+                            first.cracks,
+                            keep == recorded - firstFrame};
+    std::error_code error;
+    std::filesystem::resize_file(
+        path,
+        static_cast<uintmax_t>(kPc2HeaderBytes) +
+            static_cast<uintmax_t>(keep) * static_cast<uintmax_t>(points) * 12U,
+        error);
+    if (error) throw IoError(path.string() + ": cannot cut back: " + error.message());
+    std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+    writePc2Header(file, points, firstFrame, keep);
+    if (!file) throw IoError(path.string() + ": write failed");
+  }
 }
 
 void Recorder::writeSummary(const World& world, const std::string& sceneName, double timeStep,
@@ -158,6 +274,20 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
                       {"pinned_nodes", pinned}});
   }
   summary["bodies"] = bodies;
+  if (!caches_.empty()) {
+    json caches = json::array();
+    for (size_t b = 0; b < caches_.size(); ++b) {
+      if (!caches_[b]) continue;
+      const PointCache& c = *caches_[b];
+      caches.push_back({{"body", world.bodies[b].name},
+                        {"file", c.relative},
+                        {"points", c.points},
+                        {"first_frame", c.firstFrame},
+                        {"frames", c.samples},
+                        {"topology_changed", !c.open}});
+    }
+    summary["point_caches"] = caches;
+  }
   summary["view"] = viewJson(world, camera_);
   json frames = json::array();
   for (const FrameRecord& record : frames_) {

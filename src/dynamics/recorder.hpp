@@ -77,6 +77,9 @@ class Recorder {
   // the summary of the run it resumes). readRecords throws InputError through `in`.
   void writeRecords(ByteWriter& out) const;
   void readRecords(ByteReader& in);
+  // After readRecords (a resumed run): cuts the point caches back to the frames recorded,
+  // so the frames computed again append where the checkpoint was taken.
+  void resumePointCaches(const World& world);
 
  private:
   std::filesystem::path folder_;
@@ -86,6 +89,18 @@ class Recorder {
   int64_t pid_ = 0;
   std::optional<CameraDef> camera_;
   std::vector<FrameRecord> frames_;
+  // OutputFormat::kPc2: one cache per body, (nBodies); absent before the body's first frame.
+  struct PointCache {
+    std::string relative;        // cache/<body>.pc2, relative to the folder
+    int32_t points = 0;          // the surface's vertex count when it started
+    int32_t firstFrame = 0;      // the frame of its first sample
+    int32_t samples = 0;         // frames written
+    int64_t brokenElements = 0;  // the body's, when it started: a break ends the cache
+    int32_t cracks = 0;
+    bool open = true;  // false once the topology changed
+  };
+  std::vector<std::optional<PointCache>> caches_;
+  void appendPointCache(size_t bodyIndex, const Body& body, const Geometry& surface, int32_t frame);
   double surfaceSeconds_ = 0;  // moving embedded surfaces (wicke2005 section 6), s
 };
 

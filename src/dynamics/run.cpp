@@ -84,6 +84,7 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
     if (frame < 0 || static_cast<size_t>(frame) + 1 != recorder.frames().size()) {
       in.fail("the checkpoint's frame does not match its frame records");
     }
+    recorder.resumePointCaches(impl.world);
     const auto warnings = in.value<uint64_t>("warning count");
     if (warnings > 100'000) in.fail(std::to_string(warnings) + " warnings");
     report.warnings.clear();

@@ -13,7 +13,7 @@ inline constexpr std::string_view kObstacleResponses[] = {"projection", "penalty
 inline constexpr std::string_view kPrimitiveTypes[] = {"sheet", "sphere", "hemisphere", "cylinder",
                                                        "box"};
 inline constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
-inline constexpr std::string_view kFormats[] = {"ply", "obj", "vtp"};
+inline constexpr std::string_view kFormats[] = {"ply", "obj", "vtp", "pc2"};
 inline constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler",
                                                     "static"};
 inline constexpr std::string_view kNewtonHessians[] = {"frozen", "exact"};

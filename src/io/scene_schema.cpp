@@ -541,7 +541,12 @@ constexpr FieldSpec kOutputFields[] = {
      .kind = FieldKind::kChoiceList,
      .text = "[\"ply\"]",
      .choices = kFormats,
-     .meaning = "Frame file formats."},
+     .meaning = "Frame file formats: `ply`, `obj` and `vtp` write frames/<body>_<frame>.<ext>; "
+                "`pc2` writes one point cache per body, cache/<body>.pc2 (float32 positions "
+                "per frame, which Blender's Mesh Cache modifier, Houdini and Maya read onto "
+                "the first frame's mesh), for as long as the body's surface keeps its "
+                "topology: a body that breaks ends its cache there (the summary's "
+                "`point_caches` says at which frame)."},
     {.key = "checkpoint_every",
      .kind = FieldKind::kInteger,
      .number = 1,

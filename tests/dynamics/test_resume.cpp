@@ -5,6 +5,7 @@
 // is missing, corrupt, of another version or from another scene is refused by name.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "core/byte_stream.hpp"
 #include "dynamics/dynamics_test_util.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/io.hpp"
 #include "shellsim/models/fiber.hpp"
 #include "shellsim/models/inelastic_shell.hpp"
 #include "shellsim/parallel.hpp"
@@ -79,6 +81,10 @@ void expectResumedRunEqualsWholeRun(const SceneDef& scene, int32_t stopAfter, in
       const std::string name = file.get<std::string>();
       ASSERT_TRUE(bytesOf(resumed / name) == bytesOf(whole / name)) << name << " differs";
     }
+  }
+  for (const auto& cache : wholeSummary.value("point_caches", nlohmann::json::array())) {
+    const std::string name = cache["file"].get<std::string>();
+    EXPECT_TRUE(bytesOf(resumed / name) == bytesOf(whole / name)) << name << " differs";
   }
 }
 
@@ -183,6 +189,74 @@ TEST(Resume, FromACheckpointOlderThanTheLastFrame) {
   SceneDef scene = swingingSheet("fiber", Integrator::kVerlet);
   scene.output.checkpointEvery = 3;
   expectResumedRunEqualsWholeRun(scene, 5, 2);
+}
+
+// Point caches (output.formats "pc2") are cut back to the checkpoint's frame and go on from
+// there: the same bytes as a run never stopped, for a cache written whole (a swinging sheet)
+// and one that ends where the body breaks (a torn fiber sheet).
+TEST(Resume, PointCachesGoOnFromTheCheckpoint) {
+  SceneDef swinging = swingingSheet("discrete_shell", Integrator::kVerlet);
+  swinging.output.formats = {OutputFormat::kPly, OutputFormat::kPc2};
+  swinging.output.checkpointEvery = 3;
+  expectResumedRunEqualsWholeRun(swinging, 5, 2);
+  SceneDef torn = tearingFiberSheet();
+  torn.output.formats = {OutputFormat::kPly, OutputFormat::kPc2};
+  expectResumedRunEqualsWholeRun(torn, 4, 2);
+}
+
+// A point cache holds the frames' vertices as float32, after the PC2 header, and ends where
+// the body's surface changes its topology (the summary says so).
+TEST(PointCache, HoldsEachFramesVerticesUntilTheTopologyChanges) {
+  for (const bool tearing : {false, true}) {
+    SCOPED_TRACE(tearing ? "torn" : "swinging");
+    SceneDef scene =
+        tearing ? tearingFiberSheet() : swingingSheet("discrete_shell", Integrator::kVerlet);
+    scene.output.formats = {OutputFormat::kPly, OutputFormat::kPc2};
+    TempFolder folder("pc2_");
+    const RunReport report = run(scene, folder.path(), 2);
+    const auto summary = summaryOf(folder.path());
+    ASSERT_EQ(summary["point_caches"].size(), 1U);
+    const auto& cache = summary["point_caches"][0];
+    const std::vector<char> bytes = bytesOf(folder.path() / cache["file"].get<std::string>());
+    ASSERT_GE(bytes.size(), 32U);
+    EXPECT_EQ(std::string(bytes.data(), 11), "POINTCACHE2");
+    int32_t version = 0, points = 0, samples = 0;
+    float start = -1, rate = 0;
+    std::memcpy(&version, bytes.data() + 12, 4);
+    std::memcpy(&points, bytes.data() + 16, 4);
+    std::memcpy(&start, bytes.data() + 20, 4);
+    std::memcpy(&rate, bytes.data() + 24, 4);
+    std::memcpy(&samples, bytes.data() + 28, 4);
+    EXPECT_EQ(version, 1);
+    EXPECT_EQ(start, 0.0F);
+    EXPECT_EQ(rate, 1.0F);
+    EXPECT_EQ(samples, cache["frames"].get<int32_t>());
+    EXPECT_EQ(bytes.size(), 32U + static_cast<size_t>(samples) * points * 12);
+    const int brokenAtEnd = summary["frames"].back()["bodies"][0]["cracks"].get<int>();
+    if (tearing) {
+      ASSERT_GT(brokenAtEnd, 0) << "the sheet did not tear: the test tests less";
+      EXPECT_TRUE(cache["topology_changed"].get<bool>());
+      EXPECT_LT(samples, report.framesWritten);
+      EXPECT_GT(samples, 0);
+    } else {
+      EXPECT_FALSE(cache["topology_changed"].get<bool>());
+      EXPECT_EQ(samples, report.framesWritten);
+    }
+    for (int32_t k = 0; k < samples; ++k) {
+      char suffix[32];
+      std::snprintf(suffix, sizeof suffix, "_%05d.ply", k);
+      const std::string name =
+          "frames/" + summary["bodies"][0]["name"].get<std::string>() + suffix;
+      const Geometry frame = readGeometry(folder.path() / name);
+      ASSERT_EQ(frame.vertexCount(), points) << name;
+      for (int32_t i = 0; i < 3 * points; ++i) {
+        float value = 0;
+        std::memcpy(&value, bytes.data() + 32 + (static_cast<size_t>(k) * points * 3 + i) * 4, 4);
+        ASSERT_EQ(value, static_cast<float>(frame.positions[static_cast<size_t>(i)]))
+            << name << " value " << i;
+      }
+    }
+  }
 }
 
 TEST(Resume, StaticLoadIncrements) {
