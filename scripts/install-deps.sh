@@ -15,6 +15,7 @@ packages=(
   libbullet-dev                     # rigid fragments (double precision) and the soft-body benchmark
   python3-dev pybind11-dev python3-numpy  # the Python module (/usr/bin/python3)
   python3-matplotlib                # the Python example's plot
+  blender                           # shellsim export-blend (Blender 3.4, run headless)
 )
 
 missing=()

@@ -572,6 +572,31 @@ int validateCommand(const std::string& path, const CommonOptions& common) {
   return 0;
 }
 
+int exportBlendCommand(const std::string& runFolder, const std::string& out,
+                       const std::string& blender, const CommonOptions& common) {
+  namespace fs = std::filesystem;
+  shellsim::ThreadLimit threadLimit(common.threads);
+  fs::path target = out;
+  if (target.empty()) {
+    const fs::path folder = fs::absolute(runFolder).lexically_normal();
+    const std::string name = folder.has_filename() ? folder.filename().string()
+                                                   : folder.parent_path().filename().string();
+    target = fs::path(runFolder) / (name + ".blend");
+  }
+  if (target.extension() != ".blend") {
+    throw shellsim::InputError(target.string() + ": the output must end in .blend");
+  }
+  shellsim::BlendExportOptions options;
+  options.blender = blender;
+  const shellsim::BlendExport made = shellsim::exportBlend(runFolder, target, options);
+  if (!common.quiet) {
+    for (const std::string& message : made.messages) std::cout << "note: " << message << '\n';
+    std::cout << "wrote " << made.blendFile.string() << ": " << made.objects << " objects, frames "
+              << made.frameStart << " to " << made.frameEnd << " at " << made.frameRate << " fps\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -681,6 +706,18 @@ int main(int argc, char** argv) {
                       "Also render a cut-away view of the shell to this PNG");
   addCommonOptions(thicken, common);
 
+  std::string blendRun, blendOut, blender = "blender";
+  CLI::App* exportBlend = app.add_subcommand(
+      "export-blend",
+      "Turn a finished run into a .blend file: each body an animated object, the obstacles, "
+      "a camera and a light (runs the system's Blender headless)");
+  exportBlend->add_option("outdir", blendRun, "Output folder of a run (holds summary.json)")
+      ->required();
+  exportBlend->add_option("-o,--out", blendOut,
+                          "The .blend file (default OUTDIR/<folder name>.blend)");
+  exportBlend->add_option("--blender", blender, "The Blender program")->capture_default_str();
+  addCommonOptions(exportBlend, common);
+
   CLI::App* reference =
       app.add_subcommand("scene-reference", "Print the scene file reference (Markdown)");
   addCommonOptions(reference, common);
@@ -712,6 +749,7 @@ int main(int argc, char** argv) {
       return repairCommand(repairIn, repairOut, minComponentFaces, remesh, common);
     }
     if (thicken->parsed()) return thickenCommand(thickenOptions, common);
+    if (exportBlend->parsed()) return exportBlendCommand(blendRun, blendOut, blender, common);
     if (reference->parsed()) {
       std::cout << shellsim::sceneReferenceMarkdown();
       return 0;

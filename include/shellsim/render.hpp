@@ -144,6 +144,28 @@ RenderReport renderRun(const std::filesystem::path& runFolder, const RenderOptio
 RenderReport compareRuns(const std::filesystem::path& runA, const std::filesystem::path& runB,
                          const std::filesystem::path& outFolder, const RenderOptions& options = {});
 
+// A finished run as a .blend file (`shellsim export-blend`), made by running the system's
+// Blender headless: each body one animated object (shape keys, one per frame) or, when its
+// mesh changes topology (fracture), one object per frame shown on its frame only; the
+// obstacles (moving ones keyframed), the renderer's camera, a sun light, the frame rate and
+// range. Frames are read from the run's .ply or .obj files.
+struct BlendExportOptions {
+  std::string blender = "blender";     // the program, looked up on PATH
+  int32_t width = 1280, height = 720;  // the render resolution set in the file
+};
+struct BlendExport {
+  std::filesystem::path blendFile;
+  int32_t objects = 0;  // bodies' objects, obstacles, camera and light
+  int32_t frameStart = 0, frameEnd = 0;
+  double frameRate = 0;               // frames per second
+  std::vector<std::string> messages;  // e.g. that the run did not complete
+};
+// Throws InputError for a folder that holds no run, IoError when Blender is missing or fails
+// (its messages kept in <blend stem>.blender.log beside the target).
+BlendExport exportBlend(const std::filesystem::path& runFolder,
+                        const std::filesystem::path& blendFile,
+                        const BlendExportOptions& options = {});
+
 // Plots kinetic, stretching, bending and dissipated energy of a run summary over time.
 void plotEnergy(const std::filesystem::path& summaryPath, const std::filesystem::path& pngPath,
                 int32_t width = 1280, int32_t height = 720);

@@ -61,6 +61,7 @@ from . import _core  # noqa: E402  (the exception classes above must exist first
 __all__ = [
     "Error", "InputError", "NumericalError", "IoError", "Scene", "Simulation", "State",
     "load_scene", "default_scene", "run", "run_status", "render", "compare", "plot_energy",
+    "export_blend",
     "read_geometry", "write_geometry", "model_names", "set_threads", "threads", "has_render",
 ]
 
@@ -176,6 +177,15 @@ def compare(run_a: str | _os.PathLike, run_b: str | _os.PathLike, out: str | _os
     _need_render()
     return _core.compare_runs(_os.fspath(run_a), _os.fspath(run_b), _os.fspath(out), width,
                               height, video, progress)
+
+
+def export_blend(run_folder: str | _os.PathLike, blend: str | _os.PathLike, *,
+                 blender: str = "blender") -> dict[str, Any]:
+    """Turns a finished run into a .blend file, as `shellsim export-blend` does (runs the
+    system's Blender headless): each body an animated object, the obstacles, a camera, a
+    light, the frame rate and range."""
+    _need_render()
+    return _core.export_blend(_os.fspath(run_folder), _os.fspath(blend), blender)
 
 
 def plot_energy(summary: str | _os.PathLike, png: str | _os.PathLike, width: int = 1280,

@@ -423,6 +423,27 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("run_a"), py::arg("run_b"), py::arg("out"), py::arg("width"), py::arg("height"),
       py::arg("video"), py::arg("progress"));
+  m.def(
+      "export_blend",
+      [](const std::filesystem::path& folder, const std::filesystem::path& blend,
+         const std::string& blender) {
+        BlendExportOptions options;
+        options.blender = blender;
+        BlendExport made;
+        {
+          const py::gil_scoped_release release;
+          made = exportBlend(folder, blend, options);
+        }
+        py::dict out;
+        out["blend"] = made.blendFile;
+        out["objects"] = made.objects;
+        out["frame_start"] = made.frameStart;
+        out["frame_end"] = made.frameEnd;
+        out["fps"] = made.frameRate;
+        out["messages"] = made.messages;
+        return out;
+      },
+      py::arg("folder"), py::arg("blend"), py::arg("blender"));
   m.def("plot_energy", &plotEnergy, py::arg("summary"), py::arg("png"), py::arg("width") = 1280,
         py::arg("height") = 720);
   m.attr("has_render") = true;

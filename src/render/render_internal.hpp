@@ -63,6 +63,8 @@ struct RunInfo {
 // Reads folder/summary.json. Throws IoError (missing, unreadable) or InputError (not a run
 // summary, a frame lacking a renderable file) naming the file.
 [[nodiscard]] RunInfo readRunInfo(const std::filesystem::path& folder);
+// Frames per second, from the first two frames' times (30 for a run of one frame).
+[[nodiscard]] double frameRateOf(const RunInfo& run);
 // Reads the bodies of one frame, coloured (components, or per-point colours of the file).
 [[nodiscard]] std::vector<RenderBody> loadFrame(const RunInfo& run, const RunFrame& frame,
                                                 int32_t paletteOffset);
@@ -79,6 +81,19 @@ std::optional<std::filesystem::path> encodeVideo(const std::filesystem::path& fo
                                                  const std::string& pattern, double frameRate,
                                                  const std::filesystem::path& video,
                                                  std::string& why);
+
+// ---- subprocess.cpp ----
+struct ProcessResult {
+  int spawnError = 0;  // errno of posix_spawnp (ENOENT: not on PATH); 0: it ran
+  bool exited = false;
+  int code = 0;  // exit code, or the signal that ended it
+  [[nodiscard]] bool succeeded() const { return spawnError == 0 && exited && code == 0; }
+  [[nodiscard]] std::string how() const;  // "exit code 2", "signal 9", why it did not start
+};
+// Runs args[0] (looked up on PATH) with `args`, stdin from /dev/null, stdout and stderr to
+// `log`, and waits for it.
+[[nodiscard]] ProcessResult runProgram(std::vector<std::string> args,
+                                       const std::filesystem::path& log);
 
 // ---- run_files.cpp ----
 // Picks up to `count` evenly spaced indices in [0, n).

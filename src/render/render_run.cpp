@@ -49,14 +49,6 @@ void removeOldFrames(const fs::path& folder) {
   }
 }
 
-double frameRateOf(const detail::RunInfo& run) {
-  if (run.frames.size() >= 2) {
-    const double dt = run.frames[1].time - run.frames[0].time;
-    if (dt > 0) return 1.0 / dt;
-  }
-  return 30.0;
-}
-
 // The time with as many decimals as the frame interval needs (at least 2): frames of a
 // 1000 fps impact read 0.003 s, 0.004 s, not 0.00 s twice.
 std::string timeLabel(int32_t frame, double time, double frameRate) {
@@ -267,15 +259,15 @@ RenderReport renderRun(const fs::path& runFolder, const RenderOptions& options) 
                    writePng(framePath(report.framesFolder, i), job->image);
                    if (std::find(picks.begin(), picks.end(), i) != picks.end()) {
                      thumbnails.push_back(detail::downscale(job->image, thumbnailFactor(s.width)));
-                     labels.push_back(timeLabel(frame.frame, frame.time, frameRateOf(run)));
+                     labels.push_back(timeLabel(frame.frame, frame.time, detail::frameRateOf(run)));
                    }
                    report.framesRendered = i + 1;
                    if (options.onFrame) options.onFrame(i, count);
                  }));
   report.energyPlot = runFolder / "energy.png";
   plotEnergy(run.summaryPath, report.energyPlot);
-  finishOutputs(options, report, report.framesFolder, frameRateOf(run), runFolder / "video.mp4",
-                thumbnails, labels, runFolder / "contact_sheet.png");
+  finishOutputs(options, report, report.framesFolder, detail::frameRateOf(run),
+                runFolder / "video.mp4", thumbnails, labels, runFolder / "contact_sheet.png");
   return report;
 }
 
@@ -323,13 +315,13 @@ RenderReport compareRuns(const fs::path& runA, const fs::path& runB, const fs::p
     writePng(framePath(report.framesFolder, i), image);
     if (std::find(picks.begin(), picks.end(), i) != picks.end()) {
       thumbnails.push_back(detail::downscale(image, thumbnailFactor(options.settings.width)));
-      labels.push_back(timeLabel(i, time, frameRateOf(a)));
+      labels.push_back(timeLabel(i, time, detail::frameRateOf(a)));
     }
     report.framesRendered = i + 1;
     if (options.onFrame) options.onFrame(i, count);
   }
-  finishOutputs(options, report, report.framesFolder, frameRateOf(a), outFolder / "compare.mp4",
-                thumbnails, labels, outFolder / "contact_sheet.png");
+  finishOutputs(options, report, report.framesFolder, detail::frameRateOf(a),
+                outFolder / "compare.mp4", thumbnails, labels, outFolder / "contact_sheet.png");
   return report;
 }
 
@@ -393,9 +385,9 @@ void PreviewRecorder::addFrame(int32_t frame, int32_t frameCount) {
   writePng(framePath(p.report.framesFolder, frame), image);
   if (std::find(p.picks.begin(), p.picks.end(), frame) != p.picks.end()) {
     p.thumbnails.push_back(detail::downscale(image, thumbnailFactor(s.width)));
-    p.labels.push_back(timeLabel(frame, it->time, frameRateOf(run)));
+    p.labels.push_back(timeLabel(frame, it->time, detail::frameRateOf(run)));
   }
-  p.frameRate = frameRateOf(run);
+  p.frameRate = detail::frameRateOf(run);
   p.report.framesRendered = std::max(p.report.framesRendered, frame + 1);
   if (p.options.onFrame) p.options.onFrame(frame, frameCount);
 }

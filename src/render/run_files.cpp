@@ -56,6 +56,14 @@ void extend(Bounds& b, const Vec3d& lo, const Vec3d& hi, bool& any) {
 
 }  // namespace
 
+double frameRateOf(const RunInfo& run) {
+  if (run.frames.size() >= 2) {
+    const double dt = run.frames[1].time - run.frames[0].time;
+    if (dt > 0) return 1.0 / dt;
+  }
+  return 30.0;
+}
+
 RunInfo readRunInfo(const fs::path& folder) {
   RunInfo run;
   run.folder = folder;

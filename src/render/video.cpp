@@ -3,19 +3,12 @@
 // Why a subprocess and not libavcodec: the encoder is the only part of ffmpeg we need, the
 // command line is stable across releases while the libav* APIs are not, and a missing or
 // broken ffmpeg must not stop the PNGs, the contact sheet or the plot from being written.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <sstream>
 
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
-
-extern char** environ;
 
 namespace shellsim::detail {
 
@@ -37,20 +30,8 @@ std::optional<std::filesystem::path> encodeVideo(const std::filesystem::path& fo
       // yuv420p (what every player decodes) needs even sides.
       "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf",
       "20", "-movflags", "+faststart", temp.string()};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  pid_t pid = 0;
-  const int spawnError = posix_spawnp(&pid, "ffmpeg", &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawnError == ENOENT) {
+  const ProcessResult result = runProgram(std::move(args), log);
+  if (result.spawnError == ENOENT) {
     why =
         "no video: ffmpeg is not installed (not found on PATH); the PNG frames and the "
         "contact sheet are written (install it with scripts/install-deps.sh)";
@@ -58,20 +39,15 @@ std::optional<std::filesystem::path> encodeVideo(const std::filesystem::path& fo
     fs::remove(log, ignored);
     return std::nullopt;
   }
-  if (spawnError != 0) {
-    throw IoError(video.string() + ": cannot start ffmpeg: " + std::strerror(spawnError));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw IoError(video.string() + ": waiting for ffmpeg failed");
+  if (result.spawnError != 0) {
+    throw IoError(video.string() + ": cannot start ffmpeg: " + result.how());
   }
   std::error_code ec;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!result.succeeded()) {
     fs::remove(temp, ec);
-    const std::string how = WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
-                                              : "signal " + std::to_string(WTERMSIG(status));
+    const std::string how = result.how();
     // posix_spawnp reports a missing program as exit 127 on some C libraries.
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    if (result.exited && result.code == 127) {
       why =
           "no video: ffmpeg could not be run (exit 127: not found); the PNG frames and the "
           "contact sheet are written";

@@ -1,0 +1,46 @@
+// Running the system's tools (ffmpeg, Blender) as child processes.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "render/render_internal.hpp"
+#include "shellsim/errors.hpp"
+
+extern char** environ;
+
+namespace shellsim::detail {
+
+ProcessResult runProgram(std::vector<std::string> args, const std::filesystem::path& log) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  ProcessResult result;
+  result.spawnError = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (result.spawnError != 0) return result;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw IoError(args[0] + ": waiting for it failed");
+  }
+  result.exited = WIFEXITED(status);
+  result.code = result.exited ? WEXITSTATUS(status) : WTERMSIG(status);
+  return result;
+}
+
+std::string ProcessResult::how() const {
+  if (spawnError != 0) return std::strerror(spawnError);
+  return exited ? "exit code " + std::to_string(code) : "signal " + std::to_string(code);
+}
+
+}  // namespace shellsim::detail
