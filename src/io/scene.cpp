@@ -612,55 +612,53 @@ BodyDef parseBodyDef(const std::string& jsonText, const std::string& path, bool 
   return body;
 }
 
-ObstacleDef parseObstacleDef(const std::string& jsonText, const std::string& path) {
+namespace {
+
+// Parses `jsonText` as one object and reads it with read(json, problems); InputError with
+// every problem, after the JSON and after the reading.
+template <class Read>
+auto parseWith(const std::string& jsonText, const std::string& path, const Read& read) {
   Problems problems(kApiSource);
   const Json json = parseDefinition(jsonText, path, problems);
   problems.throwIfAny();
-  const ObjectReader::Element element{&json, path, 0};
-  ObstacleDef obstacle = readObstacle(element, problems);
+  auto value = read(json, problems);
   problems.throwIfAny();
-  return obstacle;
+  return value;
+}
+
+}  // namespace
+
+ObstacleDef parseObstacleDef(const std::string& jsonText, const std::string& path) {
+  return parseWith(jsonText, path, [&](const Json& json, Problems& problems) {
+    return readObstacle(ObjectReader::Element{&json, path, 0}, problems);
+  });
 }
 
 PinDef parsePinDef(const std::string& jsonText, const std::string& path) {
-  Problems problems(kApiSource);
-  const Json json = parseDefinition(jsonText, path, problems);
-  problems.throwIfAny();
-  const ObjectReader::Element element{&json, path, 0};
-  PinDef pin = readPin(element, problems);
-  problems.throwIfAny();
-  return pin;
+  return parseWith(jsonText, path, [&](const Json& json, Problems& problems) {
+    return readPin(ObjectReader::Element{&json, path, 0}, problems);
+  });
 }
 
 LoadDef parseLoadDef(const std::string& jsonText, const std::string& path) {
-  Problems problems(kApiSource);
-  const Json json = parseDefinition(jsonText, path, problems);
-  problems.throwIfAny();
-  const ObjectReader::Element element{&json, path, 0};
-  LoadDef load = readLoad(element, problems);
-  problems.throwIfAny();
-  return load;
+  return parseWith(jsonText, path, [&](const Json& json, Problems& problems) {
+    return readLoad(ObjectReader::Element{&json, path, 0}, problems);
+  });
 }
 
 TimeDef parseTimeDef(const std::string& jsonText, const std::string& path) {
-  Problems problems(kApiSource);
-  const Json json = parseDefinition(jsonText, path, problems);
-  problems.throwIfAny();
-  ObjectReader reader(&json, path, kTimeSpec, problems);
-  TimeDef time = readTime(reader, problems);
-  problems.throwIfAny();
-  return time;
+  return parseWith(jsonText, path, [&](const Json& json, Problems& problems) {
+    ObjectReader reader(&json, path, kTimeSpec, problems);
+    return readTime(reader, problems);
+  });
 }
 
 ContactDef parseContactDef(const std::string& jsonText, const std::string& path,
                            const TimeDef& time) {
-  Problems problems(kApiSource);
-  const Json json = parseDefinition(jsonText, path, problems);
-  problems.throwIfAny();
-  ObjectReader reader(&json, path, kContactSpec, problems);
-  ContactDef contact = readContact(reader, problems, time);
-  problems.throwIfAny();
-  return contact;
+  return parseWith(jsonText, path, [&](const Json& json, Problems& problems) {
+    ObjectReader reader(&json, path, kContactSpec, problems);
+    return readContact(reader, problems, time);
+  });
 }
 
 std::string definitionToJson(const BodyDef& body) {
