@@ -61,7 +61,7 @@ from . import _core  # noqa: E402  (the exception classes above must exist first
 __all__ = [
     "Error", "InputError", "NumericalError", "IoError", "Scene", "Simulation", "State",
     "load_scene", "default_scene", "run", "run_status", "render", "compare", "plot_energy",
-    "export_blend",
+    "export_blend", "mesh_info", "repair", "thicken", "validate",
     "read_geometry", "write_geometry", "model_names", "set_threads", "threads", "has_render",
 ]
 
@@ -210,6 +210,46 @@ def read_geometry(path: str | _os.PathLike) -> dict[str, Any]:
 def write_geometry(path: str | _os.PathLike, vertices: Any, triangles: Any = None) -> None:
     """Writes a mesh or point cloud as .ply (binary) or .obj."""
     _core.write_geometry(_os.fspath(path), vertices, triangles)
+
+
+def mesh_info(vertices: Any, triangles: Any = None) -> dict[str, Any]:
+    """What `shellsim info` says of a mesh: counts, boundary / non-manifold / flipped edges,
+    degenerate and sliver triangles, stray parts, and the lines a model would refuse it
+    with ("refusals") or warn about ("warnings")."""
+    return _core.mesh_info(vertices, triangles)
+
+
+def repair(vertices: Any, triangles: Any, *, min_component_faces: int = 0,
+           remesh: float | str | None = None) -> dict[str, Any]:
+    """`shellsim repair`: merge coincident vertices, drop degenerate triangles, orient,
+    split non-manifold edges, drop components of fewer than `min_component_faces`
+    triangles, and remesh to edges of `remesh` metres ("auto": the median edge). Returns
+    "vertices", "triangles", "components_removed" and "remesh_edge_length"."""
+    at_median = remesh == "auto"
+    edge = 0.0 if remesh is None or at_median else float(remesh)
+    return _core.repair(vertices, triangles, int(min_component_faces), edge, at_median)
+
+
+def thicken(vertices: Any, triangles: Any, depth: float, *, method: str = "front",
+            steps: int = 5, min_step: float = 1e-3) -> dict[str, Any]:
+    """`shellsim thicken`: the inner surface grown `depth` metres inwards without crossing
+    itself or the input (steinemann section 3). Returns "inner" (n, 3), "depth" (n,), the
+    statistics, the thin regions and the exact check's counts (0 and 0 when consistent)."""
+    return _core.thicken(vertices, triangles, float(depth), method, int(steps), float(min_step))
+
+
+def validate(scene: Scene | str | _os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
+    """`shellsim validate`: checks the scene and builds its bodies as a run would. Returns
+    each body's model, nodes, elements and stable explicit step, the step the run would
+    take, and the warnings; InputError lists every problem."""
+    sim = Simulation.from_scene(scene)
+    return {
+        "bodies": [{"name": sim.body_name(b), "model": sim.model_name(b),
+                    "nodes": sim.node_count(b), "elements": sim.element_count(b),
+                    "stable_time_step": sim.stable_time_step(b)} for b in range(sim.body_count)],
+        "time_step": sim.time_step,
+        "warnings": sim.warnings,
+    }
 
 
 class Simulation:

@@ -27,10 +27,12 @@
 #include <vector>
 
 #include "shellsim/errors.hpp"
+#include "shellsim/geometry.hpp"
 #include "shellsim/io.hpp"
 #include "shellsim/parallel.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
+#include "shellsim/thicken.hpp"
 #include "shellsim/world.hpp"
 #ifdef SHELLSIM_PYTHON_RENDER
 #include "shellsim/render.hpp"
@@ -468,6 +470,94 @@ PYBIND11_MODULE(_core, m) {
         }
       },
       py::arg("path"), py::arg("vertices"), py::arg("triangles") = py::none());
+
+  m.def(
+      "mesh_info",
+      [](const DoubleArray& vertices, const std::optional<IndexArray>& triangles) {
+        const Geometry mesh = geometryFrom(vertices, triangles, std::nullopt);
+        const MeshTopology t = analyzeTopology(mesh);
+        py::dict out;
+        out["vertices"] = mesh.vertexCount();
+        out["triangles"] = mesh.triangleCount();
+        out["edges"] = t.edgeCount;
+        out["boundary_edges"] = t.boundaryEdgeCount;
+        out["non_manifold_edges"] = t.nonManifoldEdgeCount;
+        out["degenerate_triangles"] = t.degenerateTriangleCount;
+        out["components"] = t.connectedComponentCount;
+        out["unreferenced_vertices"] = t.unreferencedVertexCount;
+        out["duplicate_vertices"] = t.duplicateVertexCount;
+        out["inconsistent_edges"] = t.inconsistentEdgeCount;
+        out["median_edge_length"] = t.medianEdgeLength;
+        out["smallest_height"] = t.smallestHeight;
+        out["sliver_triangles"] = t.sliverTriangleCount;
+        out["refusals"] = meshRefusals(t);
+        out["warnings"] = meshWarnings(t);
+        return out;
+      },
+      py::arg("vertices"), py::arg("triangles"));
+  m.def(
+      "repair",
+      [](const DoubleArray& vertices, const IndexArray& triangles, int64_t minComponentFaces,
+         double remeshEdge, bool remeshAtMedian) {
+        Geometry mesh = geometryFrom(vertices, triangles, std::nullopt);
+        RepairOptions options;
+        options.minComponentFaces = minComponentFaces;
+        options.targetEdgeLength = remeshEdge;
+        options.remeshAtMedianEdge = remeshAtMedian;
+        RepairReport report;
+        {
+          const py::gil_scoped_release release;
+          report = repairMesh(mesh, options);
+        }
+        py::dict out = geometryDict(mesh);
+        out["components_removed"] = report.componentsRemoved;
+        out["remesh_edge_length"] = report.remeshEdgeLength;
+        return out;
+      },
+      py::arg("vertices"), py::arg("triangles"), py::arg("min_component_faces"),
+      py::arg("remesh_edge"), py::arg("remesh_at_median"));
+  m.def(
+      "thicken",
+      [](const DoubleArray& vertices, const IndexArray& triangles, double depth,
+         const std::string& method, int32_t steps, double minStep) {
+        const Geometry mesh = geometryFrom(vertices, triangles, std::nullopt);
+        ThickenOptions options;
+        options.depth = depth;
+        if (method != "front" && method != "vertex") {
+          throw InputError("shellsim: method must be 'front' or 'vertex', not '" + method + "'");
+        }
+        options.method = method == "front" ? ThickenMethod::kFront : ThickenMethod::kSingleVertex;
+        options.stepsPerDepth = steps;
+        options.minStepFraction = minStep;
+        ThickShell shell;
+        {
+          const py::gil_scoped_release release;
+          shell = thickenMesh(mesh, options);
+        }
+        py::dict out;
+        out["inner"] = doubles(shell.inner, 3);
+        out["depth"] = doubles(shell.depth, 1);
+        out["seconds"] = shell.seconds;
+        out["collisions"] = shell.collisions;
+        out["passes"] = shell.iterations;
+        out["min_depth"] = shell.minDepth;
+        out["mean_depth"] = shell.meanDepth;
+        out["thin_vertices"] = shell.thinVertices;
+        py::list regions;
+        for (const ThickShell::ThinRegion& r : shell.thinRegions) {
+          py::dict region;
+          region["vertices"] = r.vertices;
+          region["centre"] = r.centre;
+          region["thinnest"] = r.thinnest;
+          regions.append(region);
+        }
+        out["thin_regions"] = regions;
+        out["intersecting_pairs"] = shell.intersectingPairs;
+        out["inverted_elements"] = shell.invertedElements;
+        return out;
+      },
+      py::arg("vertices"), py::arg("triangles"), py::arg("depth"), py::arg("method"),
+      py::arg("steps"), py::arg("min_step"));
 
   // ---- states ----
   py::class_<SimulationState>(m, "State")

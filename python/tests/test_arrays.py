@@ -7,7 +7,7 @@ import unittest
 import numpy as np
 
 import shellsim
-from helpers import sheet
+from helpers import DATA_DIR, sheet
 
 
 class ArrayRoundTrips(unittest.TestCase):
@@ -102,6 +102,31 @@ class ArrayRoundTrips(unittest.TestCase):
                 mesh = shellsim.read_geometry(path)
                 np.testing.assert_allclose(mesh["vertices"], self.vertices, atol=1e-6)
                 np.testing.assert_array_equal(mesh["triangles"], self.triangles)
+
+
+class MeshTools(unittest.TestCase):
+    def test_info_repair_thicken_and_validate_work_on_arrays(self):
+        mesh = shellsim.read_geometry(os.path.join(DATA_DIR, "spot.obj"))
+        info = shellsim.mesh_info(mesh["vertices"], mesh["triangles"])
+        self.assertEqual(info["vertices"], len(mesh["vertices"]))
+        self.assertEqual(info["non_manifold_edges"], 0)
+        self.assertEqual(info["refusals"], [])
+        # A copy with a flipped triangle is refused, and repair orients it back.
+        flipped = mesh["triangles"].copy()
+        flipped[0] = flipped[0][::-1]
+        self.assertTrue(shellsim.mesh_info(mesh["vertices"], flipped)["refusals"])
+        repaired = shellsim.repair(mesh["vertices"], flipped)
+        self.assertEqual(shellsim.mesh_info(repaired["vertices"], repaired["triangles"])["refusals"], [])
+        shell = shellsim.thicken(mesh["vertices"], mesh["triangles"], 0.05)
+        self.assertEqual(shell["inner"].shape, mesh["vertices"].shape)
+        self.assertEqual((shell["intersecting_pairs"], shell["inverted_elements"]), (0, 0))
+        self.assertLessEqual(shell["depth"].max(), 0.05 + 1e-12)
+        self.assertGreater(shell["mean_depth"], 0.02)
+        with self.assertRaises(shellsim.InputError):
+            shellsim.thicken(mesh["vertices"], mesh["triangles"], -1)
+        report = shellsim.validate({"bodies": [{"primitive": {"type": "sheet"}, "model": "fiber"}]})
+        self.assertEqual(report["bodies"][0]["model"], "fiber")
+        self.assertGreater(report["bodies"][0]["nodes"], 0)
 
 
 class States(unittest.TestCase):
