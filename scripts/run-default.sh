@@ -14,3 +14,7 @@ cmake --build --preset release --parallel "$(nproc)"
 ./build/release/apps/shellsim/shellsim render "$out"
 echo "frames: $out/frames   summary: $out/summary.json"
 echo "video: $out/video.mp4   contact sheet: $out/contact_sheet.png   energy: $out/energy.png"
+# The Python module, built for the system's python3 (docs/python.md).
+PYTHONPATH=build/release/python /usr/bin/python3 -c \
+  'import shellsim; print("python: import shellsim works (models:", ", ".join(shellsim.model_names()) + ")")'
+echo "python: PYTHONPATH=build/release/python /usr/bin/python3, or cmake --install build/release --component python"
