@@ -104,6 +104,25 @@ class ArrayRoundTrips(unittest.TestCase):
                 np.testing.assert_array_equal(mesh["triangles"], self.triangles)
 
 
+class PointClouds(unittest.TestCase):
+    def test_a_point_cloud_with_normals_is_a_fiber_body(self):
+        rng = np.random.default_rng(7)
+        normals = rng.standard_normal((800, 3))
+        normals /= np.linalg.norm(normals, axis=1)[:, None]
+        points = 0.2 * normals + [0, 0, 0.5]
+        sim = shellsim.Simulation()
+        body = sim.add_body(points, None, {"model": "fiber", "fiber": {"node_count": 200}},
+                            normals=normals)
+        self.assertEqual(sim.node_count(body), 200)
+        self.assertEqual(len(sim.node_of_vertex(body)), 800)
+        surface = sim.surface(body)
+        self.assertEqual(surface["triangles"].shape, (0, 3))
+        sim.advance(0.02)
+        self.assertLess(sim.positions(body)[:, 2].mean(), 0.5)  # it falls
+        with self.assertRaisesRegex(shellsim.InputError, "one row per vertex"):
+            sim.add_body(points, None, {"model": "fiber"}, normals=normals[:10])
+
+
 class MeshTools(unittest.TestCase):
     def test_info_repair_thicken_and_validate_work_on_arrays(self):
         mesh = shellsim.read_geometry(os.path.join(DATA_DIR, "spot.obj"))
