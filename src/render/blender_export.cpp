@@ -54,7 +54,10 @@ BlendExport exportBlend(const fs::path& runFolder, const fs::path& blendFile,
   const fs::path blend = fs::absolute(blendFile);
   plan["fps"] = detail::frameRateOf(run);
   plan["resolution"] = {options.width, options.height};
-  plan["camera"] = {{"eye", camera.eye}, {"target", camera.target}, {"fov", camera.fovDegrees}};
+  plan["camera"] = {{"eye", camera.eye},
+                    {"target", camera.target},
+                    {"up", camera.up},
+                    {"fov", camera.fovDegrees}};
   // The renderer's key light: from above, a little to the side.
   plan["light_direction"] = {0.3 - run.up[0], -0.2 - run.up[1], -run.up[2]};
   plan["ground_size"] = 20 * std::max(extent, 1e-3);

@@ -11,7 +11,7 @@ import struct
 import sys
 
 import bpy
-from mathutils import Vector
+from mathutils import Matrix, Vector
 
 PLY_TYPES = {"char": "b", "uchar": "B", "int8": "b", "uint8": "B", "short": "h", "ushort": "H",
              "int16": "h", "uint16": "H", "int": "i", "uint": "I", "int32": "i", "uint32": "I",
@@ -129,10 +129,17 @@ def show_only_on(obj, frame, first, last):
     constant_interpolation(obj)
 
 
-def look_at(obj, eye, target):
-    """Points the camera (which looks down its -Z, +Y up) from eye at target, world +Z up."""
+def look_at(obj, eye, target, up):
+    """Points the camera (which looks down its local -Z with +Y up in the picture) from eye
+    at target, with `up` up in the picture."""
+    forward = (Vector(target) - Vector(eye)).normalized()
+    right = forward.cross(Vector(up)).normalized()
+    if right.length == 0:  # up along the view: any roll will do
+        right = forward.orthogonal().normalized()
+    true_up = right.cross(forward)
     obj.location = eye
-    obj.rotation_euler = (Vector(target) - Vector(eye)).to_track_quat("-Z", "Y").to_euler()
+    # Columns: the camera's local X, Y and Z axes in the world.
+    obj.rotation_euler = Matrix((right, true_up, -forward)).transposed().to_euler()
 
 
 def main():
@@ -210,7 +217,7 @@ def main():
     cam_data.angle_y = math.radians(camera["fov"])
     cam = bpy.data.objects.new("camera", cam_data)
     root.objects.link(cam)
-    look_at(cam, camera["eye"], camera["target"])
+    look_at(cam, camera["eye"], camera["target"], camera["up"])
     scene.camera = cam
     sun_data = bpy.data.lights.new("sun", "SUN")
     sun_data.energy = 3.0
