@@ -27,6 +27,7 @@
 #include "shellsim/render.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
+#include "shellsim/sweep.hpp"
 #include "shellsim/thicken.hpp"
 #include "shellsim/world.hpp"
 
@@ -597,6 +598,51 @@ int exportBlendCommand(const std::string& runFolder, const std::string& out,
   return 0;
 }
 
+void printSweepReport(const shellsim::SweepReport& report) {
+  std::cout << report.completed << " completed, " << report.failed << " failed or stopped, "
+            << report.missing << " not run; report: " << report.csv.string() << ", "
+            << report.markdown.string() << '\n';
+}
+
+int sweepCommand(const std::string& file, const std::string& out, bool local, int jobs, bool yes,
+                 const CommonOptions& common) {
+  const shellsim::SweepDef sweep = shellsim::loadSweep(file);
+  constexpr int64_t kManyVariants = 1000;
+  if (sweep.variantCount > kManyVariants && !yes) {
+    throw shellsim::InputError(file + ": " + std::to_string(sweep.variantCount) +
+                               " variants; more than " + std::to_string(kManyVariants) +
+                               " is often a mistake: give --yes to go on");
+  }
+  const std::vector<shellsim::SweepVariant> variants = shellsim::expandSweep(sweep);
+  if (!local) {
+    const auto folders = shellsim::writeSweepVariants(sweep, variants, out);
+    if (!common.quiet) {
+      std::cout << folders.size() << " variants in " << out << "/variants; run each with\n"
+                << "  shellsim run " << out << "/variants/NNNN/scene.json --out " << out
+                << "/variants/NNNN   (add --resume to continue a stopped one)\n"
+                << "then shellsim sweep-report " << out << "; or all here with --local\n";
+    }
+    return 0;
+  }
+  shellsim::SweepRunOptions options;
+  options.executable = std::filesystem::read_symlink("/proc/self/exe");
+  options.jobs = jobs;
+  if (!common.quiet) options.onMessage = [](const std::string& line) { std::cout << line << '\n'; };
+  const shellsim::SweepRunReport ran = shellsim::runSweepLocally(sweep, variants, out, options);
+  if (!common.quiet) {
+    std::cout << ran.ran << " ran, " << ran.skipped << " completed before, " << ran.failed
+              << " failed\n";
+    printSweepReport(shellsim::writeSweepReport(out));
+  }
+  return ran.failed > 0 ? static_cast<int>(shellsim::ExitCode::kNumerical) : 0;
+}
+
+int sweepReportCommand(const std::string& out, const CommonOptions& common) {
+  const shellsim::SweepReport report = shellsim::writeSweepReport(out);
+  if (!common.quiet) printSweepReport(report);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -718,6 +764,28 @@ int main(int argc, char** argv) {
   exportBlend->add_option("--blender", blender, "The Blender program")->capture_default_str();
   addCommonOptions(exportBlend, common);
 
+  std::string sweepFile, sweepOut, reportFolder;
+  bool sweepLocal = false, sweepYes = false;
+  int sweepJobs = 1;
+  CLI::App* sweep = app.add_subcommand(
+      "sweep",
+      "Expand a sweep file (a base scene and values to vary) into one scene per variant "
+      "(OUT/variants/NNNN/scene.json); with --local, run them here and write the report");
+  sweep->add_option("sweep", sweepFile, "Sweep file (JSON, docs/sweeps.md)")->required();
+  sweep->add_option("-o,--out", sweepOut, "Folder of the sweep")->required();
+  sweep->add_flag("--local", sweepLocal,
+                  "Run the variants on this machine, --jobs at a time (a variant whose summary "
+                  "says completed is skipped: run again to finish a stopped sweep)");
+  sweep->add_option("--jobs", sweepJobs, "Variants at a time with --local")
+      ->check(integerAtLeast(1, 256))
+      ->capture_default_str();
+  sweep->add_flag("--yes", sweepYes, "Allow more than 1000 variants");
+  addCommonOptions(sweep, common);
+  CLI::App* sweepReport = app.add_subcommand(
+      "sweep-report", "Write a sweep's report: OUT/report.csv and report.md, one row per variant");
+  sweepReport->add_option("out", reportFolder, "Folder of the sweep")->required();
+  addCommonOptions(sweepReport, common);
+
   CLI::App* reference =
       app.add_subcommand("scene-reference", "Print the scene file reference (Markdown)");
   addCommonOptions(reference, common);
@@ -750,6 +818,10 @@ int main(int argc, char** argv) {
     }
     if (thicken->parsed()) return thickenCommand(thickenOptions, common);
     if (exportBlend->parsed()) return exportBlendCommand(blendRun, blendOut, blender, common);
+    if (sweep->parsed()) {
+      return sweepCommand(sweepFile, sweepOut, sweepLocal, sweepJobs, sweepYes, common);
+    }
+    if (sweepReport->parsed()) return sweepReportCommand(reportFolder, common);
     if (reference->parsed()) {
       std::cout << shellsim::sceneReferenceMarkdown();
       return 0;

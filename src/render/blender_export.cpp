@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/subprocess.hpp"
 #include "render/blender_script.hpp"
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
@@ -102,10 +103,10 @@ BlendExport exportBlend(const fs::path& runFolder, const fs::path& blendFile,
   plan["blend"] = temp.string();
   writeText(planPath, plan.dump());
   writeText(scriptPath, std::string(detail::kBlenderExportScript));
-  const detail::ProcessResult result =
-      detail::runProgram({options.blender, "-b", "--factory-startup", "--python-exit-code", "3",
-                          "--python", scriptPath.string(), "--", planPath.string()},
-                         log);
+  const ProcessResult result =
+      runProgram({options.blender, "-b", "--factory-startup", "--python-exit-code", "3", "--python",
+                  scriptPath.string(), "--", planPath.string()},
+                 log);
   fs::remove(planPath, ec);
   fs::remove(scriptPath, ec);
   if (result.spawnError != 0) {

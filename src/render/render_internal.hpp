@@ -82,19 +82,6 @@ std::optional<std::filesystem::path> encodeVideo(const std::filesystem::path& fo
                                                  const std::filesystem::path& video,
                                                  std::string& why);
 
-// ---- subprocess.cpp ----
-struct ProcessResult {
-  int spawnError = 0;  // errno of posix_spawnp (ENOENT: not on PATH); 0: it ran
-  bool exited = false;
-  int code = 0;  // exit code, or the signal that ended it
-  [[nodiscard]] bool succeeded() const { return spawnError == 0 && exited && code == 0; }
-  [[nodiscard]] std::string how() const;  // "exit code 2", "signal 9", why it did not start
-};
-// Runs args[0] (looked up on PATH) with `args`, stdin from /dev/null, stdout and stderr to
-// `log`, and waits for it.
-[[nodiscard]] ProcessResult runProgram(std::vector<std::string> args,
-                                       const std::filesystem::path& log);
-
 // ---- run_files.cpp ----
 // Picks up to `count` evenly spaced indices in [0, n).
 [[nodiscard]] std::vector<int32_t> evenlySpaced(int32_t n, int32_t count);

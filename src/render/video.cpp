@@ -7,6 +7,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/subprocess.hpp"
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
 

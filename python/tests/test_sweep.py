@@ -1,0 +1,124 @@
+"""`shellsim sweep` and `sweep-report`: expansion, local runs, reruns, the report, bad files."""
+
+import csv
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+from helpers import CLI
+
+SOURCE = os.environ.get("SHELLSIM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def write(folder, name, content):
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        json.dump(content, f)
+    return path
+
+
+def shellsim(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=600)
+
+
+class Sweeps(unittest.TestCase):
+    def test_a_grid_runs_locally_reruns_nothing_and_reports_every_variant(self):
+        with tempfile.TemporaryDirectory() as folder:
+            sweep = write(folder, "wedge.json", {"parameters": [
+                {"path": "bodies[0].material.young_modulus", "values": [1e5, 1e6]},
+                {"path": "bodies[0].material.thickness", "range": [0.001, 0.003, 0.001]},
+                {"path": "time.duration", "values": [0.1]}]})
+            out = os.path.join(folder, "out")
+            first = shellsim("sweep", sweep, "--out", out, "--local", "--jobs", "2")
+            self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
+            self.assertIn("6 ran, 0 completed before, 0 failed", first.stdout)
+            # Grid order: the last parameter fastest; each variant's values beside its scene.
+            with open(os.path.join(out, "variants", "0004", "variant.json")) as f:
+                values = json.load(f)["values"]
+            self.assertEqual(values["bodies[0].material.young_modulus"], 1e6)
+            self.assertAlmostEqual(values["bodies[0].material.thickness"], 0.002)
+            with open(os.path.join(out, "variants", "0004", "scene.json")) as f:
+                scene = json.load(f)
+            self.assertEqual(scene["bodies"][0]["material"]["young_modulus"], 1e6)
+            with open(os.path.join(out, "report.csv")) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual([r["variant"] for r in rows], [f"{i:04d}" for i in range(6)])
+            self.assertTrue(all(r["status"] == "completed" and r["frames"] == "4" for r in rows))
+            # A thicker sheet is heavier: more potential energy at the same time.
+            self.assertLess(float(rows[0]["potential_J"]), float(rows[2]["potential_J"]))
+            again = shellsim("sweep", sweep, "--out", out, "--local")
+            self.assertIn("0 ran, 6 completed before", again.stdout)
+            # The same variants with --jobs 1 give the same report but for the wall times.
+            other = os.path.join(folder, "other")
+            shellsim("sweep", sweep, "--out", other, "--local", "--jobs", "1")
+            with open(os.path.join(other, "report.csv")) as f:
+                rows1 = list(csv.DictReader(f))
+            for a, b in zip(rows, rows1):
+                a.pop("wall_s"), b.pop("wall_s")
+                self.assertEqual(a, b)
+
+    def test_zip_failures_and_reports_of_unfinished_sweeps(self):
+        with tempfile.TemporaryDirectory() as folder:
+            # The second variant blows up: a stiff sheet on a long step that may not shrink.
+            sweep = write(folder, "zip.json", {"combine": "zip", "parameters": [
+                {"path": "bodies[0].material.young_modulus", "values": [1e6, 1e10]},
+                {"path": "time.time_step", "values": [0.0, 0.004]},
+                {"path": "time.min_time_step", "values": [0.0, 0.004]},
+                {"path": "time.duration", "values": [0.1, 0.1]}]})
+            out = os.path.join(folder, "out")
+            result = shellsim("sweep", sweep, "--out", out, "--local")
+            self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
+            self.assertIn("1 failed", result.stdout)
+            with open(os.path.join(out, "report.csv")) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(rows[0]["status"], "completed")
+            self.assertEqual(rows[1]["status"], "numerical_failure")
+            self.assertTrue(rows[1]["error"])
+            # Without --local: the variants are written, not run; the report says so.
+            written = os.path.join(folder, "written")
+            self.assertEqual(shellsim("sweep", sweep, "--out", written).returncode, 0)
+            report = shellsim("sweep-report", written)
+            self.assertIn("0 completed, 0 failed or stopped, 2 not run", report.stdout)
+
+    def test_bad_sweep_files_list_every_problem(self):
+        with tempfile.TemporaryDirectory() as folder:
+            bad = write(folder, "bad.json", {"paramters": [], "parameters": [
+                {"path": "bodies[0].material.youngs_modulus", "values": [1e5]},
+                {"path": "bodies[0].material.thickness", "values": []},
+                {"path": "bodies[0].material.poisson", "values": ["soft"]},
+                {"path": "time.duration", "range": [1, 2, 0]},
+                {"path": "bodies[3].name", "values": ["x"]}]})
+            result = shellsim("sweep", bad, "--out", os.path.join(folder, "out"))
+            self.assertEqual(result.returncode, 2)
+            for expected in ["paramters = []: unknown key; did you mean 'parameters'?",
+                             "has no key 'youngs_modulus'; did you mean 'young_modulus'?",
+                             "parameters[1].values = []: must be a non-empty list",
+                             "parameters[2].values[0] = \"soft\": must be a number",
+                             "the step must not be 0",
+                             "has no entry [3]"]:
+                self.assertIn(expected, result.stderr)
+            # A value of the right type but out of range: the variant is named.
+            weak = write(folder, "weak.json", {"parameters": [
+                {"path": "bodies[0].material.poisson", "values": [0.3, 0.7]}]})
+            result = shellsim("sweep", weak, "--out", os.path.join(folder, "out"))
+            self.assertEqual(result.returncode, 2)
+            self.assertIn("variant 1 (bodies[0].material.poisson = 0.7)", result.stderr)
+            many = write(folder, "many.json", {"parameters": [
+                {"path": "bodies[0].material.young_modulus", "range": [1e5, 1e6, 1e2]}]})
+            result = shellsim("sweep", many, "--out", os.path.join(folder, "out"))
+            self.assertEqual(result.returncode, 2)
+            self.assertIn("9001 variants", result.stderr)
+            self.assertIn("--yes", result.stderr)
+
+    def test_the_example_wedge_expands_to_five_by_three(self):
+        with tempfile.TemporaryDirectory() as folder:
+            result = shellsim("sweep", os.path.join(SOURCE, "scenes", "sweeps", "default_wedge.json"),
+                              "--out", folder)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("15 variants", result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
