@@ -598,10 +598,10 @@ int exportBlendCommand(const std::string& runFolder, const std::string& out,
   return 0;
 }
 
-void printSweepReport(const shellsim::SweepReport& report) {
+void printSweepReport(const shellsim::SweepReport& report, const std::filesystem::path& sheet) {
   std::cout << report.completed << " completed, " << report.failed << " failed or stopped, "
             << report.missing << " not run; report: " << report.csv.string() << ", "
-            << report.markdown.string() << '\n';
+            << report.markdown.string() << ", " << sheet.string() << '\n';
 }
 
 int sweepCommand(const std::string& file, const std::string& out, bool local, int jobs, bool yes,
@@ -632,14 +632,18 @@ int sweepCommand(const std::string& file, const std::string& out, bool local, in
   if (!common.quiet) {
     std::cout << ran.ran << " ran, " << ran.skipped << " completed before, " << ran.failed
               << " failed\n";
-    printSweepReport(shellsim::writeSweepReport(out));
   }
+  const shellsim::SweepReport report = shellsim::writeSweepReport(out);
+  const std::filesystem::path sheet = shellsim::renderSweepSheet(out);
+  if (!common.quiet) printSweepReport(report, sheet);
   return ran.failed > 0 ? static_cast<int>(shellsim::ExitCode::kNumerical) : 0;
 }
 
 int sweepReportCommand(const std::string& out, const CommonOptions& common) {
+  shellsim::ThreadLimit threadLimit(common.threads);
   const shellsim::SweepReport report = shellsim::writeSweepReport(out);
-  if (!common.quiet) printSweepReport(report);
+  const std::filesystem::path sheet = shellsim::renderSweepSheet(out);
+  if (!common.quiet) printSweepReport(report, sheet);
   return 0;
 }
 

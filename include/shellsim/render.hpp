@@ -166,6 +166,14 @@ BlendExport exportBlend(const std::filesystem::path& runFolder,
                         const std::filesystem::path& blendFile,
                         const BlendExportOptions& options = {});
 
+// The wedge sheet of a sweep folder (shellsim sweep, sweep-report): <out>/sweep_sheet.png,
+// every variant's last frame rendered `thumbnailWidth` pixels wide with one camera fitted to
+// all of them, labelled with its index, time, status and values; a grid sweep's last
+// parameter runs along the rows. A variant without frames is a grey tile. IoError /
+// InputError for a folder without a readable sweep.json.
+std::filesystem::path renderSweepSheet(const std::filesystem::path& out,
+                                       int32_t thumbnailWidth = 320);
+
 // Plots kinetic, stretching, bending and dissipated energy of a run summary over time.
 void plotEnergy(const std::filesystem::path& summaryPath, const std::filesystem::path& pngPath,
                 int32_t width = 1280, int32_t height = 720);

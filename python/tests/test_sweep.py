@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -48,6 +49,15 @@ class Sweeps(unittest.TestCase):
             self.assertTrue(all(r["status"] == "completed" and r["frames"] == "4" for r in rows))
             # A thicker sheet is heavier: more potential energy at the same time.
             self.assertLess(float(rows[0]["potential_J"]), float(rows[2]["potential_J"]))
+            # The wedge sheet: a grid of 2 rows (Young's modulus) by 3 columns (thickness) of
+            # 320 x 180 thumbnails; duration takes one value and labels nothing.
+            with open(os.path.join(out, "sweep_sheet.png"), "rb") as f:
+                png = f.read()
+            self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+            width, height = struct.unpack(">II", png[16:24])
+            self.assertEqual(width, 3 * (320 + 6) + 6)
+            self.assertGreater(height, 2 * 180)
+            self.assertLess(height, 3 * 180)
             again = shellsim("sweep", sweep, "--out", out, "--local")
             self.assertIn("0 ran, 6 completed before", again.stdout)
             # The same variants with --jobs 1 give the same report but for the wall times.
