@@ -93,15 +93,19 @@ py::object fromJsonText(const std::string& text) {
 // ---- arrays ------------------------------------------------------------------------------
 
 // A (rows, columns) float64 array holding `values`, written into `out` when one is given.
+// `out` is taken as any array and checked, not converted: a float32 or strided array would
+// otherwise be copied, filled, and leave the caller's array as it was.
 py::array_t<double> doubles(std::span<const double> values, py::ssize_t columns,
-                            const std::optional<py::array_t<double>>& out = std::nullopt) {
+                            const std::optional<py::array>& out = std::nullopt) {
   const auto rows = static_cast<py::ssize_t>(values.size()) / columns;
   py::array_t<double> result;
   if (out) {
-    result = *out;
-    const bool fits = result.ndim() == (columns == 1 ? 1 : 2) && result.shape(0) == rows &&
-                      (columns == 1 || result.shape(1) == columns) &&
-                      (result.flags() & py::array::c_style) != 0 && result.writeable();
+    const py::array& given = *out;
+    const bool fits = given.dtype().is(py::dtype::of<double>()) &&
+                      given.ndim() == (columns == 1 ? 1 : 2) && given.shape(0) == rows &&
+                      (columns == 1 || given.shape(1) == columns) &&
+                      (given.flags() & py::array::c_style) != 0 && given.writeable();
+    if (fits) result = py::reinterpret_borrow<py::array_t<double>>(given);
     if (!fits) {
       throw InputError("shellsim: out must be a writeable C-contiguous float64 array of shape (" +
                        std::to_string(rows) + (columns == 1 ? "" : ", " + std::to_string(columns)) +
@@ -682,13 +686,13 @@ PYBIND11_MODULE(_core, m) {
           py::arg("body"))
       .def(
           "positions",
-          [](const PySimulation& s, int32_t b, std::optional<py::array_t<double>> out) {
+          [](const PySimulation& s, int32_t b, std::optional<py::array> out) {
             return doubles(s.simulation.positions(b), 3, out);
           },
           py::arg("body"), py::arg("out"))
       .def(
           "velocities",
-          [](const PySimulation& s, int32_t b, std::optional<py::array_t<double>> out) {
+          [](const PySimulation& s, int32_t b, std::optional<py::array> out) {
             return doubles(s.simulation.velocities(b), 3, out);
           },
           py::arg("body"), py::arg("out"))

@@ -54,6 +54,11 @@ class ArrayRoundTrips(unittest.TestCase):
             self.sim.positions(self.body, out=np.zeros((48, 3)))
         with self.assertRaises(shellsim.InputError):
             self.sim.velocities(self.body, out=np.zeros((49, 3))[:, :2])
+        # Another dtype or a strided view is refused, not silently copied and left unfilled.
+        with self.assertRaises(shellsim.InputError):
+            self.sim.positions(self.body, out=np.zeros((49, 3), dtype=np.float32))
+        with self.assertRaises(shellsim.InputError):
+            self.sim.positions(self.body, out=np.zeros((49, 6))[:, ::2])
 
     def test_masses_sum_to_area_times_density_times_thickness(self):
         m = self.sim.masses(self.body)
