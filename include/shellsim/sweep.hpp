@@ -22,6 +22,7 @@ struct SweepDef {
   std::filesystem::path sweepFile;    // as given
   std::string baseScene;              // the base scene file as given, or "default"
   std::filesystem::path sceneFolder;  // where the base scene's relative paths resolve
+  std::string baseSceneJson;          // the base scene as sceneToJson writes it, every key
   bool zip = false;                   // true: the i-th values go together; false: every combination
   std::vector<SweepParameter> parameters;
   int64_t variantCount = 0;  // grid: the product of the value counts; zip: the common count

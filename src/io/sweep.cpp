@@ -11,6 +11,7 @@
 
 #include "core/subprocess.hpp"
 #include "io/json_fields.hpp"
+#include "io/json_file.hpp"
 #include "io/json_guard.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
@@ -100,14 +101,6 @@ bool sameKind(const Json& a, const Json& b) {
   return a.type() == b.type();
 }
 
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path.string() + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 constexpr int64_t kMaxValuesPerParameter = 100'000;
 
 }  // namespace
@@ -117,7 +110,11 @@ SweepDef loadSweep(const fs::path& path) {
   if (!fs::exists(path, ec)) throw IoError(path.string() + ": no such file");
   const std::string source = path.string();
   Problems problems(source);
-  const Json root = json_guard::parseJson(readText(path), source, problems);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(source + ": cannot open for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const Json root = json_guard::parseJson(text.str(), source, problems);
   problems.throwIfAny();
   if (!root.is_object()) throw InputError(source + ": the top level must be a JSON object {...}");
   SweepDef sweep;
@@ -146,7 +143,8 @@ SweepDef loadSweep(const fs::path& path) {
     base = defaultScene();
   }
   sweep.sceneFolder = base.sceneFolder;
-  Json scene = Json::parse(sceneToJson(base));
+  sweep.baseSceneJson = sceneToJson(base);
+  Json scene = Json::parse(sweep.baseSceneJson);
   if (const auto it = root.find("combine"); it != root.end()) {
     if (*it == "zip") {
       sweep.zip = true;
@@ -277,14 +275,7 @@ SweepDef loadSweep(const fs::path& path) {
 }
 
 std::vector<SweepVariant> expandSweep(const SweepDef& sweep) {
-  const fs::path folder =
-      sweep.sweepFile.parent_path().empty() ? fs::path(".") : sweep.sweepFile.parent_path();
-  const SceneDef base =
-      sweep.baseScene == "default"
-          ? defaultScene()
-          : loadScene(fs::path(sweep.baseScene).is_absolute() ? fs::path(sweep.baseScene)
-                                                              : folder / sweep.baseScene);
-  const Json scene = Json::parse(sceneToJson(base));
+  const Json scene = Json::parse(sweep.baseSceneJson);
   std::vector<SweepVariant> variants;
   variants.reserve(static_cast<size_t>(sweep.variantCount));
   for (int64_t v = 0; v < sweep.variantCount; ++v) {
@@ -315,7 +306,7 @@ std::vector<SweepVariant> expandSweep(const SweepDef& sweep) {
       name += (p > 0 ? ", " : "") + variant.values[p].first + " = " + variant.values[p].second;
     }
     name += ")";
-    (void)parseScene(variant.sceneJson, name, base.sceneFolder);  // every problem, named
+    (void)parseScene(variant.sceneJson, name, sweep.sceneFolder);  // every problem, named
     variants.push_back(std::move(variant));
   }
   return variants;
@@ -331,15 +322,6 @@ std::string variantName(int32_t index) {
 
 void writeJson(const fs::path& path, const Json& json) {
   writeFileAtomically(path, [&](std::ostream& out) { out << json.dump(2) << '\n'; });
-}
-
-Json readJsonFile(const fs::path& path) {
-  const std::string text = readText(path);
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
-    throw InputError(path.string() + ": not JSON: " + e.what());
-  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/subprocess.hpp"
+#include "io/json_file.hpp"
 #include "render/blender_script.hpp"
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
@@ -24,16 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-Json readJson(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError(path.string() + ": cannot open for reading");
-  try {
-    return Json::parse(in);
-  } catch (const Json::exception& e) {
-    throw InputError(path.string() + ": not JSON: " + e.what());
-  }
-}
-
 void writeText(const fs::path& path, const std::string& text) {
   writeFileAtomically(path, [&](std::ostream& out) { out << text; });
 }
@@ -43,7 +34,7 @@ void writeText(const fs::path& path, const std::string& text) {
 BlendExport exportBlend(const fs::path& runFolder, const fs::path& blendFile,
                         const BlendExportOptions& options) {
   const detail::RunInfo run = detail::readRunInfo(runFolder);
-  const Json summary = readJson(run.summaryPath);
+  const Json summary = readJsonFile(run.summaryPath);
   const Bounds bounds = detail::runBounds({&run});
   const Camera camera =
       run.camera ? *run.camera
@@ -127,7 +118,6 @@ BlendExport exportBlend(const fs::path& runFolder, const fs::path& blendFile,
   }
   fs::rename(temp, blend, ec);
   if (ec) throw IoError(blend.string() + ": cannot rename " + temp.string() + ": " + ec.message());
-  fs::remove(temp.string() + "1", ec);  // Blender's backup of an earlier save, if any
   fs::remove(log, ec);
   const Json made = Json::parse(report);
   BlendExport exported;

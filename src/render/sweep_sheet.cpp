@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "io/json_file.hpp"
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/render.hpp"
@@ -39,16 +39,7 @@ fs::path renderSweepSheet(const fs::path& out, int32_t thumbnailWidth) {
   if (thumbnailWidth < 32 || thumbnailWidth > 2048) {
     throw InputError("sweep sheet: thumbnail width must be in [32, 2048]");
   }
-  Json description;
-  {
-    std::ifstream in(out / "sweep.json");
-    if (!in) throw IoError((out / "sweep.json").string() + ": cannot open for reading");
-    try {
-      description = Json::parse(in);
-    } catch (const Json::exception& e) {
-      throw InputError((out / "sweep.json").string() + ": not JSON: " + e.what());
-    }
-  }
+  const Json description = readJsonFile(out / "sweep.json");
   const auto parameters = description.at("parameters").get<std::vector<std::string>>();
   const Json& variants = description.at("variants");
   // The runs that wrote frames; the others get a grey tile.

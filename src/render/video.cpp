@@ -4,7 +4,6 @@
 // command line is stable across releases while the libav* APIs are not, and a missing or
 // broken ffmpeg must not stop the PNGs, the contact sheet or the plot from being written.
 #include <cerrno>
-#include <cstring>
 #include <sstream>
 
 #include "core/subprocess.hpp"

@@ -1,0 +1,23 @@
+#include "io/json_file.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "shellsim/errors.hpp"
+
+namespace shellsim {
+
+nlohmann::json readJsonFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path.string() + ": cannot open for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw IoError(path.string() + ": read failed");
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path.string() + ": not JSON: " + e.what());
+  }
+}
+
+}  // namespace shellsim
