@@ -16,6 +16,7 @@ packages=(
   python3-dev pybind11-dev python3-numpy  # the Python module (/usr/bin/python3)
   python3-matplotlib                # the Python example's plot
   blender                           # shellsim export-blend (Blender 3.4, run headless)
+  slurm-wlm munge                   # shellsim sweep --slurm: its test runs a one-node cluster
 )
 
 missing=()

@@ -604,8 +604,15 @@ void printSweepReport(const shellsim::SweepReport& report, const std::filesystem
             << report.markdown.string() << ", " << sheet.string() << '\n';
 }
 
-int sweepCommand(const std::string& file, const std::string& out, bool local, int jobs, bool yes,
-                 const CommonOptions& common) {
+struct SweepCommandOptions {
+  bool local = false, slurm = false, submit = false, yes = false;
+  int jobs = 1;
+  shellsim::SlurmOptions slurmOptions;
+};
+
+int sweepCommand(const std::string& file, const std::string& out,
+                 const SweepCommandOptions& command, const CommonOptions& common) {
+  const bool yes = command.yes;
   const shellsim::SweepDef sweep = shellsim::loadSweep(file);
   constexpr int64_t kManyVariants = 1000;
   if (sweep.variantCount > kManyVariants && !yes) {
@@ -614,7 +621,31 @@ int sweepCommand(const std::string& file, const std::string& out, bool local, in
                                " is often a mistake: give --yes to go on");
   }
   const std::vector<shellsim::SweepVariant> variants = shellsim::expandSweep(sweep);
-  if (!local) {
+  if (command.slurm) {
+    shellsim::SlurmOptions slurm = command.slurmOptions;
+    slurm.executable = std::filesystem::read_symlink("/proc/self/exe");
+    const shellsim::SlurmScripts scripts = shellsim::writeSlurmScripts(sweep, variants, out, slurm);
+    if (!command.submit) {
+      if (!common.quiet) {
+        std::cout << scripts.tasks << " variants in " << out << "/variants; Slurm scripts:\n  "
+                  << scripts.arrayScript.string() << "\n  " << scripts.reportScript.string()
+                  << "\nsubmit both with " << scripts.submitScript.string()
+                  << " (or add --submit)\n";
+      }
+      return 0;
+    }
+    const shellsim::SlurmSubmission jobs = shellsim::submitSlurmScripts(scripts);
+    if (!common.quiet) {
+      std::cout << "submitted array job " << jobs.arrayJob << " (" << scripts.tasks
+                << " tasks) and report job " << jobs.reportJob << " (after it); ids in "
+                << jobs.record.string() << "\nwatch with: squeue -j " << jobs.arrayJob << ","
+                << jobs.reportJob << "; the report: " << out << "/report.md\n";
+    } else {
+      std::cout << jobs.arrayJob << ' ' << jobs.reportJob << '\n';
+    }
+    return 0;
+  }
+  if (!command.local) {
     const auto folders = shellsim::writeSweepVariants(sweep, variants, out);
     if (!common.quiet) {
       std::cout << folders.size() << " variants in " << out << "/variants; run each with\n"
@@ -626,7 +657,7 @@ int sweepCommand(const std::string& file, const std::string& out, bool local, in
   }
   shellsim::SweepRunOptions options;
   options.executable = std::filesystem::read_symlink("/proc/self/exe");
-  options.jobs = jobs;
+  options.jobs = command.jobs;
   if (!common.quiet) options.onMessage = [](const std::string& line) { std::cout << line << '\n'; };
   const shellsim::SweepRunReport ran = shellsim::runSweepLocally(sweep, variants, out, options);
   if (!common.quiet) {
@@ -637,6 +668,18 @@ int sweepCommand(const std::string& file, const std::string& out, bool local, in
   const std::filesystem::path sheet = shellsim::renderSweepSheet(out);
   if (!common.quiet) printSweepReport(report, sheet);
   return ran.failed > 0 ? static_cast<int>(shellsim::ExitCode::kNumerical) : 0;
+}
+
+// One variant of a written sweep, as a farm task runs it: skipped, resumed or started.
+int sweepVariantCommand(const std::string& out, int index, const CommonOptions& common) {
+  const shellsim::SweepTask task = shellsim::sweepTask(out, index);
+  if (!common.quiet) {
+    std::cerr << "shellsim: variant " << shellsim::sweepVariantName(index) << " of " << out << ": "
+              << task.why << '\n';
+  }
+  if (task.action == shellsim::SweepTask::Action::kSkip) return 0;
+  return runCommand(task.scene.string(), task.folder.string(), std::nullopt,
+                    task.action == shellsim::SweepTask::Action::kResume, common, std::nullopt);
 }
 
 int sweepReportCommand(const std::string& out, const CommonOptions& common) {
@@ -769,22 +812,66 @@ int main(int argc, char** argv) {
   addCommonOptions(exportBlend, common);
 
   std::string sweepFile, sweepOut, reportFolder;
-  bool sweepLocal = false, sweepYes = false;
-  int sweepJobs = 1;
+  SweepCommandOptions sweepOptions;
   CLI::App* sweep = app.add_subcommand(
       "sweep",
       "Expand a sweep file (a base scene and values to vary) into one scene per variant "
       "(OUT/variants/NNNN/scene.json); with --local, run them here and write the report");
   sweep->add_option("sweep", sweepFile, "Sweep file (JSON, docs/sweeps.md)")->required();
   sweep->add_option("-o,--out", sweepOut, "Folder of the sweep")->required();
-  sweep->add_flag("--local", sweepLocal,
-                  "Run the variants on this machine, --jobs at a time (a variant whose summary "
-                  "says completed is skipped: run again to finish a stopped sweep)");
-  sweep->add_option("--jobs", sweepJobs, "Variants at a time with --local")
+  CLI::Option* localOption =
+      sweep->add_flag("--local", sweepOptions.local,
+                      "Run the variants on this machine, --jobs at a time (a variant whose "
+                      "summary says completed is skipped: run again to finish a stopped sweep)");
+  sweep->add_option("--jobs", sweepOptions.jobs, "Variants at a time with --local")
       ->check(integerAtLeast(1, 256))
       ->capture_default_str();
-  sweep->add_flag("--yes", sweepYes, "Allow more than 1000 variants");
+  CLI::Option* slurmOption =
+      sweep
+          ->add_flag("--slurm", sweepOptions.slurm,
+                     "Write Slurm batch scripts (OUT/slurm): a job array, one task per variant "
+                     "(requeueable, resumed from its checkpoint), and a report job after it")
+          ->excludes(localOption);
+  shellsim::SlurmOptions& slurm = sweepOptions.slurmOptions;
+  sweep->add_option("--partition", slurm.partition, "Slurm partition (default: the cluster's)")
+      ->needs(slurmOption);
+  sweep
+      ->add_option("--time", slurm.timeLimit,
+                   "Time limit of each task, as sbatch --time takes it (H:M:S, D-H, ...)")
+      ->needs(slurmOption);
+  sweep->add_option("--cpus", slurm.cpusPerTask, "CPUs (threads) of each task")
+      ->check(integerAtLeast(1, 4096))
+      ->capture_default_str()
+      ->needs(slurmOption);
+  sweep
+      ->add_option("--max-running", slurm.maxRunning,
+                   "Tasks of the array running at once (--array=0-N%max; 0: no limit)")
+      ->check(integerAtLeast(0))
+      ->capture_default_str()
+      ->needs(slurmOption);
+  sweep
+      ->add_option("--sbatch", slurm.sbatchOptions,
+                   "Another #SBATCH line for both scripts, e.g. --sbatch=--account=lab "
+                   "(repeatable)")
+      ->needs(slurmOption);
+  sweep
+      ->add_flag("--submit", sweepOptions.submit,
+                 "Submit the scripts with sbatch and print the job ids (without it they are "
+                 "only written, for you to check and submit with OUT/slurm/submit.sh)")
+      ->needs(slurmOption);
+  sweep->add_flag("--yes", sweepOptions.yes, "Allow more than 1000 variants");
   addCommonOptions(sweep, common);
+  std::string variantFolder;
+  int variantIndex = 0;
+  CLI::App* sweepVariant = app.add_subcommand(
+      "sweep-variant",
+      "Run one variant of a sweep written by `shellsim sweep` (a farm task's command): "
+      "skipped when it completed, resumed from its checkpoint when it left one, else started");
+  sweepVariant->add_option("out", variantFolder, "Folder of the sweep")->required();
+  sweepVariant->add_option("index", variantIndex, "The variant, from 0 ($SLURM_ARRAY_TASK_ID)")
+      ->required()
+      ->check(integerAtLeast(0));
+  addCommonOptions(sweepVariant, common);
   CLI::App* sweepReport = app.add_subcommand(
       "sweep-report", "Write a sweep's report: OUT/report.csv and report.md, one row per variant");
   sweepReport->add_option("out", reportFolder, "Folder of the sweep")->required();
@@ -823,8 +910,9 @@ int main(int argc, char** argv) {
     if (thicken->parsed()) return thickenCommand(thickenOptions, common);
     if (exportBlend->parsed()) return exportBlendCommand(blendRun, blendOut, blender, common);
     if (sweep->parsed()) {
-      return sweepCommand(sweepFile, sweepOut, sweepLocal, sweepJobs, sweepYes, common);
+      return sweepCommand(sweepFile, sweepOut, sweepOptions, common);
     }
+    if (sweepVariant->parsed()) return sweepVariantCommand(variantFolder, variantIndex, common);
     if (sweepReport->parsed()) return sweepReportCommand(reportFolder, common);
     if (reference->parsed()) {
       std::cout << shellsim::sceneReferenceMarkdown();

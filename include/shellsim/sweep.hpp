@@ -50,6 +50,25 @@ std::vector<std::filesystem::path> writeSweepVariants(const SweepDef& sweep,
                                                       const std::vector<SweepVariant>& variants,
                                                       const std::filesystem::path& out);
 
+// A variant's folder name: its index with four digits at least ("0007").
+[[nodiscard]] std::string sweepVariantName(int32_t index);
+
+// What running one variant takes, decided from its folder: skip it (its summary says
+// completed), resume it (it left a checkpoint and a summary), or start it.
+struct SweepTask {
+  enum class Action { kSkip, kResume, kStart };
+  int32_t index = 0;
+  std::filesystem::path scene;   // <out>/variants/NNNN/scene.json
+  std::filesystem::path folder;  // <out>/variants/NNNN
+  Action action = Action::kStart;
+  std::string why;  // one line for the log: "completed before", "resumes from frame 12", ...
+};
+[[nodiscard]] SweepTask sweepTaskFor(const std::filesystem::path& folder, int32_t index);
+// The task of variant `index` of the sweep written in `out` (`shellsim sweep-variant`, one
+// Slurm array task, one farm task): InputError for an index the sweep does not have, IoError
+// naming a missing sweep.json or scene.json.
+[[nodiscard]] SweepTask sweepTask(const std::filesystem::path& out, int32_t index);
+
 struct SweepRunOptions {
   std::filesystem::path executable;                   // the shellsim program each variant runs with
   int32_t jobs = 1;                                   // variants at a time, >= 1
@@ -64,6 +83,41 @@ struct SweepRunReport {
 // report (writeSweepReport). A variant that fails is counted and reported, never dropped.
 SweepRunReport runSweepLocally(const SweepDef& sweep, const std::vector<SweepVariant>& variants,
                                const std::filesystem::path& out, const SweepRunOptions& options);
+
+// `shellsim sweep --slurm`: a job array with one task per variant and a report job after it.
+struct SlurmOptions {
+  std::filesystem::path executable;  // shellsim, at the same path on every node
+  std::string partition;             // empty: the cluster's default partition
+  std::string timeLimit;             // per task, as sbatch --time takes it; empty: the partition's
+  int32_t cpusPerTask = 1;           // also the task's --threads
+  int32_t maxRunning = 0;            // tasks at once (--array=0-N%max); 0: as many as fit
+  std::vector<std::string> sbatchOptions;  // more #SBATCH lines, each "--name[=value]"
+};
+struct SlurmScripts {
+  std::filesystem::path arrayScript;   // <out>/slurm/sweep_array.sbatch
+  std::filesystem::path reportScript;  // <out>/slurm/sweep_report.sbatch
+  std::filesystem::path submitScript;  // <out>/slurm/submit.sh: both, the report after the array
+  int32_t tasks = 0;
+};
+// Writes the variants (writeSweepVariants) and the scripts. Each array task runs
+// `shellsim sweep-variant OUT $SLURM_ARRAY_TASK_ID` (skip, resume or start, as sweepTask
+// decides) with its log appended to the variant's run.log, and is requeueable: a task
+// preempted or requeued continues from its checkpoint. The report job depends on the array
+// with afterany, so that failed variants are reported rather than leaving the report unwritten.
+// InputError for options sbatch would refuse or a script could not carry (a malformed time
+// limit, a partition or folder with spaces or quotes, an option that does not start with --).
+SlurmScripts writeSlurmScripts(const SweepDef& sweep, const std::vector<SweepVariant>& variants,
+                               const std::filesystem::path& out, const SlurmOptions& options);
+
+struct SlurmSubmission {
+  std::string arrayJob, reportJob;  // job ids as sbatch printed them
+  std::filesystem::path record;     // <out>/slurm/jobs.json
+};
+// Submits the scripts with `sbatch` (the array, then the report job depending on it) and
+// records the job ids in <out>/slurm/jobs.json. IoError with sbatch's own message when it
+// refuses or is not installed.
+SlurmSubmission submitSlurmScripts(const SlurmScripts& scripts,
+                                   const std::string& sbatch = "sbatch");
 
 struct SweepReport {
   std::filesystem::path csv, markdown;

@@ -122,6 +122,68 @@ class Sweeps(unittest.TestCase):
             self.assertIn("9001 variants", result.stderr)
             self.assertIn("--yes", result.stderr)
 
+    def test_slurm_scripts_are_written_checked_and_their_task_command_runs_anywhere(self):
+        with tempfile.TemporaryDirectory() as folder:
+            sweep = write(folder, "wedge.json", {"parameters": [
+                {"path": "bodies[0].material.young_modulus", "values": [1e5, 1e6, 1e7]},
+                {"path": "time.duration", "values": [0.1]}]})
+            out = os.path.join(folder, "out")
+            result = shellsim("sweep", sweep, "--out", out, "--slurm", "--partition", "short",
+                              "--time", "0-02:30:00", "--cpus", "4", "--max-running", "2",
+                              "--sbatch=--account=lab", "--sbatch=--qos=low")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("submit both with", result.stdout)
+            with open(os.path.join(out, "slurm", "sweep_array.sbatch")) as f:
+                array = f.read()
+            absolute = os.path.realpath(out)
+            for line in ["#SBATCH --array=0-2%2", "#SBATCH --cpus-per-task=4",
+                         "#SBATCH --time=0-02:30:00", "#SBATCH --partition=short",
+                         "#SBATCH --account=lab", "#SBATCH --qos=low", "#SBATCH --requeue",
+                         f"#SBATCH --output={absolute}/variants/%4a/run.log",
+                         "#SBATCH --open-mode=append",
+                         f"sweep-variant '{absolute}' \"$SLURM_ARRAY_TASK_ID\""]:
+                self.assertIn(line, array)
+            with open(os.path.join(out, "slurm", "submit.sh")) as f:
+                self.assertIn("--dependency=afterany:", f.read())
+            with open(os.path.join(out, "slurm", "sweep_report.sbatch")) as f:
+                self.assertIn(f"sweep-report '{absolute}'", f.read())
+            # bash reads the scripts.
+            for name in ("sweep_array.sbatch", "sweep_report.sbatch", "submit.sh"):
+                check = subprocess.run(["bash", "-n", os.path.join(out, "slurm", name)])
+                self.assertEqual(check.returncode, 0, name)
+
+            # The task command a farm runs: start, then skip; an index the sweep lacks refused.
+            task = shellsim("sweep-variant", out, "1")
+            self.assertEqual(task.returncode, 0, task.stderr)
+            self.assertIn("variant 0001 of " + out + ": starts", task.stderr)
+            again = shellsim("sweep-variant", out, "1")
+            self.assertIn("completed before, skipped", again.stderr)
+            report = shellsim("sweep-report", out)
+            self.assertIn("1 completed, 0 failed or stopped, 2 not run", report.stdout)
+            missing = shellsim("sweep-variant", out, "3")
+            self.assertEqual(missing.returncode, 2)
+            self.assertIn("no variant 3 (the sweep has 3, from 0)", missing.stderr)
+            nowhere = shellsim("sweep-variant", os.path.join(folder, "nowhere"), "0")
+            self.assertEqual(nowhere.returncode, 4, nowhere.stderr)
+            self.assertIn("sweep.json", nowhere.stderr)
+
+            # Options sbatch would refuse are refused here, all at once, with what is expected.
+            bad = shellsim("sweep", sweep, "--out", out, "--slurm", "--time", "2 hours",
+                           "--partition", "a;rm", "--sbatch=account=lab")
+            self.assertEqual(bad.returncode, 2)
+            for expected in ["--time '2 hours': expected minutes", "--partition 'a;rm'",
+                             "--sbatch 'account=lab': one sbatch option"]:
+                self.assertIn(expected, bad.stderr)
+            spaced = shellsim("sweep", sweep, "--out", os.path.join(folder, "my sweep"), "--slurm")
+            self.assertEqual(spaced.returncode, 2)
+            self.assertIn("cannot hold spaces", spaced.stderr)
+            both = shellsim("sweep", sweep, "--out", out, "--slurm", "--local")
+            self.assertNotEqual(both.returncode, 0)
+            self.assertIn("excludes", both.stderr)
+            alone = shellsim("sweep", sweep, "--out", out, "--submit")
+            self.assertNotEqual(alone.returncode, 0)
+            self.assertIn("requires --slurm", alone.stderr)
+
     def test_the_example_wedge_expands_to_five_by_three(self):
         with tempfile.TemporaryDirectory() as folder:
             result = shellsim("sweep", os.path.join(SOURCE, "scenes", "sweeps", "default_wedge.json"),

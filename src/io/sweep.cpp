@@ -312,13 +312,58 @@ std::vector<SweepVariant> expandSweep(const SweepDef& sweep) {
   return variants;
 }
 
-namespace {
-
-std::string variantName(int32_t index) {
+std::string sweepVariantName(int32_t index) {
   char name[16];
   std::snprintf(name, sizeof name, "%04d", index);
   return name;
 }
+
+SweepTask sweepTaskFor(const fs::path& folder, int32_t index) {
+  SweepTask task;
+  task.index = index;
+  task.folder = folder;
+  task.scene = folder / "scene.json";
+  if (!fs::exists(task.scene)) {
+    throw IoError(task.scene.string() + ": no such file (write the variants with shellsim sweep)");
+  }
+  if (!fs::exists(folder / "summary.json")) {
+    task.why = "starts";
+    return task;
+  }
+  RunStatus status;
+  try {
+    status = readRunStatus(folder);
+  } catch (const Error& e) {
+    task.why = std::string("starts again (") + e.what() + ")";
+    return task;
+  }
+  if (status.status == "completed") {
+    task.action = SweepTask::Action::kSkip;
+    task.why = "completed before, skipped";
+  } else if (fs::exists(folder / "checkpoint.bin")) {
+    task.action = SweepTask::Action::kResume;
+    task.why = "resumes from its checkpoint (" + status.status + ", " +
+               std::to_string(status.framesWritten) + " frames written)";
+  } else {
+    task.why = "starts again (" + status.status + ", no checkpoint)";
+  }
+  return task;
+}
+
+SweepTask sweepTask(const fs::path& out, int32_t index) {
+  const Json description = readJsonFile(out / "sweep.json");
+  const Json& variants = description.value("variants", Json::array());
+  for (const Json& variant : variants) {
+    if (variant.is_object() && variant.value("index", -1) == index) {
+      return sweepTaskFor(out / variant.value("folder", "variants/" + sweepVariantName(index)),
+                          index);
+    }
+  }
+  throw InputError((out / "sweep.json").string() + ": no variant " + std::to_string(index) +
+                   " (the sweep has " + std::to_string(variants.size()) + ", from 0)");
+}
+
+namespace {
 
 void writeJson(const fs::path& path, const Json& json) {
   writeFileAtomically(path, [&](std::ostream& out) { out << json.dump(2) << '\n'; });
@@ -339,7 +384,7 @@ std::vector<fs::path> writeSweepVariants(const SweepDef& sweep,
   Json list = Json::array();
   std::vector<fs::path> folders;
   for (const SweepVariant& variant : variants) {
-    const fs::path folder = out / "variants" / variantName(variant.index);
+    const fs::path folder = out / "variants" / sweepVariantName(variant.index);
     std::error_code ec;
     fs::create_directories(folder, ec);
     if (ec) throw IoError(folder.string() + ": cannot create: " + ec.message());
@@ -348,7 +393,7 @@ std::vector<fs::path> writeSweepVariants(const SweepDef& sweep,
     for (const auto& [path, value] : variant.values) values[path] = Json::parse(value);
     writeJson(folder / "variant.json", {{"index", variant.index}, {"values", values}});
     list.push_back({{"index", variant.index},
-                    {"folder", "variants/" + variantName(variant.index)},
+                    {"folder", "variants/" + sweepVariantName(variant.index)},
                     {"values", values}});
     folders.push_back(folder);
   }
@@ -367,18 +412,12 @@ SweepRunReport runSweepLocally(const SweepDef& sweep, const std::vector<SweepVar
   };
   // Variants still to run, in order; at most `jobs` running at once.
   std::vector<size_t> queue;
+  std::vector<SweepTask> tasks;
   for (size_t v = 0; v < folders.size(); ++v) {
-    bool completed = false;
-    if (fs::exists(folders[v] / "summary.json")) {
-      try {
-        completed = readRunStatus(folders[v]).status == "completed";
-      } catch (const Error&) {
-        completed = false;  // unreadable: run it again
-      }
-    }
-    if (completed) {
+    tasks.push_back(sweepTaskFor(folders[v], variants[v].index));
+    if (tasks.back().action == SweepTask::Action::kSkip) {
       ++report.skipped;
-      say("variant " + variantName(static_cast<int32_t>(v)) + ": completed before, skipped");
+      say("variant " + sweepVariantName(variants[v].index) + ": " + tasks.back().why);
     } else {
       queue.push_back(v);
     }
@@ -397,16 +436,14 @@ SweepRunReport runSweepLocally(const SweepDef& sweep, const std::vector<SweepVar
                                        "-q",
                                        "--threads",
                                        "1"};
-      if (fs::exists(folder / "checkpoint.bin") && fs::exists(folder / "summary.json")) {
-        args.emplace_back("--resume");
-      }
+      if (tasks[v].action == SweepTask::Action::kResume) args.emplace_back("--resume");
       ProcessResult started;
       const pid_t pid = startProgram(args, folder / "run.log", started);
       if (pid < 0) {
         throw IoError(options.executable.string() + ": cannot start: " + started.how());
       }
       running[pid] = v;
-      say("variant " + variantName(static_cast<int32_t>(v)) + ": started");
+      say("variant " + sweepVariantName(variants[v].index) + ": " + tasks[v].why);
     }
     pid_t done = -1;
     const ProcessResult result = waitProgram(-1, &done);
@@ -416,7 +453,7 @@ SweepRunReport runSweepLocally(const SweepDef& sweep, const std::vector<SweepVar
     running.erase(it);
     ++report.ran;
     if (!result.succeeded()) ++report.failed;
-    say("variant " + variantName(static_cast<int32_t>(v)) + ": " +
+    say("variant " + sweepVariantName(variants[v].index) + ": " +
         (result.succeeded()
              ? "completed"
              : "failed (" + result.how() + "; see " + (folders[v] / "run.log").string() + ")"));
@@ -447,7 +484,7 @@ SweepReport writeSweepReport(const fs::path& out) {
   for (const Json& variant : description.at("variants")) {
     Row row;
     const int32_t index = variant.at("index").get<int32_t>();
-    row.cells.push_back(variantName(index));
+    row.cells.push_back(sweepVariantName(index));
     for (const std::string& p : parameters) row.cells.push_back(variant.at("values").at(p).dump());
     const fs::path folder = out / variant.at("folder").get<std::string>();
     if (!fs::exists(folder / "summary.json")) {
