@@ -682,9 +682,10 @@ int sweepVariantCommand(const std::string& out, int index, const CommonOptions& 
                     task.action == shellsim::SweepTask::Action::kResume, common, std::nullopt);
 }
 
-int sweepReportCommand(const std::string& out, const CommonOptions& common) {
+int sweepReportCommand(const std::string& out, const std::vector<std::string>& fields,
+                       const CommonOptions& common) {
   shellsim::ThreadLimit threadLimit(common.threads);
-  const shellsim::SweepReport report = shellsim::writeSweepReport(out);
+  const shellsim::SweepReport report = shellsim::writeSweepReport(out, fields);
   const std::filesystem::path sheet = shellsim::renderSweepSheet(out);
   if (!common.quiet) printSweepReport(report, sheet);
   return 0;
@@ -875,6 +876,11 @@ int main(int argc, char** argv) {
   CLI::App* sweepReport = app.add_subcommand(
       "sweep-report", "Write a sweep's report: OUT/report.csv and report.md, one row per variant");
   sweepReport->add_option("out", reportFolder, "Folder of the sweep")->required();
+  std::vector<std::string> reportFields;
+  sweepReport->add_option("--field", reportFields,
+                          "Another column: a path into each run's summary.json, e.g. "
+                          "steps_rejected or frames[-1].bodies[0].cracks (repeatable; the "
+                          "sweep file's report_fields are always there)");
   addCommonOptions(sweepReport, common);
 
   CLI::App* reference =
@@ -913,7 +919,7 @@ int main(int argc, char** argv) {
       return sweepCommand(sweepFile, sweepOut, sweepOptions, common);
     }
     if (sweepVariant->parsed()) return sweepVariantCommand(variantFolder, variantIndex, common);
-    if (sweepReport->parsed()) return sweepReportCommand(reportFolder, common);
+    if (sweepReport->parsed()) return sweepReportCommand(reportFolder, reportFields, common);
     if (reference->parsed()) {
       std::cout << shellsim::sceneReferenceMarkdown();
       return 0;

@@ -25,6 +25,9 @@ struct SweepDef {
   std::string baseSceneJson;          // the base scene as sceneToJson writes it, every key
   bool zip = false;                   // true: the i-th values go together; false: every combination
   std::vector<SweepParameter> parameters;
+  // More columns of the report: paths into each run's summary.json ("steps_rejected",
+  // "frames[-1].bodies[0].cracks"; [-1] is the last entry of a list).
+  std::vector<std::string> reportFields;
   int64_t variantCount = 0;  // grid: the product of the value counts; zip: the common count
 };
 
@@ -125,8 +128,10 @@ struct SweepReport {
 };
 // `shellsim sweep-report`: <out>/report.csv and report.md, one row per variant: its values,
 // status, frames, simulated and wall time, steps, final kinetic and potential energy,
-// pieces, and the error of a failed one. IoError / InputError naming a missing or broken
-// sweep.json.
-SweepReport writeSweepReport(const std::filesystem::path& out);
+// pieces, the sweep file's report_fields and `extraFields` (paths into summary.json; empty
+// where a summary lacks one), and the error of a failed one. IoError / InputError naming a
+// missing or broken sweep.json, InputError for an extra field that is not a path.
+SweepReport writeSweepReport(const std::filesystem::path& out,
+                             const std::vector<std::string>& extraFields = {});
 
 }  // namespace shellsim

@@ -30,7 +30,8 @@ class Sweeps(unittest.TestCase):
             sweep = write(folder, "wedge.json", {"parameters": [
                 {"path": "bodies[0].material.young_modulus", "values": [1e5, 1e6]},
                 {"path": "bodies[0].material.thickness", "range": [0.001, 0.003, 0.001]},
-                {"path": "time.duration", "values": [0.1]}]})
+                {"path": "time.duration", "values": [0.1]}],
+                "report_fields": ["frames[-1].bodies[0].gravitational", "time_step"]})
             out = os.path.join(folder, "out")
             first = shellsim("sweep", sweep, "--out", out, "--local", "--jobs", "2")
             self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
@@ -47,6 +48,13 @@ class Sweeps(unittest.TestCase):
                 rows = list(csv.DictReader(f))
             self.assertEqual([r["variant"] for r in rows], [f"{i:04d}" for i in range(6)])
             self.assertTrue(all(r["status"] == "completed" and r["frames"] == "4" for r in rows))
+            # The sweep file's report_fields, after pieces: a thicker sheet is heavier, a
+            # stiffer one takes shorter steps.
+            self.assertEqual(list(rows[0])[-3:], ["frames[-1].bodies[0].gravitational", "time_step",
+                                                  "error"])
+            self.assertGreater(float(rows[2]["frames[-1].bodies[0].gravitational"]),
+                               float(rows[0]["frames[-1].bodies[0].gravitational"]))
+            self.assertGreater(float(rows[0]["time_step"]), float(rows[3]["time_step"]))
             # A thicker sheet is heavier: more potential energy at the same time.
             self.assertLess(float(rows[0]["potential_J"]), float(rows[2]["potential_J"]))
             # The wedge sheet: a grid of 2 rows (Young's modulus) by 3 columns (thickness) of
@@ -86,6 +94,18 @@ class Sweeps(unittest.TestCase):
             self.assertEqual(rows[0]["status"], "completed")
             self.assertEqual(rows[1]["status"], "numerical_failure")
             self.assertTrue(rows[1]["error"])
+            # Chosen summary fields as more columns: from the sweep file and from --field.
+            report = shellsim("sweep-report", out, "--field", "steps_rejected",
+                              "--field", "frames[-1].bodies[0].nodes", "--field", "no_such_key")
+            self.assertEqual(report.returncode, 0, report.stderr)
+            with open(os.path.join(out, "report.csv")) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(rows[0]["frames[-1].bodies[0].nodes"], "625")
+            self.assertEqual(rows[0]["steps_rejected"], "0")
+            self.assertEqual(rows[0]["no_such_key"], "")
+            bad_field = shellsim("sweep-report", out, "--field", "frames[-0]")
+            self.assertEqual(bad_field.returncode, 2)
+            self.assertIn("--field 'frames[-0]' is not a path", bad_field.stderr)
             # Without --local: the variants are written, not run; the report says so.
             written = os.path.join(folder, "written")
             self.assertEqual(shellsim("sweep", sweep, "--out", written).returncode, 0)
@@ -109,6 +129,13 @@ class Sweeps(unittest.TestCase):
                              "the step must not be 0",
                              "has no entry [3]"]:
                 self.assertIn(expected, result.stderr)
+            bad_fields = write(folder, "fields.json", {"report_fields": ["ok", "x[", 3],
+                "parameters": [{"path": "bodies[-1].material.poisson", "values": [0.3]}]})
+            result = shellsim("sweep", bad_fields, "--out", os.path.join(folder, "out"))
+            self.assertEqual(result.returncode, 2)
+            self.assertIn('report_fields[1] = "x[": is not a path', result.stderr)
+            self.assertIn("report_fields[2] = 3: is not a path", result.stderr)
+            self.assertNotIn("bodies[-1]", result.stderr)  # the last body: a valid path
             # A value of the right type but out of range: the variant is named.
             weak = write(folder, "weak.json", {"parameters": [
                 {"path": "bodies[0].material.poisson", "values": [0.3, 0.7]}]})

@@ -3,6 +3,7 @@
 // keys that exist at that level.
 #include "shellsim/sweep.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -28,8 +29,9 @@ using json_fields::Problems;
 
 // The steps of a path: object keys and array indices.
 struct Step {
-  std::string key;     // empty for an index
-  int64_t index = -1;  // >= 0 for an index
+  std::string key;  // empty for an index
+  bool isIndex = false;
+  int64_t index = 0;  // < 0 counts from the end: [-1] is the last entry
 };
 
 // "bodies[0].material.young_modulus" -> bodies, [0], material, young_modulus; false when
@@ -41,12 +43,16 @@ bool splitPath(const std::string& path, std::vector<Step>& steps) {
     if (path[i] == '[') {
       const size_t close = path.find(']', i);
       if (close == std::string::npos || close == i + 1) return false;
+      const bool fromEnd = path[i + 1] == '-';
+      const size_t first = i + 1 + (fromEnd ? 1 : 0);
+      if (first == close) return false;
       int64_t index = 0;
-      for (size_t k = i + 1; k < close; ++k) {
+      for (size_t k = first; k < close; ++k) {
         if (path[k] < '0' || path[k] > '9' || index > 1'000'000) return false;
         index = 10 * index + (path[k] - '0');
       }
-      steps.push_back({"", index});
+      if (fromEnd && index == 0) return false;
+      steps.push_back({"", true, fromEnd ? -index : index});
       i = close + 1;
       if (i < path.size() && path[i] == '.') ++i;
       continue;
@@ -54,30 +60,38 @@ bool splitPath(const std::string& path, std::vector<Step>& steps) {
     size_t end = i;
     while (end < path.size() && path[end] != '.' && path[end] != '[') ++end;
     if (end == i) return false;
-    steps.push_back({path.substr(i, end - i), -1});
+    steps.push_back({path.substr(i, end - i), false, 0});
     i = end;
     if (i < path.size() && path[i] == '.') ++i;
   }
   return !steps.empty();
 }
 
-// The value at `path` in `scene`, or nullptr with `why` set.
-Json* find(Json& scene, const std::string& path, std::string& why) {
+constexpr const char* kNotAPath =
+    "is not a path (keys joined by '.', list entries as [i], [-1] the last)";
+
+// The value at `path` in `root` (named `rootName` in messages), or nullptr with `why` set;
+// J is Json or const Json.
+template <typename J>
+J* find(J& root, const std::string& path, std::string& why,
+        const std::string& rootName = "the scene") {
   std::vector<Step> steps;
   if (!splitPath(path, steps)) {
-    why = "is not a path (keys joined by '.', list entries as [i])";
+    why = kNotAPath;
     return nullptr;
   }
-  Json* at = &scene;
-  std::string where = "the scene";
+  J* at = &root;
+  std::string where = rootName;
   for (const Step& step : steps) {
-    if (step.index >= 0) {
-      if (!at->is_array() || static_cast<size_t>(step.index) >= at->size()) {
+    if (step.isIndex) {
+      const int64_t size = at->is_array() ? static_cast<int64_t>(at->size()) : 0;
+      const int64_t index = step.index < 0 ? size + step.index : step.index;
+      if (!at->is_array() || index < 0 || index >= size) {
         why = where + " has no entry [" + std::to_string(step.index) + "]" +
-              (at->is_array() ? " (it has " + std::to_string(at->size()) + ")" : "");
+              (at->is_array() ? " (it has " + std::to_string(size) + ")" : "");
         return nullptr;
       }
-      at = &(*at)[static_cast<size_t>(step.index)];
+      at = &(*at)[static_cast<size_t>(index)];
       where += "[" + std::to_string(step.index) + "]";
       continue;
     }
@@ -91,7 +105,7 @@ Json* find(Json& scene, const std::string& path, std::string& why) {
       return nullptr;
     }
     at = &(*at)[step.key];
-    where = where == "the scene" ? step.key : where + "." + step.key;
+    where = where == rootName ? step.key : where + "." + step.key;
   }
   return at;
 }
@@ -120,8 +134,9 @@ SweepDef loadSweep(const fs::path& path) {
   SweepDef sweep;
   sweep.sweepFile = path;
   for (const auto& [key, value] : root.items()) {
-    if (key != "scene" && key != "combine" && key != "parameters") {
-      static constexpr std::string_view kKeys[] = {"scene", "combine", "parameters"};
+    if (key != "scene" && key != "combine" && key != "parameters" && key != "report_fields") {
+      static constexpr std::string_view kKeys[] = {"scene", "combine", "parameters",
+                                                   "report_fields"};
       problems.add(key, value, "unknown key; " + json_fields::suggestion(key, kKeys));
     }
   }
@@ -150,6 +165,23 @@ SweepDef loadSweep(const fs::path& path) {
       sweep.zip = true;
     } else if (*it != "grid") {
       problems.add("combine", *it, "must be \"grid\" (every combination) or \"zip\" (in step)");
+    }
+  }
+  if (const auto it = root.find("report_fields"); it != root.end()) {
+    if (!it->is_array()) {
+      problems.add("report_fields", *it,
+                   "must be a list of paths into a run's summary.json, e.g. "
+                   "[\"steps_rejected\", \"frames[-1].bodies[0].cracks\"]");
+    } else {
+      std::vector<Step> steps;
+      for (size_t f = 0; f < it->size(); ++f) {
+        const Json& field = (*it)[f];
+        if (!field.is_string() || !splitPath(field.get<std::string>(), steps)) {
+          problems.add("report_fields[" + std::to_string(f) + "]", field, kNotAPath);
+        } else {
+          sweep.reportFields.push_back(field.get<std::string>());
+        }
+      }
     }
   }
   const auto list = root.find("parameters");
@@ -381,6 +413,7 @@ std::vector<fs::path> writeSweepVariants(const SweepDef& sweep,
   Json paths = Json::array();
   for (const SweepParameter& p : sweep.parameters) paths.push_back(p.path);
   description["parameters"] = paths;
+  description["report_fields"] = sweep.reportFields;
   Json list = Json::array();
   std::vector<fs::path> folders;
   for (const SweepVariant& variant : variants) {
@@ -462,23 +495,31 @@ SweepRunReport runSweepLocally(const SweepDef& sweep, const std::vector<SweepVar
   return report;
 }
 
-SweepReport writeSweepReport(const fs::path& out) {
+SweepReport writeSweepReport(const fs::path& out, const std::vector<std::string>& extraFields) {
   const Json description = readJsonFile(out / "sweep.json");
-  std::vector<std::string> parameters;
+  std::vector<std::string> parameters, fields;
   try {
     parameters = description.at("parameters").get<std::vector<std::string>>();
+    fields = description.value("report_fields", std::vector<std::string>());
   } catch (const Json::exception&) {
     throw InputError((out / "sweep.json").string() + ": no parameter list");
+  }
+  std::vector<Step> steps;
+  for (const std::string& field : extraFields) {
+    if (!splitPath(field, steps)) throw InputError("--field '" + field + "' " + kNotAPath);
+    if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.push_back(field);
   }
   struct Row {
     std::vector<std::string> cells;
   };
   std::vector<std::string> header = {"variant"};
   header.insert(header.end(), parameters.begin(), parameters.end());
-  for (const char* column : {"status", "frames", "time_s", "wall_s", "steps", "kinetic_J",
-                             "potential_J", "pieces", "error"}) {
+  for (const char* column :
+       {"status", "frames", "time_s", "wall_s", "steps", "kinetic_J", "potential_J", "pieces"}) {
     header.emplace_back(column);
   }
+  header.insert(header.end(), fields.begin(), fields.end());
+  header.emplace_back("error");
   SweepReport report;
   std::vector<Row> rows;
   for (const Json& variant : description.at("variants")) {
@@ -489,7 +530,8 @@ SweepReport writeSweepReport(const fs::path& out) {
     const fs::path folder = out / variant.at("folder").get<std::string>();
     if (!fs::exists(folder / "summary.json")) {
       ++report.missing;
-      row.cells.insert(row.cells.end(), {"not run", "", "", "", "", "", "", "", ""});
+      row.cells.emplace_back("not run");
+      row.cells.resize(header.size());
       rows.push_back(std::move(row));
       continue;
     }
@@ -513,6 +555,14 @@ SweepReport writeSweepReport(const fs::path& out) {
     row.cells.push_back(number(last.value("kinetic_energy", 0.0)));
     row.cells.push_back(number(last.value("potential_energy", 0.0)));
     row.cells.push_back(std::to_string(pieces));
+    for (const std::string& field : fields) {
+      std::string why;
+      const Json* value = find(summary, field, why, "summary.json");
+      row.cells.push_back(value == nullptr     ? ""
+                          : value->is_string() ? value->get<std::string>()
+                          : value->is_number() ? number(value->get<double>())
+                                               : value->dump());
+    }
     row.cells.push_back(status.status == "completed" ? "" : status.error);
     rows.push_back(std::move(row));
   }
