@@ -123,7 +123,8 @@ struct LoadDef {
   bool operator==(const LoadDef&) const = default;
 };
 
-// Gas pressure inside a closed shell: force p dA along each node's outward normal.
+// Gas pressure on a shell: force p dA along each node's outward normal (the side its
+// triangles wind counter-clockwise around); an open surface keeps the net force.
 struct PressureDef {
   double pressure = 0;            // over-pressure, Pa
   std::vector<RampKey> ramp;      // factor over time; empty: 1

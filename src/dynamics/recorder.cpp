@@ -95,6 +95,7 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
   if (implicit) record.newton = steps.newton;
   record.staticFrame = staticFrame;
   record.wallSeconds = wallSeconds;
+  record.externalWork = world.externalWork;
   const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                          [](const Obstacle& o) { return o.moves(); });
   if (obstaclesMove) {
@@ -325,6 +326,7 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
     }
     frame["kinetic_energy"] = kinetic;
     frame["potential_energy"] = potential;
+    frame["external_work"] = record.externalWork;
     frame["bodies"] = energies;
     frame["files"] = record.files;
     if (!record.obstacleOffsets.empty()) {
@@ -364,6 +366,7 @@ void Recorder::writeRecords(ByteWriter& out) const {
       out.value(r.newton->factorizations);
     }
     out.value(r.wallSeconds);
+    out.value(r.externalWork);
     out.value<uint8_t>(r.staticFrame ? 1 : 0);
     if (r.staticFrame) {
       out.value(r.staticFrame->loadFactor);
@@ -406,6 +409,7 @@ void Recorder::readRecords(ByteReader& in) {
       r.newton = newton;
     }
     r.wallSeconds = in.value<double>("wall seconds");
+    r.externalWork = in.value<double>("external work");
     if (in.value<uint8_t>("static flag") != 0) {
       StaticFrame increment;
       increment.loadFactor = in.value<double>("load factor");

@@ -251,12 +251,29 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
     body.pressure = PressureLoad{
         def.pressure->pressure, Ramp(def.pressure->ramp), def.pressure->releaseOnFracture, {}};
     std::vector<double> probe(3 * n);
-    if (!body.model->nodeAreaVectors(body.positions, probe)) {
-      Geometry surface = body.model->surface(body.positions);
+    Geometry surface = body.model->surface(body.positions);
+    if (body.model->nodeAreaVectors(body.positions, probe)) {
+      if (surface.isPointCloud()) {
+        // A closed surface's area vectors sum to zero up to the sampling's error (under 2 %
+        // of their lengths on a 16-ring sphere); an open one's to its projected area (a
+        // hemisphere: half).
+        Vec3 sum = Vec3::Zero();
+        double lengths = 0;
+        for (size_t i = 0; i < n; ++i) {
+          const Vec3 a(probe[3 * i], probe[3 * i + 1], probe[3 * i + 2]);
+          sum += a;
+          lengths += a.norm();
+        }
+        body.pressure->closed = sum.norm() < PressureLoad::kClosedAreaRatio * lengths;
+      } else {
+        body.pressure->closed = analyzeTopology(surface).boundaryEdgeCount == 0;
+      }
+    } else {
       if (surface.isPointCloud() || surface.vertexCount() != body.model->nodeCount()) {
         throw InputError(label + ".pressure: the model '" + body.model->name() +
                          "' has no surface normals to push along");
       }
+      body.pressure->closed = analyzeTopology(surface).boundaryEdgeCount == 0;
       body.pressure->triangles = std::move(surface.triangles);
     }
     body.externalForces.assign(3 * n, 0.0);

@@ -58,6 +58,12 @@ struct PressureLoad {
   // For a model without area vectors: its surface mesh over the nodes, (nTriangles, 3),
   // whose area vectors the pressure then uses (the topology of such models is fixed).
   std::vector<int32_t> triangles;
+  // A closed surface (no boundary edge; for a point cloud, area vectors summing to under
+  // kClosedAreaRatio of their lengths' sum), decided on the rest shape: the gas's net
+  // force on it is zero, so the sampled sum's residue is taken off in proportion to mass.
+  // An open surface (a sheet, a sail) keeps its net force: it is pushed as a whole.
+  bool closed = true;
+  static constexpr double kClosedAreaRatio = 0.05;
 };
 
 // Nodes moved by the script instead of by forces.

@@ -291,8 +291,9 @@ constexpr FieldSpec kPressureFields[] = {
      .unit = "Pa",
      .range = Range::any(),
      .required = true,
-     .meaning = "Over-pressure of the gas inside a closed shell: force p dA along each node's "
-                "outward normal (negative: suction)."},
+     .meaning = "Over-pressure: force p dA along each node's outward normal (of an open "
+                "surface, the side its triangles wind counter-clockwise around; negative: "
+                "suction)."},
     {.key = "ramp",
      .kind = FieldKind::kObjectList,
      .object = "ramp",
@@ -431,7 +432,8 @@ constexpr FieldSpec kBodyFields[] = {
      .kind = FieldKind::kObject,
      .object = "pressure",
      .optional = true,
-     .meaning = "Gas pressure inside a closed shell (a balloon)."},
+     .meaning = "Gas pressure on the shell: inside a closed one (a balloon), or on one side of "
+                "an open one (a sail, a sheet blown against a frame)."},
     {.key = "repair",
      .kind = FieldKind::kObject,
      .object = "repair",
@@ -682,7 +684,12 @@ constexpr ObjectSpec kMaterialSpec{"material",
 constexpr ObjectSpec kPinSpec{"pin", "Nodes held fixed, or moved along a scripted path.",
                               kPinFields, "shape"};
 constexpr ObjectSpec kLoadSpec{"load", "A force on a region of a body.", kLoadFields, "shape"};
-constexpr ObjectSpec kPressureSpec{"pressure", "Gas pressure inside a closed shell.",
+constexpr ObjectSpec kPressureSpec{"pressure",
+                                   "Gas pressure on a shell, a follower load along its normals. "
+                                   "On a closed shell (no boundary edge; a point cloud whose "
+                                   "area vectors cancel to 5 %) the net force is zero, and what "
+                                   "the sampling leaves is taken off in proportion to mass. An "
+                                   "open surface keeps its net force: it is pushed as a whole.",
                                    kPressureFields};
 constexpr ObjectSpec kRepairSpec{"repair", "Mesh repair before a body is made.", kRepairFields};
 constexpr ObjectSpec kRigidFragmentsSpec{

@@ -47,6 +47,9 @@ struct RunFrame {
   double time = 0;                                                     // s
   double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J, all bodies
   bool haveGravitational = false;
+  // Work done on the bodies by loads, pressure, moving pins and scripted obstacles since
+  // the start, J (summary "external_work"; 0 in summaries written before it was).
+  double externalWork = 0;
   std::vector<std::filesystem::path> files;  // per body: the frame file to render, absolute
   std::vector<Vec3d> obstacleOffsets;        // per obstacle of the view; empty: all static
 };

@@ -105,31 +105,35 @@ void plotEnergy(const fs::path& summaryPath, const fs::path& pngPath, int32_t wi
                 int32_t height) {
   const detail::RunInfo run = detail::readRunInfo(summaryPath.parent_path());
   const size_t n = run.frames.size();
-  std::vector<double> t(n), kinetic(n), stretching(n), bending(n), dissipated(n);
+  std::vector<double> t(n), kinetic(n), stretching(n), bending(n), work(n), dissipated(n);
   const bool gravity = n > 0 && run.frames[0].haveGravitational;
   const auto total = [&](const detail::RunFrame& f) {
     return f.kinetic + f.stretching + f.bending + (gravity ? f.gravitational : 0.0);
   };
+  bool worked = false;
   for (size_t i = 0; i < n; ++i) {
     const detail::RunFrame& f = run.frames[i];
     t[i] = f.time;
     kinetic[i] = f.kinetic;
     stretching[i] = f.stretching;
     bending[i] = f.bending;
-    // Dissipated = initial total - current total. Work done by scripted pins and moving
-    // obstacles is not recorded, so it shows up here too (as negative dissipation when
-    // they push energy in).
-    dissipated[i] = total(run.frames[0]) - total(f);
+    // The energy balance: what the total lacks of its start plus the work done on the
+    // bodies (loads, pressure, moving pins and obstacles) was dissipated (damping,
+    // plasticity, fracture, friction, the integrator's own loss).
+    work[i] = f.externalWork - run.frames[0].externalWork;
+    worked = worked || work[i] != 0;
+    dissipated[i] = total(run.frames[0]) + work[i] - total(f);
   }
   struct Series {
     const char* name;
     const std::vector<double>* values;
     Rgb color;
   };
-  const Series series[] = {{"kinetic", &kinetic, {214, 39, 40}},
-                           {"stretching", &stretching, {31, 119, 180}},
-                           {"bending", &bending, {44, 160, 44}},
-                           {"dissipated", &dissipated, {110, 110, 110}}};
+  std::vector<Series> series = {{"kinetic", &kinetic, {214, 39, 40}},
+                                {"stretching", &stretching, {31, 119, 180}},
+                                {"bending", &bending, {44, 160, 44}}};
+  if (worked) series.push_back({"work done on it", &work, {148, 103, 189}});
+  series.push_back({"dissipated", &dissipated, {110, 110, 110}});
   double lo = 0, hi = 0;
   for (const Series& s : series) {
     for (const double v : *s.values) {
@@ -175,10 +179,10 @@ void plotEnergy(const fs::path& summaryPath, const fs::path& pngPath, int32_t wi
   detail::drawText(image, (left + right) / 2 - detail::textWidth(xLabel, kScale) / 2, bottom + 40,
                    xLabel, kScale, {40, 40, 40});
   detail::drawText(image, 10, 20, "energy (J)", kScale, {40, 40, 40});
-  const std::string title =
-      gravity
-          ? "dissipated = initial total - total; total = kinetic + elastic + gravitational"
-          : "dissipated = initial total - total; total = kinetic + elastic (no gravity in summary)";
+  const std::string title = std::string(worked ? "dissipated = initial total + work done - total"
+                                               : "dissipated = initial total - total") +
+                            (gravity ? "; total = kinetic + elastic + gravitational"
+                                     : "; total = kinetic + elastic (no gravity in summary)");
   detail::drawText(image, std::max<int32_t>(left, right - detail::textWidth(title, 1) - 4), 22,
                    title, 1, {100, 100, 100});
   // Curves, then the legend over them.
@@ -190,7 +194,12 @@ void plotEnergy(const fs::path& summaryPath, const fs::path& pngPath, int32_t wi
     }
   }
   int32_t ly = top + 12;
-  detail::fillRect(image, left + 14, top + 6, 190, 4 * 24 + 8, {255, 255, 255});
+  int32_t legendWidth = 0;
+  for (const Series& s : series) {
+    legendWidth = std::max(legendWidth, 60 + detail::textWidth(s.name, kScale));
+  }
+  detail::fillRect(image, left + 14, top + 6, legendWidth,
+                   static_cast<int32_t>(series.size()) * 24 + 8, {255, 255, 255});
   for (const Series& s : series) {
     detail::fillRect(image, left + 24, ly + 5, 30, 5, s.color);
     detail::drawText(image, left + 64, ly, s.name, kScale, {40, 40, 40});

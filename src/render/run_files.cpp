@@ -135,6 +135,7 @@ RunInfo readRunInfo(const fs::path& folder) {
       frame.frame = f.at("frame").get<int32_t>();
       frame.time = f.at("time").get<double>();
       frame.kinetic = f.value("kinetic_energy", 0.0);
+      frame.externalWork = f.value("external_work", 0.0);
       for (const Json& e : f.value("bodies", Json::array())) {
         frame.stretching += e.value("stretching", 0.0);
         frame.bending += e.value("bending", 0.0);

@@ -36,7 +36,10 @@ struct PlateResult {
 // The unit plate of `cells` x `cells` cells and a ring of one cell around it; every node
 // with |x| or |y| >= 1/2 is pinned (two rows of pins clamp a rotation-free shell; for layers
 // of phyxels the pins hold every layer of the boundary, which clamps it by itself).
-PlateResult clampedPlate(const fs::path& folder, const std::string& modelJson, int cells) {
+// `gravity`: the scene's (the deflection is always measured against the weight's Kirchhoff
+// value, so a load standing in for the weight gives the same ratio).
+PlateResult clampedPlate(const fs::path& folder, const std::string& modelJson, int cells,
+                         double gravity = kGravity) {
   const double cell = 1.0 / cells;
   const std::vector<double> c = plate_scene::coordinates(-0.5, 0.5, cells, cell);
   const fs::path mesh = plate_scene::writeGrid(folder, "plate_" + std::to_string(cells), c, c, 0.0,
@@ -45,7 +48,7 @@ PlateResult clampedPlate(const fs::path& folder, const std::string& modelJson, i
   body << modelJson << R"(, "material": {"young_modulus": )" << kYoung << R"(, "poisson": )"
        << kPoisson << R"(, "thickness": )" << kThickness << R"(, "density": )" << kDensity << "}";
   const std::string scene =
-      plate_scene::pinnedPlateScene(mesh, body.str(), kGravity, cell, kThickness);
+      plate_scene::pinnedPlateScene(mesh, body.str(), gravity, cell, kThickness);
   const SceneDef def = parseScene(scene, "plate.json", folder);
   Simulation sim(def);
   const std::vector<double> rest(sim.positions(0).begin(), sim.positions(0).end());
@@ -123,6 +126,26 @@ const std::vector<PlateModel>& plateModels() {
 TEST(PlateModels, EveryShellModelMeetsPlateTheoryOnTheClampedPlate) {
   printAndCheck(16, plateModels());
   printAndCheck(32, plateModels());
+}
+
+// An open surface keeps the gas's net force (only a closed one's is taken off): a pressure
+// of -rho h g (suction on the plate's +z side, whose triangles wind counter-clockwise seen
+// from above) bends the weightless plate as its weight does, to the same centre deflection
+// (small deflection: the follower load barely turns).
+TEST(PlateModels, PressureOnTheOpenPlateBendsItAsItsWeightDoes) {
+  testfiles::TempFolder folder("plate_pressure");
+  const double weight = kDensity * kThickness * kGravity;  // Pa
+  for (const std::string model : {"discrete_shell", "fiber", "inelastic_shell"}) {
+    const std::string json = R"("model": ")" + model + R"(")";
+    const double byWeight = clampedPlate(folder.path(), json, 16).deflectionRatio;
+    std::ostringstream pressure;
+    pressure << json << R"(, "pressure": {"pressure": )" << -weight << "}";
+    const double byPressure = clampedPlate(folder.path(), pressure.str(), 16, 0.0).deflectionRatio;
+    std::cout << "[ measured ] " << model << ": deflection/theory by weight " << byWeight
+              << ", by pressure " << byPressure << "\n";
+    EXPECT_GT(byWeight, 0.5) << model;
+    EXPECT_NEAR(byPressure / byWeight, 1.0, 0.01) << model;
+  }
 }
 
 TEST(PlateModelsSlow, TheClampedPlateAtSixtyFourCells) {
