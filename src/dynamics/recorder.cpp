@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <set>
 #include <system_error>
+#include <tuple>
 
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
@@ -85,6 +88,38 @@ Recorder::Recorder(std::filesystem::path folder, std::vector<OutputFormat> forma
   }
 }
 
+std::vector<int32_t> persistentPieceIds(std::span<const int32_t> previous,
+                                        std::span<const int32_t> labels, int32_t& nextId) {
+  const int32_t labelCount = pieceCount(labels);
+  std::vector<int32_t> idOfLabel(static_cast<size_t>(labelCount), -1);
+  if (previous.empty()) {
+    for (int32_t l = 0; l < labelCount; ++l) idOfLabel[static_cast<size_t>(l)] = l;
+    nextId = std::max(nextId, labelCount);
+  } else {
+    // (label, previous id) -> nodes shared; the largest overlaps claim first, ties in
+    // label then id order, so that the ids do not depend on anything but the two lists.
+    std::map<std::pair<int32_t, int32_t>, int64_t> shared;
+    const size_t common = std::min(previous.size(), labels.size());
+    for (size_t i = 0; i < common; ++i) ++shared[{labels[i], previous[i]}];
+    std::vector<std::tuple<int64_t, int32_t, int32_t>> claims;
+    claims.reserve(shared.size());
+    for (const auto& [pair, count] : shared) claims.emplace_back(-count, pair.first, pair.second);
+    std::sort(claims.begin(), claims.end());
+    std::set<int32_t> taken;
+    for (const auto& [negativeCount, label, id] : claims) {
+      if (idOfLabel[static_cast<size_t>(label)] >= 0 || taken.count(id) > 0) continue;
+      idOfLabel[static_cast<size_t>(label)] = id;
+      taken.insert(id);
+    }
+    for (int32_t& id : idOfLabel) {
+      if (id < 0) id = nextId++;
+    }
+  }
+  std::vector<int32_t> ids(labels.size());
+  for (size_t i = 0; i < labels.size(); ++i) ids[i] = idOfLabel[static_cast<size_t>(labels[i])];
+  return ids;
+}
+
 void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& steps, bool implicit,
                           double wallSeconds, const std::optional<StaticFrame>& staticFrame) {
   FrameRecord record;
@@ -103,6 +138,8 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
       record.obstacleOffsets.push_back(o.offset(world.time));
     }
   }
+  pieceIds_.resize(world.bodies.size());
+  nextPieceId_.resize(world.bodies.size(), 0);
   for (size_t bodyIndex = 0; bodyIndex < world.bodies.size(); ++bodyIndex) {
     const Body& body = world.bodies[bodyIndex];
     const std::vector<int32_t> pieces = body.model->nodePieces();
@@ -110,8 +147,13 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
                              gravitationalEnergy(body, world.gravity), pieceCount(pieces),
                              world.rigid.count(bodyIndex), body.brokenElements, body.crackCount(),
                              body.nodeCount(), body.model->elementCount()});
+    if (!pieces.empty()) {
+      pieceIds_[bodyIndex] =
+          persistentPieceIds(pieceIds_[bodyIndex], pieces, nextPieceId_[bodyIndex]);
+    }
     const auto start = std::chrono::steady_clock::now();
-    const Geometry surface = bodySurface(world, bodyIndex, pieces);
+    const Geometry surface =
+        bodySurface(world, bodyIndex, pieces.empty() ? pieces : pieceIds_[bodyIndex]);
     if (body.embedded) {
       surfaceSeconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -354,6 +396,11 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
 
 void Recorder::writeRecords(ByteWriter& out) const {
   out.value(surfaceSeconds_);
+  out.value<uint64_t>(pieceIds_.size());
+  for (size_t b = 0; b < pieceIds_.size(); ++b) {
+    out.array(pieceIds_[b]);
+    out.value(nextPieceId_[b]);
+  }
   out.value<uint64_t>(frames_.size());
   for (const FrameRecord& r : frames_) {
     out.value(r.frame);
@@ -393,6 +440,19 @@ void Recorder::writeRecords(ByteWriter& out) const {
 
 void Recorder::readRecords(ByteReader& in) {
   surfaceSeconds_ = in.value<double>("surface seconds");
+  const auto pieceBodies = in.value<uint64_t>("piece id bodies");
+  if (pieceBodies > 1'000'000) in.fail("piece ids of " + std::to_string(pieceBodies) + " bodies");
+  std::vector<std::vector<int32_t>> ids(pieceBodies);
+  std::vector<int32_t> next(pieceBodies);
+  for (size_t b = 0; b < pieceBodies; ++b) {
+    ids[b] = in.array<int32_t>("piece ids");
+    next[b] = in.value<int32_t>("next piece id");
+    for (const int32_t id : ids[b]) {
+      if (id < 0 || id >= next[b]) in.fail("piece id " + std::to_string(id) + " out of range");
+    }
+  }
+  pieceIds_ = std::move(ids);
+  nextPieceId_ = std::move(next);
   const auto count = in.value<uint64_t>("frame count");
   std::vector<FrameRecord> frames;
   for (uint64_t f = 0; f < count; ++f) {

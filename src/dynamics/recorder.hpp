@@ -53,6 +53,16 @@ struct FrameRecord {
 // it tells a run still being written from one whose process is gone (readRunStatus).
 [[nodiscard]] std::string hostName();
 
+// Piece ids that last over a run, so that a piece keeps its colour while it keeps its nodes:
+// `labels` are this frame's Model::nodePieces (0 .. k-1, renumbered as the model likes),
+// `previous` the ids given to the nodes at the last frame (empty at the first). Each label
+// takes the previous id it shares the most nodes with (the largest overlaps first; a node
+// index keeps its meaning, new nodes are appended), and a label left without one, a piece
+// newly broken off, takes `nextId`, which then grows. (nNodes) ids.
+[[nodiscard]] std::vector<int32_t> persistentPieceIds(std::span<const int32_t> previous,
+                                                      std::span<const int32_t> labels,
+                                                      int32_t& nextId);
+
 class Recorder {
  public:
   // Creates the output folder (and frames/ inside it). Throws IoError naming it. `camera`
@@ -105,6 +115,9 @@ class Recorder {
   std::vector<std::optional<PointCache>> caches_;
   void appendPointCache(size_t bodyIndex, const Body& body, const Geometry& surface, int32_t frame);
   double surfaceSeconds_ = 0;  // moving embedded surfaces (wicke2005 section 6), s
+  // persistentPieceIds per body, (nBodies) x (nNodes), and the next id each gives.
+  std::vector<std::vector<int32_t>> pieceIds_;
+  std::vector<int32_t> nextPieceId_;
 };
 
 }  // namespace shellsim

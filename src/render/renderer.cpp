@@ -153,25 +153,25 @@ void detail::radiiFromNeighbours(const std::vector<double>& positions,
 
 std::vector<float> componentColors(const Geometry& mesh, int32_t offset) {
   const size_t n = static_cast<size_t>(mesh.vertexCount());
-  // Components by triangle edges, numbered by their lowest vertex.
-  UnionFind components(n);
-  for (size_t t = 0; t + 2 < mesh.triangles.size(); t += 3) {
-    components.unite(mesh.triangles[t], mesh.triangles[t + 1]);
-    components.unite(mesh.triangles[t + 1], mesh.triangles[t + 2]);
-  }
-  // Vertices of one piece are one component even where no triangle joins them (a thick
-  // shell's outer and inner surfaces, held together by springs).
+  std::vector<int32_t> colourOf;
   if (mesh.pieces.size() == n) {
-    std::unordered_map<int32_t, int32_t> first;
-    for (size_t i = 0; i < n; ++i) {
-      const auto [it, inserted] = first.try_emplace(mesh.pieces[i], static_cast<int32_t>(i));
-      if (!inserted) components.unite(it->second, static_cast<int32_t>(i));
+    // A run's frames carry piece ids that last (the recorder's persistentPieceIds): a piece
+    // keeps its colour from frame to frame while it keeps its nodes, and the vertices of one
+    // piece share it where no triangle joins them (a thick shell's outer and inner surfaces,
+    // held together by springs).
+    colourOf = mesh.pieces;
+  } else {
+    // Components by triangle edges, numbered by their lowest vertex.
+    UnionFind components(n);
+    for (size_t t = 0; t + 2 < mesh.triangles.size(); t += 3) {
+      components.unite(mesh.triangles[t], mesh.triangles[t + 1]);
+      components.unite(mesh.triangles[t + 1], mesh.triangles[t + 2]);
     }
+    colourOf = components.labels();
   }
-  const std::vector<int32_t> componentOf = components.labels();
   std::vector<float> colors(3 * n);
   for (size_t i = 0; i < n; ++i) {
-    const float* c = piecePaletteColor(componentOf[i] + offset);
+    const float* c = piecePaletteColor(colourOf[i] + offset);
     std::copy(c, c + 3, &colors[3 * i]);
   }
   return colors;

@@ -385,6 +385,78 @@ TEST(Fracture, TornSheetSurfaceSplitsWithoutStretchedTriangles) {
   }
 }
 
+TEST(PieceIds, APieceKeepsItsIdWhileItKeepsItsNodesNewPiecesTakeNewOnes) {
+  int32_t next = 0;
+  // The first frame: the model's labels.
+  EXPECT_EQ(persistentPieceIds({}, std::vector<int32_t>{0, 0, 0, 0}, next),
+            (std::vector<int32_t>{0, 0, 0, 0}));
+  EXPECT_EQ(next, 1);
+  // A shard breaks off with node 0, so the model labels it 0 and the rest 1: the rest keeps
+  // id 0 (its colour), the shard takes a new one.
+  std::vector<int32_t> ids = persistentPieceIds(std::vector<int32_t>{0, 0, 0, 0, 0, 0},
+                                                std::vector<int32_t>{0, 1, 1, 1, 1, 1}, next);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(next, 2);
+  // Nodes appended by a cut join their piece; labels renumbered again.
+  ids = persistentPieceIds(ids, std::vector<int32_t>{1, 0, 0, 0, 0, 0, 0, 1}, next);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(next, 2);
+  // Two pieces merge (phyxels melting together): the larger overlap, then the lower id, wins.
+  ids =
+      persistentPieceIds(std::vector<int32_t>{0, 0, 1, 1}, std::vector<int32_t>{0, 0, 0, 0}, next);
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 0, 0, 0}));
+  // Two new pieces at once: new ids in label order.
+  ids =
+      persistentPieceIds(std::vector<int32_t>{0, 0, 0, 0}, std::vector<int32_t>{2, 0, 0, 1}, next);
+  EXPECT_EQ(ids, (std::vector<int32_t>{3, 0, 0, 2}));
+  EXPECT_EQ(next, 4);
+}
+
+// The frames of a tearing sheet: a piece whose nodes are the same as in the frame before
+// keeps its id (its colour), and the sheet's largest piece keeps id 0 throughout, however
+// the model renumbers its pieces as shards break off (and loose nodes rejoin).
+TEST(PieceIds, TheFramesOfATearingSheetKeepEachPiecesId) {
+  const testfiles::TempFolder folder("shellsim_piece_ids_");
+  World world = tearingSheet(0);
+  PhaseTimes times;
+  computeAccelerations(world);
+  const double dt = 0.5 * stableTimeStep(world);
+  Recorder recorder(folder.path(), {OutputFormat::kPly});
+  constexpr int kFrames = 20;
+  for (int frame = 0; frame < kFrames; ++frame) {
+    while (world.time < 1.2 * frame / (kFrames - 1) - 0.5 * dt) step(world, dt, times);
+    recorder.writeFrame(world, frame, StepCounts{}, false, 0.0);
+  }
+  using Pieces = std::map<int32_t, std::set<size_t>>;  // id -> its nodes
+  Pieces previous;
+  std::set<int32_t> seen;
+  int kept = 0;
+  for (int frame = 0; frame < kFrames; ++frame) {
+    char name[32];
+    std::snprintf(name, sizeof name, "sheet_%05d.ply", frame);
+    const std::vector<int32_t> ids = readGeometry(folder.path() / "frames" / name).pieces;
+    ASSERT_EQ(ids.size(), static_cast<size_t>(world.bodies[0].nodeCount()));
+    Pieces pieces;
+    for (size_t i = 0; i < ids.size(); ++i) pieces[ids[i]].insert(i);
+    const auto largest = std::max_element(pieces.begin(), pieces.end(), [](auto& a, auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    EXPECT_EQ(largest->first, 0) << "frame " << frame;
+    for (const auto& [id, nodes] : pieces) {
+      for (const auto& [before, nodesBefore] : previous) {
+        if (nodesBefore != nodes) continue;
+        EXPECT_EQ(id, before) << "frame " << frame << ": a piece of " << nodes.size()
+                              << " nodes changed its id";
+        ++kept;
+      }
+    }
+    previous = std::move(pieces);
+    seen.insert(ids.begin(), ids.end());
+  }
+  EXPECT_GE(seen.size(), 3u) << "the sheet tore, shards broke off";
+  EXPECT_GT(kept, kFrames) << "pieces lasted over frames";
+}
+
 TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloudsColoured) {
   const testfiles::TempFolder folder("shellsim_torn_frames_");
   // The pulled sheet once as its mesh and once as a point cloud (the mesh's vertices).
