@@ -25,6 +25,7 @@
 #include "shellsim/parallel.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
 #include "temp_folder.hpp"
 
 namespace shellsim {
@@ -383,6 +384,36 @@ TEST(Fracture, TornSheetSurfaceSplitsWithoutStretchedTriangles) {
     };
     EXPECT_TRUE(piece(0) == piece(1) && piece(1) == piece(2)) << "triangle " << t / 3;
   }
+}
+
+// wicke2005 Fig. 4(b), a crack by bending stress (scenes/fiber_plate_snap.json, coarser): a
+// plate held on a table and pressed down past its edge by a ball snaps along the edge, the
+// held part staying whole on the table, once fibers bend past gamma_theta = 0.1 rad; with the
+// bending threshold out of reach (and the same stretch threshold) it bends and holds.
+TEST(Fracture, APlatePressedOverAnEdgeSnapsAlongItByBendingOnly) {
+  const auto pressed = [](double bendLimit) {
+    SceneDef scene =
+        loadScene(std::filesystem::path(SHELLSIM_SOURCE_DIR) / "scenes" / "fiber_plate_snap.json");
+    scene.bodies[0].primitive->resolution = 20;
+    scene.bodies[0].options<FiberDef>().fracture->bendLimit = bendLimit;
+    Simulation sim(scene);
+    const std::vector<double> rest(sim.positions(0).begin(), sim.positions(0).end());
+    sim.advance(0.5);
+    const std::vector<int32_t> pieces = sim.surface(0).pieces;
+    EXPECT_EQ(pieces.size(), rest.size() / 3);
+    std::set<int32_t> held, free;  // pieces of the nodes on the table, and past its edge
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (rest[3 * i] < -0.02) held.insert(pieces[i]);
+      if (rest[3 * i] > 0.02) free.insert(pieces[i]);
+    }
+    return std::make_tuple(sim.pieceCount(0), held, free);
+  };
+  const auto [snappedPieces, held, free] = pressed(0.1);
+  EXPECT_GE(snappedPieces, 2);
+  EXPECT_EQ(held.size(), 1u) << "the part on the table stays whole";
+  for (const int32_t piece : held) EXPECT_FALSE(free.contains(piece)) << "it broke off";
+  const auto [intactPieces, heldIntact, freeIntact] = pressed(100.0);
+  EXPECT_EQ(intactPieces, 1);
 }
 
 TEST(PieceIds, APieceKeepsItsIdWhileItKeepsItsNodesNewPiecesTakeNewOnes) {
