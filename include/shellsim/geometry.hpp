@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,13 @@ struct Bounds {
   double max[3] = {0, 0, 0};
 };
 [[nodiscard]] Bounds computeBounds(const Geometry& geometry);
+
+// The part of `geometry` whose vertices `inside` (given a vertex's x, y, z) keeps: of a point
+// cloud the points inside; of a mesh the triangles with all three corners inside and the
+// vertices they use, renumbered in their order (normals, colours, pieces and vertex scalars
+// follow their vertices). The result may be empty.
+[[nodiscard]] Geometry cropGeometry(const Geometry& geometry,
+                                    const std::function<bool(const double*)>& inside);
 
 // Edge topology of a triangle mesh, as `shellsim info` reports it.
 struct MeshTopology {

@@ -132,6 +132,17 @@ struct PressureDef {
   bool operator==(const PressureDef&) const = default;
 };
 
+// The part of the input geometry a body is made of: the vertices inside a box or sphere, in
+// the input's own coordinates (before the transform), and for a mesh the triangles whose three
+// corners are inside (a mask cut from a scanned head).
+struct CropDef {
+  PinShape shape = PinShape::kBox;   // box or sphere
+  Vec3d center{0, 0, 0};             // m, in the input's coordinates
+  Vec3d halfExtents{0.5, 0.5, 0.5};  // box, m
+  double radius = 0.5;               // sphere, m
+  bool operator==(const CropDef&) const = default;
+};
+
 // Mesh repair before the body is made (shellsim::repairMesh, CGAL): always merges
 // coincident vertices, drops degenerate triangles, orients consistently and splits
 // non-manifold edges; then these.
@@ -171,6 +182,7 @@ struct BodyDef {
   std::vector<PinDef> pins;
   std::vector<LoadDef> loads;
   std::optional<PressureDef> pressure;
+  std::optional<CropDef> crop;                      // only a part of the input is used
   std::optional<RepairDef> repair;                  // a triangle mesh repaired before it is used
   std::optional<RigidFragmentsDef> rigidFragments;  // broken-off pieces become rigid bodies
   Vec3d initialVelocity{0, 0, 0};                   // m/s

@@ -170,6 +170,27 @@ void addLoad(World& world, size_t bodyIndex, const LoadDef& load, const std::str
 }
 
 size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::string& label) {
+  if (def.crop) {
+    const CropDef& crop = *def.crop;
+    const Vec3 centre = toVec3(crop.center), half = toVec3(crop.halfExtents);
+    const auto inside = [&](const double* x) {
+      const Vec3 d = Eigen::Map<const Vec3>(x) - centre;
+      return crop.shape == PinShape::kSphere ? d.norm() <= crop.radius
+                                             : (d.cwiseAbs() - half).maxCoeff() <= 0;
+    };
+    const int32_t before = geometry.vertexCount();
+    geometry = cropGeometry(geometry, inside);
+    if (geometry.vertexCount() == 0) {
+      throw InputError(label + ".crop: keeps none of the " + std::to_string(before) +
+                       (geometry.isPointCloud() ? " vertices" : " vertices in a whole triangle") +
+                       " of the input (the crop is in the input's own coordinates, before the "
+                       "transform)");
+    }
+    std::ostringstream msg;
+    msg << label << ": cropped: " << before << " -> " << geometry.vertexCount() << " vertices, "
+        << geometry.triangleCount() << " triangles (vertex indices now refer to the part kept)";
+    world.warnings.push_back(msg.str());
+  }
   applyTransform(geometry, def.transform);
   // In the body's units (after the transform): its slivers, seams and debris, told before a
   // run crawls or comes apart (the repaired mesh's, where it is repaired).

@@ -77,6 +77,53 @@ void crossOfEdges(const double* p, int32_t a, int32_t b, int32_t c, double out[3
 
 }  // namespace
 
+Geometry cropGeometry(const Geometry& geometry, const std::function<bool(const double*)>& inside) {
+  const auto n = static_cast<size_t>(geometry.vertexCount());
+  std::vector<char> keep(n, 0);
+  for (size_t v = 0; v < n; ++v) keep[v] = inside(&geometry.positions[3 * v]) ? 1 : 0;
+  Geometry part;
+  if (!geometry.isPointCloud()) {
+    // A mesh stays a mesh: a vertex is kept only where a kept triangle uses it.
+    std::vector<char> used(n, 0);
+    for (size_t t = 0; t + 2 < geometry.triangles.size(); t += 3) {
+      const auto a = static_cast<size_t>(geometry.triangles[t]);
+      const auto b = static_cast<size_t>(geometry.triangles[t + 1]);
+      const auto c = static_cast<size_t>(geometry.triangles[t + 2]);
+      if (keep[a] != 0 && keep[b] != 0 && keep[c] != 0) {
+        used[a] = used[b] = used[c] = 1;
+        part.triangles.insert(
+            part.triangles.end(),
+            {geometry.triangles[t], geometry.triangles[t + 1], geometry.triangles[t + 2]});
+      }
+    }
+    keep = std::move(used);
+  }
+  std::vector<int32_t> newIndex(n, -1);
+  int32_t count = 0;
+  for (size_t v = 0; v < n; ++v) {
+    if (keep[v] != 0) newIndex[v] = count++;
+  }
+  for (int32_t& index : part.triangles) index = newIndex[static_cast<size_t>(index)];
+  const auto copyRows = [&](const auto& from, auto& to, size_t width) {
+    if (from.size() != width * n) return;
+    for (size_t v = 0; v < n; ++v) {
+      if (keep[v] == 0) continue;
+      to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(width * v),
+                from.begin() + static_cast<std::ptrdiff_t>(width * (v + 1)));
+    }
+  };
+  copyRows(geometry.positions, part.positions, 3);
+  copyRows(geometry.normals, part.normals, 3);
+  copyRows(geometry.colors, part.colors, 3);
+  copyRows(geometry.pieces, part.pieces, 1);
+  for (const VertexScalar& scalar : geometry.vertexScalars) {
+    VertexScalar& kept = part.vertexScalars.emplace_back();
+    kept.name = scalar.name;
+    copyRows(scalar.values, kept.values, 1);
+  }
+  return part;
+}
+
 Bounds computeBounds(const Geometry& geometry) {
   Bounds bounds;
   const size_t n = geometry.positions.size() / 3;

@@ -36,6 +36,7 @@ using scene_names::kObstacleResponses;
 using scene_names::kObstacleTypes;
 using scene_names::kPinShapes;
 using scene_names::kPrimitiveTypes;
+using scene_names::kRegionShapes;
 using scene_names::toEnum;
 
 using scene_schema::bodySpec;
@@ -51,6 +52,7 @@ using scene_schema::kPinSpec;
 using scene_schema::kPressureSpec;
 using scene_schema::kPrimitiveSpec;
 using scene_schema::kRampSpec;
+using scene_schema::kCropSpec;
 using scene_schema::kRepairSpec;
 using scene_schema::kRigidFragmentsSpec;
 using scene_schema::kSceneSpec;
@@ -320,6 +322,17 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     pressure.releaseOnFracture = pr.choice("release_on_fracture") == "on";
     pr.finish();
     body.pressure = std::move(pressure);
+  }
+  if (r.has("crop")) {
+    ObjectReader cr = r.object("crop", kCropSpec);
+    CropDef crop;
+    const std::string shape = cr.choice("shape");
+    crop.shape = toEnum(shape, kRegionShapes, PinShape::kBox);
+    crop.center = cr.vec3("center");
+    crop.halfExtents = cr.vec3("half_extents");
+    crop.radius = cr.number("radius");
+    cr.finish(shape);
+    body.crop = crop;
   }
   if (r.has("repair")) {
     ObjectReader rr = r.object("repair", kRepairSpec);

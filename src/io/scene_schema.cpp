@@ -21,6 +21,7 @@ using scene_names::kObstacleTypes;
 using scene_names::kOnOff;
 using scene_names::kPinShapes;
 using scene_names::kPrimitiveTypes;
+using scene_names::kRegionShapes;
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The defaults here are the ones a scene gets; a test checks that they agree
@@ -306,6 +307,34 @@ constexpr FieldSpec kPressureFields[] = {
      .meaning = "`on`: the gas escapes (the pressure drops to 0) once a crack has formed."},
 };
 
+constexpr FieldSpec kCropFields[] = {
+    {.key = "shape",
+     .kind = FieldKind::kChoice,
+     .choices = kRegionShapes,
+     .required = true,
+     .meaning = "The part kept: inside a box or a sphere, in the input file's own coordinates "
+                "(before the body's transform), so that it stays the same part wherever the "
+                "body is placed."},
+    {.key = "center",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0, 0, 0},
+     .meaning = "Centre of the shape, in the input's coordinates."},
+    {.key = "half_extents",
+     .kind = FieldKind::kVec3,
+     .unit = "m",
+     .vec = {0.5, 0.5, 0.5},
+     .range = Range::above(0),
+     .variants = "box",
+     .meaning = "Half side lengths of the box."},
+    {.key = "radius",
+     .unit = "m",
+     .number = 0.5,
+     .range = Range::above(0),
+     .variants = "sphere",
+     .meaning = "Radius of the sphere."},
+};
+
 constexpr FieldSpec kRepairFields[] = {
     {.key = "min_component_faces",
      .kind = FieldKind::kInteger,
@@ -434,6 +463,14 @@ constexpr FieldSpec kBodyFields[] = {
      .optional = true,
      .meaning = "Gas pressure on the shell: inside a closed one (a balloon), or on one side of "
                 "an open one (a sail, a sheet blown against a frame)."},
+    {.key = "crop",
+     .kind = FieldKind::kObject,
+     .object = "crop",
+     .optional = true,
+     .meaning = "Make the body of a part of its input only: the vertices inside a box or "
+                "sphere and, of a mesh, the triangles with all three corners inside (a mask cut "
+                "from a scanned head). Before the repair and the transform; vertex indices "
+                "then refer to the part."},
     {.key = "repair",
      .kind = FieldKind::kObject,
      .object = "repair",
@@ -691,6 +728,8 @@ constexpr ObjectSpec kPressureSpec{"pressure",
                                    "the sampling leaves is taken off in proportion to mass. An "
                                    "open surface keeps its net force: it is pushed as a whole.",
                                    kPressureFields};
+constexpr ObjectSpec kCropSpec{"crop", "The part of the input a body is made of.", kCropFields,
+                               "shape"};
 constexpr ObjectSpec kRepairSpec{"repair", "Mesh repair before a body is made.", kRepairFields};
 constexpr ObjectSpec kRigidFragmentsSpec{
     "rigid_fragments", "Broken-off pieces as rigid bodies (Bullet).", kRigidFragmentsFields};
@@ -754,7 +793,7 @@ std::vector<const ObjectSpec*> allSpecs() {
     specs.push_back(model.options);
     specs.insert(specs.end(), model.nestedOptions.begin(), model.nestedOptions.end());
   }
-  specs.insert(specs.end(), {&kPinSpec, &kLoadSpec, &kPressureSpec, &kRepairSpec,
+  specs.insert(specs.end(), {&kPinSpec, &kLoadSpec, &kPressureSpec, &kCropSpec, &kRepairSpec,
                              &kRigidFragmentsSpec, &kRampSpec, &kObstacleSpec, &kKeyframeSpec,
                              &kTimeSpec, &kContactSpec, &kOutputSpec, &kCameraSpec});
   return specs;

@@ -21,6 +21,7 @@ extern const json_fields::ObjectSpec kMaterialSpec;
 extern const json_fields::ObjectSpec kPinSpec;
 extern const json_fields::ObjectSpec kLoadSpec;
 extern const json_fields::ObjectSpec kPressureSpec;
+extern const json_fields::ObjectSpec kCropSpec;
 extern const json_fields::ObjectSpec kRepairSpec;
 extern const json_fields::ObjectSpec kRigidFragmentsSpec;
 extern const json_fields::ObjectSpec kRampSpec;

@@ -109,6 +109,17 @@ Json toJson(const BodyDef& body) {
     loads.push_back(std::move(l));
   }
   out["loads"] = std::move(loads);
+  if (body.crop) {
+    const CropDef& c = *body.crop;
+    Json crop = {{"shape", c.shape == PinShape::kSphere ? "sphere" : "box"},
+                 {"center", vec(c.center)}};
+    if (c.shape == PinShape::kSphere) {
+      crop["radius"] = c.radius;
+    } else {
+      crop["half_extents"] = vec(c.halfExtents);
+    }
+    out["crop"] = crop;
+  }
   if (body.repair) {
     out["repair"] = {{"min_component_faces", body.repair->minComponentFaces},
                      {"remesh_edge_length", body.repair->remeshEdgeLength}};

@@ -185,6 +185,35 @@ TEST(Simulation, ARestoredStateContinuesExactlyAsBefore) {
 
 // A pin with a release holds its nodes until then and lets go after: the held edge of a
 // hanging cloth stays put for 0.1 s, then falls with the rest.
+// A crop keeps a part of the input, in the input's coordinates, whatever the transform; one
+// that keeps nothing is an error naming it.
+TEST(Simulation, ACropMakesTheBodyOfAPartOfItsInput) {
+  SceneDef scene;
+  BodyDef body;
+  body.name = "half";
+  PrimitiveDef sheet;
+  sheet.type = PrimitiveType::kSheet;
+  sheet.size = {1, 1, 0};
+  sheet.resolution = 10;  // 11 x 11 vertices, x in [-0.5, 0.5]
+  body.primitive = sheet;
+  body.transform.translation = {5, 0, 0};  // the crop is not moved with it
+  body.crop =
+      CropDef{.shape = PinShape::kBox, .center = {-0.25, 0, 0}, .halfExtents = {0.26, 1, 1}};
+  scene.bodies.push_back(body);
+  Simulation sim(scene);
+  EXPECT_EQ(sim.positions(0).size() / 3, 6u * 11u) << "the columns at x = -0.5 to 0";
+  EXPECT_EQ(sim.surface(0).triangleCount(), 2 * 5 * 10);
+  scene.bodies[0].crop->center = {5, 0, 0};  // where the body is placed, not its input
+  try {
+    Simulation nothing(scene);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bodies[0] 'half'.crop: keeps none of the 121"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Simulation, APinLetsGoAtItsRelease) {
   Simulation sim;
   PinDef edge;

@@ -150,6 +150,32 @@ TEST(RepairMesh, SplitsNonManifoldEdgesWeldsSeamsDropsStrayPartsAndRemovesSliver
   EXPECT_THROW((void)repairMesh(remeshed, options), InputError);
 }
 
+// A strip of two squares (x from 0 to 2) cut at x <= 1.5: of the mesh, the first square's two
+// triangles and their four vertices, renumbered in order, with their normals and scalars; of
+// the same vertices as a point cloud, the four inside.
+TEST(CropGeometry, KeepsTheWholeTrianglesInsideAndTheirVerticesInOrder) {
+  Geometry strip = mesh({0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 1, 0, 1, 1, 0, 2, 1, 0},
+                        {0, 1, 4, 0, 4, 3, 1, 2, 5, 1, 5, 4});
+  strip.normals.assign(18, 0.0);
+  for (int v = 0; v < 6; ++v) strip.normals[3 * v + 2] = v;  // tells the vertices apart
+  strip.vertexScalars.push_back({"damage", {0, 1, 2, 3, 4, 5}});
+  const auto left = [](const double* x) { return x[0] <= 1.5; };
+  const Geometry part = cropGeometry(strip, left);
+  EXPECT_EQ(part.triangles, (std::vector<int32_t>{0, 1, 3, 0, 3, 2}));
+  EXPECT_EQ(part.positions, (std::vector<double>{0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0}));
+  ASSERT_EQ(part.normals.size(), 12u);
+  EXPECT_EQ(part.normals[3 * 2 + 2], 3);  // the third kept vertex was vertex 3
+  ASSERT_EQ(part.vertexScalars.size(), 1u);
+  EXPECT_EQ(part.vertexScalars[0].values, (std::vector<float>{0, 1, 3, 4}));
+  // A vertex inside that no kept triangle uses is dropped: a mesh stays a mesh.
+  const Geometry corner = cropGeometry(strip, [](const double* x) { return x[0] <= 0.5; });
+  EXPECT_EQ(corner.vertexCount(), 0);
+  Geometry cloud = strip;
+  cloud.triangles.clear();
+  EXPECT_EQ(cropGeometry(cloud, left).vertexCount(), 4);
+  EXPECT_TRUE(cropGeometry(cloud, left).isPointCloud());
+}
+
 TEST(Bounds, EmptyGeometryHasZeroCorners) {
   const Bounds b = computeBounds(Geometry{});
   for (int d = 0; d < 3; ++d) {

@@ -488,6 +488,24 @@ TEST(SceneErrors, NonFiniteNumbersAreRejected) {
   EXPECT_EQ(errorOf(text), "scene.json:2:31: invalid JSON: number overflow parsing '1e999'");
 }
 
+// A body made of a part of its input: the crop is read, written back and checked.
+TEST(SceneCrop, IsReadWrittenBackAndChecked) {
+  json scene = minimalScene();
+  scene["bodies"][0]["crop"] = {
+      {"shape", "box"}, {"center", {0, 0, 0.1}}, {"half_extents", {1, 1, 0.08}}};
+  const SceneDef def = parseScene(scene.dump(), "scene.json", ".");
+  ASSERT_TRUE(def.bodies[0].crop);
+  EXPECT_EQ(def.bodies[0].crop->shape, PinShape::kBox);
+  EXPECT_EQ(def.bodies[0].crop->halfExtents, (Vec3d{1, 1, 0.08}));
+  EXPECT_EQ(parseScene(sceneToJson(def), "written.json", "."), def);
+  scene["bodies"][0]["crop"] = {{"shape", "sphere"}, {"radius", -1}, {"half_extents", {1, 1, 1}}};
+  const std::string message = errorOf(scene.dump());
+  EXPECT_NE(message.find("bodies[0].crop.radius = -1: must be > 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("bodies[0].crop.half_extents"), std::string::npos) << message;
+  scene["bodies"][0]["crop"] = {{"shape", "vertices"}};
+  EXPECT_NE(errorOf(scene.dump()).find("bodies[0].crop.shape"), std::string::npos);
+}
+
 TEST(SceneErrors, BodyNeedsExactlyOneGeometry) {
   json scene = minimalScene();
   scene["bodies"][0]["file"] = "mesh.obj";
