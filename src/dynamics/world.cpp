@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/palette.hpp"
+#include "core/surfel_radii.hpp"
 #include "dynamics/contact.hpp"
 #include "dynamics/step_pipeline.hpp"
 #include "geometry/primitives.hpp"
@@ -694,6 +695,9 @@ Geometry bodySurface(const World& world, size_t bodyIndex, std::span<const int32
         out.values[v] = static_cast<float>(scalar.values[static_cast<size_t>(nearest[v])]);
       }
     }
+    if (surface.isPointCloud() && surface.vertexCount() > 0) {
+      surface.vertexScalars.push_back({"radius", surfelRadii(surface.positions)});
+    }
     return surface;
   }
   Geometry surface = body.model->surface(body.positions);
@@ -710,6 +714,12 @@ Geometry bodySurface(const World& world, size_t bodyIndex, std::span<const int32
     if (std::ssize(scalar.values) != surface.vertexCount()) continue;
     surface.vertexScalars.push_back(
         {scalar.name, std::vector<float>(scalar.values.begin(), scalar.values.end())});
+  }
+  // A point cloud's frames carry each point's disc radius (a PLY property `radius`, as
+  // splat renderers and Blender's point clouds read it): the renderer's rule, so that any
+  // tool draws the same closed surface.
+  if (surface.isPointCloud() && surface.vertexCount() > 0) {
+    surface.vertexScalars.push_back({"radius", surfelRadii(surface.positions)});
   }
   // A torn point cloud has no connectivity for the renderer to find its pieces in: each
   // point (a node) carries its piece's colour once there is more than one piece.

@@ -295,7 +295,8 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events);
 // points carry their piece's colour (core/palette.hpp, entry bodyIndex + piece), as the
 // renderer colours the pieces of a mesh. Where the model tracks pieces, every vertex
 // carries its piece (Geometry::pieces): its node's, or for an embedded surface its nearest
-// bound node's.
+// bound node's. A point cloud carries each point's disc radius (vertex scalar `radius`,
+// core/surfel_radii.hpp).
 // An embedded surface is kept out of the world's obstacles: its vertices are interpolated
 // from the nodes, which the obstacles hold out, and would otherwise dip into them between
 // nodes (a clustered body resting on the floor); each vertex inside an obstacle is moved

@@ -13,9 +13,6 @@
 namespace shellsim::detail {
 
 // ---- renderer.cpp ----
-// Surfel radii from precomputed neighbour lists `nbrs` (nPoints, k); fills radii (nPoints).
-void radiiFromNeighbours(const std::vector<double>& positions, const std::vector<uint32_t>& nbrs,
-                         int k, std::vector<float>& radii);
 // Colour `index` of the body palette.
 std::array<float, 3> paletteColor(int32_t index);
 

@@ -26,6 +26,7 @@
 
 #include "core/palette.hpp"
 #include "core/spatial.hpp"
+#include "core/surfel_radii.hpp"
 #include "core/union_find.hpp"
 #include "render/render_internal.hpp"
 #include "shellsim/errors.hpp"
@@ -40,41 +41,11 @@ V3 v3(const Vec3d& a) {
   return {a[0], a[1], a[2]};
 }
 
-// Neighbours per point for surfel radii and normals: 6 is the ring of a regular
-// triangulation and enough for a stable plane fit.
-constexpr int kSurfelNeighbours = 6;
-// Radius = factor x mean distance to those neighbours. On a square grid of spacing h the
-// mean is ~1.14 h, so discs get ~0.9 h: they overlap and cover the holes between points.
-constexpr double kSurfelRadiusFactor = 0.8;
-
 void checkDevice(RTCDevice device, const char* what) {
   const RTCError error = rtcGetDeviceError(device);
   if (error != RTC_ERROR_NONE) {
     throw std::runtime_error(std::string("Embree error ") + std::to_string(error) + " in " + what);
   }
-}
-
-// The k nearest neighbours of every point (excluding itself), (nPoints, k).
-std::vector<uint32_t> nearestNeighbours(const std::vector<double>& positions, int k) {
-  const size_t n = positions.size() / 3;
-  std::vector<uint32_t> result(n * static_cast<size_t>(k), 0);
-  if (n < 2) return result;
-  const PointKdTree tree(positions);
-  const size_t want = std::min<size_t>(static_cast<size_t>(k) + 1, n);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 1024), [&](const auto& range) {
-    std::vector<uint32_t> idx(want);
-    std::vector<double> d2(want);
-    for (size_t i = range.begin(); i < range.end(); ++i) {
-      const size_t found = tree.nearest(&positions[3 * i], want, idx.data(), d2.data());
-      size_t out = 0;
-      for (size_t j = 0; j < found && out < static_cast<size_t>(k); ++j) {
-        if (idx[j] != i) result[i * k + out++] = idx[j];
-      }
-      // Fewer points than k+1: repeat the last neighbour found.
-      for (; out < static_cast<size_t>(k); ++out) result[i * k + out] = result[i * k + out - 1];
-    }
-  });
-  return result;
 }
 
 // Bits 0..9 of v moved to bits 0, 3, 6, ..., 27.
@@ -121,34 +92,7 @@ std::vector<uint32_t> mortonOrder(const std::vector<double>& positions) {
 }  // namespace
 
 std::vector<float> surfelRadii(const Geometry& cloud) {
-  const std::vector<uint32_t> nbrs = nearestNeighbours(cloud.positions, kSurfelNeighbours);
-  std::vector<float> radii(static_cast<size_t>(cloud.vertexCount()), 0.0f);
-  detail::radiiFromNeighbours(cloud.positions, nbrs, kSurfelNeighbours, radii);
-  return radii;
-}
-
-void detail::radiiFromNeighbours(const std::vector<double>& positions,
-                                 const std::vector<uint32_t>& nbrs, int k,
-                                 std::vector<float>& radii) {
-  const size_t n = positions.size() / 3;
-  radii.assign(n, 0.0f);
-  if (n < 2) {
-    if (n == 1) radii[0] = 0.01f;
-    return;
-  }
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 4096), [&](const auto& range) {
-    for (size_t i = range.begin(); i < range.end(); ++i) {
-      double sum = 0;
-      for (int j = 0; j < k; ++j) {
-        const size_t o = nbrs[i * k + j];
-        const double dx = positions[3 * o] - positions[3 * i];
-        const double dy = positions[3 * o + 1] - positions[3 * i + 1];
-        const double dz = positions[3 * o + 2] - positions[3 * i + 2];
-        sum += std::sqrt(dx * dx + dy * dy + dz * dz);
-      }
-      radii[i] = static_cast<float>(kSurfelRadiusFactor * sum / k);
-    }
-  });
+  return surfelRadii(std::span<const double>(cloud.positions));
 }
 
 std::vector<float> componentColors(const Geometry& mesh, int32_t offset) {
@@ -718,8 +662,17 @@ void Renderer::Impl::addSurfels(SceneBuild& build, size_t b, const Geometry& g, 
     for (size_t j = 0; j < n; ++j) cache.quad[cache.order[j]] = static_cast<uint32_t>(j);
     cache.points = n;
   }
+  // The frame's own radii (recorder.cpp writes a point cloud's `radius`), else the same
+  // rule from the neighbours.
   std::vector<float>& radii = cache.radii;
-  detail::radiiFromNeighbours(g.positions, cache.nbrs, kSurfelNeighbours, radii);
+  const auto written = std::find_if(
+      g.vertexScalars.begin(), g.vertexScalars.end(),
+      [&](const VertexScalar& s) { return s.name == "radius" && s.values.size() == n; });
+  if (written != g.vertexScalars.end()) {
+    radii = written->values;
+  } else {
+    radiiFromNeighbours(g.positions, cache.nbrs, kSurfelNeighbours, radii);
+  }
   // Each disc is the circle inscribed in a square quad of side 2r in its plane; the
   // filter drops quad hits outside the circle. Embree refits a quad BVH when only the
   // vertices move, where its own oriented-disc points rebuild the BVH at every commit

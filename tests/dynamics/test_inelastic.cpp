@@ -555,6 +555,15 @@ TEST(Fracture, TornFramesShowPiecesApartMeshesWithoutCrossingTrianglesPointCloud
   ASSERT_GE(*std::max_element(cloudPieces.begin(), cloudPieces.end()), 1) << "the cloud tore";
   const Geometry points = readGeometry(folder.path() / "cloud" / "frames" / "sheet_00000.ply");
   ASSERT_EQ(points.colors.size(), 3 * cloudPieces.size());
+  // And its disc radius, the renderer's rule (0.8 of the mean distance to 6 neighbours: about
+  // 0.9 of the spacing h = 0.5 / 12 where the sheet is whole).
+  const auto radius = std::find_if(points.vertexScalars.begin(), points.vertexScalars.end(),
+                                   [](const VertexScalar& v) { return v.name == "radius"; });
+  ASSERT_NE(radius, points.vertexScalars.end());
+  ASSERT_EQ(radius->values.size(), cloudPieces.size());
+  std::vector<float> radii = radius->values;
+  std::nth_element(radii.begin(), radii.begin() + radii.size() / 2, radii.end());
+  EXPECT_NEAR(radii[radii.size() / 2], 0.9 * 0.5 / 12, 0.25 * 0.5 / 12);
   std::map<int32_t, std::array<float, 3>> colourOf;
   for (size_t i = 0; i < cloudPieces.size(); ++i) {
     const std::array<float, 3> c{points.colors[3 * i], points.colors[3 * i + 1],
