@@ -612,10 +612,9 @@ struct SweepCommandOptions {
 
 int sweepCommand(const std::string& file, const std::string& out,
                  const SweepCommandOptions& command, const CommonOptions& common) {
-  const bool yes = command.yes;
   const shellsim::SweepDef sweep = shellsim::loadSweep(file);
   constexpr int64_t kManyVariants = 1000;
-  if (sweep.variantCount > kManyVariants && !yes) {
+  if (sweep.variantCount > kManyVariants && !command.yes) {
     throw shellsim::InputError(file + ": " + std::to_string(sweep.variantCount) +
                                " variants; more than " + std::to_string(kManyVariants) +
                                " is often a mistake: give --yes to go on");

@@ -147,13 +147,12 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
                              gravitationalEnergy(body, world.gravity), pieceCount(pieces),
                              world.rigid.count(bodyIndex), body.brokenElements, body.crackCount(),
                              body.nodeCount(), body.model->elementCount()});
-    if (!pieces.empty()) {
-      pieceIds_[bodyIndex] =
-          persistentPieceIds(pieceIds_[bodyIndex], pieces, nextPieceId_[bodyIndex]);
-    }
+    // A model that tracks no pieces has no ids either.
+    pieceIds_[bodyIndex] =
+        pieces.empty() ? std::vector<int32_t>()
+                       : persistentPieceIds(pieceIds_[bodyIndex], pieces, nextPieceId_[bodyIndex]);
     const auto start = std::chrono::steady_clock::now();
-    const Geometry surface =
-        bodySurface(world, bodyIndex, pieces.empty() ? pieces : pieceIds_[bodyIndex]);
+    const Geometry surface = bodySurface(world, bodyIndex, pieceIds_[bodyIndex]);
     if (body.embedded) {
       surfaceSeconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -149,13 +149,17 @@ void updateExternalForces(World& world) {
       }
     }
     const auto mass = body.model->nodeMasses();
+    // A closed shell's sampled net force is taken off in proportion to mass (its exact net
+    // force is zero); an open surface keeps its net force (PressureLoad::closed).
     Vec3 net = Vec3::Zero();
-    double totalMass = 0;
-    for (size_t i = 0; i < n && body.pressure->closed; ++i) {
-      net += pressure * Vec3(area[3 * i], area[3 * i + 1], area[3 * i + 2]);
-      totalMass += mass[i];
+    double totalMass = 1;
+    if (body.pressure->closed) {
+      totalMass = 0;
+      for (size_t i = 0; i < n; ++i) {
+        net += pressure * Vec3(area[3 * i], area[3 * i + 1], area[3 * i + 2]);
+        totalMass += mass[i];
+      }
     }
-    if (totalMass == 0) totalMass = 1;  // open: net stays zero
     for (size_t i = 0; i < n; ++i) {
       for (int c = 0; c < 3; ++c) {
         force[3 * i + c] += pressure * area[3 * i + c] - net[c] * mass[i] / totalMass;

@@ -12,6 +12,7 @@
 #include "dynamics/step_pipeline.hpp"
 #include "geometry/primitives.hpp"
 #include "geometry/sampling.hpp"
+#include "io/scene_shapes.hpp"
 #include "models/registry.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/geometry.hpp"
@@ -111,14 +112,10 @@ std::vector<int32_t> selectPinnedNodes(const PinDef& pin, std::span<const double
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   } else {
-    const Vec3 center = toVec3(pin.center);
     for (size_t n = 0; n < nodeCount; ++n) {
-      const Vec3 d = Vec3(x[3 * n], x[3 * n + 1], x[3 * n + 2]) - center;
-      const bool inside = pin.shape == PinShape::kSphere ? d.norm() <= pin.radius
-                                                         : (std::abs(d.x()) <= pin.halfExtents[0] &&
-                                                            std::abs(d.y()) <= pin.halfExtents[1] &&
-                                                            std::abs(d.z()) <= pin.halfExtents[2]);
-      if (inside) nodes.push_back(static_cast<int32_t>(n));
+      if (insideShape(pin.shape, pin.center, pin.halfExtents, pin.radius, &x[3 * n])) {
+        nodes.push_back(static_cast<int32_t>(n));
+      }
     }
   }
   if (nodes.empty()) throw InputError(label + ": selects no node");
@@ -173,11 +170,8 @@ void addLoad(World& world, size_t bodyIndex, const LoadDef& load, const std::str
 size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::string& label) {
   if (def.crop) {
     const CropDef& crop = *def.crop;
-    const Vec3 centre = toVec3(crop.center), half = toVec3(crop.halfExtents);
     const auto inside = [&](const double* x) {
-      const Vec3 d = Eigen::Map<const Vec3>(x) - centre;
-      return crop.shape == PinShape::kSphere ? d.norm() <= crop.radius
-                                             : (d.cwiseAbs() - half).maxCoeff() <= 0;
+      return insideShape(crop.shape, crop.center, crop.halfExtents, crop.radius, x);
     };
     const int32_t before = geometry.vertexCount();
     geometry = cropGeometry(geometry, inside);
@@ -274,30 +268,28 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
         def.pressure->pressure, Ramp(def.pressure->ramp), def.pressure->releaseOnFracture, {}};
     std::vector<double> probe(3 * n);
     Geometry surface = body.model->surface(body.positions);
-    if (body.model->nodeAreaVectors(body.positions, probe)) {
-      if (surface.isPointCloud()) {
-        // A closed surface's area vectors sum to zero up to the sampling's error (under 2 %
-        // of their lengths on a 16-ring sphere); an open one's to its projected area (a
-        // hemisphere: half).
-        Vec3 sum = Vec3::Zero();
-        double lengths = 0;
-        for (size_t i = 0; i < n; ++i) {
-          const Vec3 a(probe[3 * i], probe[3 * i + 1], probe[3 * i + 2]);
-          sum += a;
-          lengths += a.norm();
-        }
-        body.pressure->closed = sum.norm() < PressureLoad::kClosedAreaRatio * lengths;
-      } else {
-        body.pressure->closed = analyzeTopology(surface).boundaryEdgeCount == 0;
-      }
-    } else {
-      if (surface.isPointCloud() || surface.vertexCount() != body.model->nodeCount()) {
-        throw InputError(label + ".pressure: the model '" + body.model->name() +
-                         "' has no surface normals to push along");
-      }
-      body.pressure->closed = analyzeTopology(surface).boundaryEdgeCount == 0;
-      body.pressure->triangles = std::move(surface.triangles);
+    const bool areaVectors = body.model->nodeAreaVectors(body.positions, probe);
+    if (!areaVectors &&
+        (surface.isPointCloud() || surface.vertexCount() != body.model->nodeCount())) {
+      throw InputError(label + ".pressure: the model '" + body.model->name() +
+                       "' has no surface normals to push along");
     }
+    if (surface.isPointCloud()) {
+      // A closed surface's area vectors sum to zero up to the sampling's error (under 2 % of
+      // their lengths on a 16-ring sphere); an open one's to its projected area (a
+      // hemisphere: half).
+      Vec3 sum = Vec3::Zero();
+      double lengths = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const Vec3 a(probe[3 * i], probe[3 * i + 1], probe[3 * i + 2]);
+        sum += a;
+        lengths += a.norm();
+      }
+      body.pressure->closed = sum.norm() < PressureLoad::kClosedAreaRatio * lengths;
+    } else {
+      body.pressure->closed = analyzeTopology(surface).boundaryEdgeCount == 0;
+    }
+    if (!areaVectors) body.pressure->triangles = std::move(surface.triangles);
     body.externalForces.assign(3 * n, 0.0);
   }
   world.bodies.push_back(std::move(body));

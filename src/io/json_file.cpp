@@ -7,14 +7,19 @@
 
 namespace shellsim {
 
-nlohmann::json readJsonFile(const std::filesystem::path& path) {
+std::string readTextFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path.string() + ": cannot open for reading");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw IoError(path.string() + ": read failed");
+  return text.str();
+}
+
+nlohmann::json readJsonFile(const std::filesystem::path& path) {
+  const std::string text = readTextFile(path);
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path.string() + ": not JSON: " + e.what());
   }

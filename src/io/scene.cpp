@@ -5,14 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
-#include <sstream>
 #include <system_error>
 
 #include "io/json_fields.hpp"
+#include "io/json_file.hpp"
 #include "io/json_guard.hpp"
 #include "io/scene_names.hpp"
 #include "io/scene_schema.hpp"
@@ -42,6 +41,7 @@ using scene_names::toEnum;
 using scene_schema::bodySpec;
 using scene_schema::kCameraSpec;
 using scene_schema::kContactSpec;
+using scene_schema::kCropSpec;
 using scene_schema::kDefaultSceneJson;
 using scene_schema::kKeyframeSpec;
 using scene_schema::kLoadSpec;
@@ -52,7 +52,6 @@ using scene_schema::kPinSpec;
 using scene_schema::kPressureSpec;
 using scene_schema::kPrimitiveSpec;
 using scene_schema::kRampSpec;
-using scene_schema::kCropSpec;
 using scene_schema::kRepairSpec;
 using scene_schema::kRigidFragmentsSpec;
 using scene_schema::kSceneSpec;
@@ -522,15 +521,11 @@ SceneDef loadScene(const std::filesystem::path& path) {
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) throw IoError(path.string() + ": no such file");
   if (fs::is_directory(status)) throw IoError(path.string() + ": is a directory, not a scene file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path.string() + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw IoError(path.string() + ": read failed");
+  const std::string text = readTextFile(path);
   fs::path folder = path.parent_path();
   if (folder.empty()) folder = ".";
   const fs::path absolute = fs::absolute(folder, ec);
-  return parseScene(text.str(), path.string(), ec ? folder : absolute.lexically_normal());
+  return parseScene(text, path.string(), ec ? folder : absolute.lexically_normal());
 }
 
 SceneDef defaultScene() {

@@ -110,14 +110,15 @@ Json toJson(const BodyDef& body) {
   }
   out["loads"] = std::move(loads);
   if (body.crop) {
+    // The same keys as a box or sphere selection of a pin.
     const CropDef& c = *body.crop;
-    Json crop = {{"shape", c.shape == PinShape::kSphere ? "sphere" : "box"},
-                 {"center", vec(c.center)}};
-    if (c.shape == PinShape::kSphere) {
-      crop["radius"] = c.radius;
-    } else {
-      crop["half_extents"] = vec(c.halfExtents);
-    }
+    PinDef shape;
+    shape.shape = c.shape;
+    shape.center = c.center;
+    shape.halfExtents = c.halfExtents;
+    shape.radius = c.radius;
+    Json crop = Json::object();
+    addSelection(crop, shape);
     out["crop"] = crop;
   }
   if (body.repair) {

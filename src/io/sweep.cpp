@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/subprocess.hpp"
 #include "io/json_fields.hpp"
@@ -124,11 +122,7 @@ SweepDef loadSweep(const fs::path& path) {
   if (!fs::exists(path, ec)) throw IoError(path.string() + ": no such file");
   const std::string source = path.string();
   Problems problems(source);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(source + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const Json root = json_guard::parseJson(text.str(), source, problems);
+  const Json root = json_guard::parseJson(readTextFile(path), source, problems);
   problems.throwIfAny();
   if (!root.is_object()) throw InputError(source + ": the top level must be a JSON object {...}");
   SweepDef sweep;

@@ -7,12 +7,12 @@
 // and any other farm. A SIGTERM (scancel, preemption, the time limit) makes the run write its
 // checkpoint and stop; the next attempt resumes from it with the same frames.
 #include <chrono>
-#include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "core/subprocess.hpp"
 #include "io/json_fields.hpp"
+#include "io/json_file.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 #include "shellsim/sweep.hpp"
@@ -107,13 +107,6 @@ std::string parsedJobId(const std::string& output) {
   return id;
 }
 
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 SlurmScripts writeSlurmScripts(const SweepDef& sweep, const std::vector<SweepVariant>& variants,
@@ -205,12 +198,13 @@ SlurmSubmission submitSlurmScripts(const SlurmScripts& scripts, const std::strin
     args.insert(args.begin(), {sbatch, "--parsable"});
     const fs::path log = slurm / ("sbatch_" + what + ".log");
     const ProcessResult result = runProgram(args, log);
-    const std::string output = readText(log);
+    if (result.spawnError != 0) {
+      throw IoError(sbatch + " " + args.back() + ": " + result.how() + " (is Slurm installed?)");
+    }
+    const std::string output = readTextFile(log);
     const std::string id = parsedJobId(output);
     if (!result.succeeded() || id.empty()) {
-      throw IoError(sbatch + " " + args.back() + ": " +
-                    (result.spawnError != 0 ? result.how() + " (is Slurm installed?)"
-                                            : result.how() + ": " + output));
+      throw IoError(sbatch + " " + args.back() + ": " + result.how() + ": " + output);
     }
     return id;
   };

@@ -10,6 +10,7 @@
 #include "geometry/sampling.hpp"
 #include "io/json_fields.hpp"
 #include "io/scene_names.hpp"
+#include "io/scene_shapes.hpp"
 #include "io/scene_writer.hpp"
 #include "models/fiber/fiber_model.hpp"
 #include "models/registry.hpp"
@@ -440,17 +441,11 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
     params.nodeStiffnessScale.assign(n, 1.0);
     params.nodeFractureScale.assign(n, 1.0);
     for (const FiberRegionDef& region : fiber.regions) {
-      const Vec3 center(region.center[0], region.center[1], region.center[2]);
       for (size_t i = 0; i < n; ++i) {
-        const Vec3 offset =
-            Vec3(nodes.positions[3 * i], nodes.positions[3 * i + 1], nodes.positions[3 * i + 2]) -
-            center;
-        const bool inside = region.shape == PinShape::kSphere
-                                ? offset.norm() <= region.radius
-                                : (std::abs(offset.x()) <= region.halfExtents[0] &&
-                                   std::abs(offset.y()) <= region.halfExtents[1] &&
-                                   std::abs(offset.z()) <= region.halfExtents[2]);
-        if (!inside) continue;
+        if (!insideShape(region.shape, region.center, region.halfExtents, region.radius,
+                         &nodes.positions[3 * i])) {
+          continue;
+        }
         params.nodeStiffnessScale[i] = region.stiffnessScale;
         params.nodeFractureScale[i] = region.fractureScale;
       }
