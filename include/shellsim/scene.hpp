@@ -129,6 +129,7 @@ struct PressureDef {
   double pressure = 0;            // over-pressure, Pa
   std::vector<RampKey> ramp;      // factor over time; empty: 1
   bool releaseOnFracture = true;  // the gas escapes once the shell has a crack
+  double ventTime = 0;            // s: time constant of that escape (0: at once)
   bool operator==(const PressureDef&) const = default;
 };
 

@@ -75,8 +75,9 @@ struct SimulationState::Data {
     std::vector<Body::BindingEvent> bindingEvents;  // of the embedded surface
     // Pins, loads and contact per node, for a model that changes its nodes; null otherwise.
     std::shared_ptr<const BodyNodeSets> nodeSets;
-    std::vector<int32_t> rigidFragment;  // Body::rigidFragment, (nNodes) or empty
-    std::vector<double> rigidLocal;      // Body::rigidLocal, (nNodes, 3) or empty
+    std::vector<int32_t> rigidFragment;           // Body::rigidFragment, (nNodes) or empty
+    std::vector<double> rigidLocal;               // Body::rigidLocal, (nNodes, 3) or empty
+    double ventStart = PressureLoad::kNotVented;  // PressureLoad::ventStart, s
   };
   std::vector<RigidFragment> rigidFragments;  // World::rigid
   std::vector<BodyState> bodies;
@@ -381,6 +382,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
     }
     state.rigidFragment = body.rigidFragment;
     state.rigidLocal = body.rigidLocal;
+    if (body.pressure) state.ventStart = body.pressure->ventStart;
   }
   data->rigidFragments = impl.world.rigid.fragments();
   return data;
@@ -405,6 +407,7 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     body.brokenElements = state.brokenElements;
     body.cuts = state.cuts;
     body.nodeEdits = state.nodeEdits;
+    if (body.pressure) body.pressure->ventStart = state.ventStart;
     if (body.embedded && body.bindingEvents != state.bindingEvents) {
       replayBinding(body, state.bindingEvents);
     }
@@ -429,7 +432,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 10;
+constexpr uint32_t kStateFormatVersion = 11;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -541,6 +544,7 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     if (!body.model.empty()) body.model.write(out);
     out.array(body.rigidFragment);
     out.array(body.rigidLocal);
+    out.value(body.ventStart);
   }
   out.value<uint64_t>(data.rigidFragments.size());
   for (const RigidFragment& f : data.rigidFragments) {
@@ -673,6 +677,8 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
                      [](double x) { return std::isfinite(x); })) {
       in.fail("body '" + body.name + "': its rigid fragment nodes do not fit its node count");
     }
+    state.ventStart = in.value<double>("vent start");
+    if (std::isnan(state.ventStart)) in.fail("body '" + body.name + "': vent start is NaN");
   }
   const auto fragments = in.value<uint64_t>("rigid fragment count");
   if (fragments > 10'000'000) in.fail(std::to_string(fragments) + " rigid fragments");

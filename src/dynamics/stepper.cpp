@@ -127,9 +127,8 @@ void updateExternalForces(World& world) {
       }
     }
     if (!body.pressure) continue;
-    const bool vented = body.pressure->releaseOnFracture && body.crackCount() > 0;
-    const double pressure =
-        vented ? 0.0 : body.pressure->pressure * body.pressure->ramp.value(world.time);
+    const double pressure = body.pressure->pressure * body.pressure->ramp.value(world.time) *
+                            body.pressure->remainingShare(world.time);
     if (pressure == 0) continue;
     const size_t n = static_cast<size_t>(body.nodeCount());
     std::vector<double> area(3 * n, 0.0);
@@ -241,6 +240,10 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
           body.model->updateInelastic(body.positions, dt, workspaceOf(body));
       body.brokenElements += report.brokenElements;
       if (!report.edit.empty()) applyTopologyEdit(body, report.edit);
+      if (body.pressure && body.crackCount() > 0 &&
+          body.pressure->ventStart == PressureLoad::kNotVented) {
+        body.pressure->ventStart = world.time;  // the gas starts to escape
+      }
       const bool separated = report.brokenElements > 0 || !report.edit.empty();
       if (separated) separateEmbeddedPieces(body);
       changed |= separated;

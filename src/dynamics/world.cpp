@@ -264,8 +264,11 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
   body.accelerations.assign(3 * n, 0.0);
   body.pinned.assign(n, 0);
   if (def.pressure) {
-    body.pressure = PressureLoad{
-        def.pressure->pressure, Ramp(def.pressure->ramp), def.pressure->releaseOnFracture, {}};
+    body.pressure.emplace();
+    body.pressure->pressure = def.pressure->pressure;
+    body.pressure->ramp = Ramp(def.pressure->ramp);
+    body.pressure->releaseOnFracture = def.pressure->releaseOnFracture;
+    body.pressure->ventTime = def.pressure->ventTime;
     std::vector<double> probe(3 * n);
     Geometry surface = body.model->surface(body.positions);
     const bool areaVectors = body.model->nodeAreaVectors(body.positions, probe);

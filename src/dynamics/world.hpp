@@ -54,7 +54,16 @@ struct LoadGroup {
 struct PressureLoad {
   double pressure = 0;  // Pa, times the ramp
   Ramp ramp;
-  bool releaseOnFracture = true;  // 0 once the body has a crack
+  bool releaseOnFracture = true;  // falls to 0 once the body has a crack
+  double ventTime = 0;            // s: exp(-(t - ventStart) / ventTime) then; 0: at once
+  double ventStart = kNotVented;  // s: the world time of the body's first crack
+  static constexpr double kNotVented = std::numeric_limits<double>::infinity();
+
+  // The share of the gas still in at `time` (1 before any crack or without release).
+  [[nodiscard]] double remainingShare(double time) const {
+    if (!releaseOnFracture || time < ventStart) return 1.0;
+    return ventTime > 0 ? std::exp(-(time - ventStart) / ventTime) : 0.0;
+  }
   // For a model without area vectors: its surface mesh over the nodes, (nTriangles, 3),
   // whose area vectors the pressure then uses (the topology of such models is fixed).
   std::vector<int32_t> triangles;

@@ -319,6 +319,7 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     pressure.pressure = pr.tryNumber("pressure").value_or(0.0);
     pressure.ramp = readRamp(pr, problems);
     pressure.releaseOnFracture = pr.choice("release_on_fracture") == "on";
+    pressure.ventTime = pr.number("vent_time");
     pr.finish();
     body.pressure = std::move(pressure);
   }

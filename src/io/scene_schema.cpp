@@ -304,7 +304,14 @@ constexpr FieldSpec kPressureFields[] = {
      .kind = FieldKind::kChoice,
      .text = "on",
      .choices = kOnOff,
-     .meaning = "`on`: the gas escapes (the pressure drops to 0) once a crack has formed."},
+     .meaning = "`on`: the gas escapes once a crack has formed (see `vent_time`)."},
+    {.key = "vent_time",
+     .unit = "s",
+     .number = 0.0,
+     .range = Range::atLeast(0.0),
+     .meaning = "How fast the gas escapes through a crack: from the first crack on, the "
+                "pressure falls as exp(-t / vent_time) (a drain through an orifice: a "
+                "balloon's tear opens while the gas is still pushing); 0: at once."},
 };
 
 constexpr FieldSpec kCropFields[] = {

@@ -134,7 +134,8 @@ Json toJson(const BodyDef& body) {
   if (body.pressure) {
     out["pressure"] = {{"pressure", body.pressure->pressure},
                        {"ramp", ramp(body.pressure->ramp)},
-                       {"release_on_fracture", onOff(body.pressure->releaseOnFracture)}};
+                       {"release_on_fracture", onOff(body.pressure->releaseOnFracture)},
+                       {"vent_time", body.pressure->ventTime}};
   }
   return out;
 }

@@ -215,6 +215,52 @@ TEST(Pressure, InflatesASphereWithoutMovingItsCentre) {
   EXPECT_LT((centre - centre0).norm(), 1e-12) << "and its centre of mass did not move";
 }
 
+// A torn balloon's gas leaves through the tear over `vent_time`: from the first crack the
+// pressure falls as exp(-(t - t_crack) / vent_time), and the crack's time is kept.
+TEST(Pressure, TheGasEscapesThroughTheFirstCrackOverTheVentTime) {
+  for (const double ventTime : {0.0, 0.01}) {
+    BodyDef body = fiberSphere(300.0);
+    body.pressure->ramp = {{0.0, 0.0}, {1.0, 1.0}};  // inflated slowly until it tears
+    body.pressure->ventTime = ventTime;
+    body.options<FiberDef>().fracture = FiberFractureDef{
+        .stretchLimit = 1.05, .bendLimit = 50.0, .brokenRatio = 0.25, .cooldownSteps = 2};
+    SceneDef scene = sceneWith(body);
+    scene.gravity = {0, 0, 0};
+    World world = buildWorld(scene);
+    Body& balloon = world.bodies[0];
+    PhaseTimes times;
+    computeAccelerations(world);
+    const double dt = 0.5 * stableTimeStep(world);
+    const auto totalForce = [&] {
+      updateExternalForces(world);
+      double sum = 0;
+      for (const double f : balloon.externalForces) sum += std::abs(f);
+      return sum;
+    };
+    int steps = 0;
+    while (balloon.crackCount() == 0 && steps < 20000) {
+      EXPECT_EQ(balloon.pressure->ventStart, PressureLoad::kNotVented);
+      step(world, dt, times);
+      ++steps;
+    }
+    ASSERT_GT(balloon.crackCount(), 0) << "the over-inflated sphere tore";
+    const double crackTime = world.time;
+    EXPECT_EQ(balloon.pressure->ventStart, crackTime) << "the gas starts leaving then";
+    const int ventSteps = std::max(1, static_cast<int>(0.01 / dt));  // about one vent time
+    for (int s = 0; s < ventSteps; ++s) step(world, dt, times);
+    EXPECT_EQ(balloon.pressure->ventStart, crackTime) << "later cracks do not restart it";
+    const double vented = totalForce();
+    balloon.pressure->ventStart = PressureLoad::kNotVented;
+    const double full = totalForce();
+    ASSERT_GT(full, 0);
+    const double expected = ventTime > 0 ? std::exp(-(world.time - crackTime) / ventTime) : 0.0;
+    EXPECT_NEAR(vented / full, expected, 1e-12) << "vent time " << ventTime;
+    if (ventTime > 0) {
+      EXPECT_GT(expected, 0.05) << "still pushing: the tear opens under gas";
+    }
+  }
+}
+
 TEST(Loads, RampedRegionForceAcceleratesOnlyTheRegion) {
   BodyDef body = sheetBody(6);
   body.model = "fiber";

@@ -103,7 +103,9 @@ TEST(TopologyEdit, PinsLoadsVertexMapAndPressureTrianglesFollowTheNodes) {
   load.select.vertices = {2, 3};
   load.force = {1, 0, 0};
   addLoad(world, 0, load, "load");
-  body.pressure = PressureLoad{100.0, Ramp(), true, {1, 2, 3, 0, 4, 5}};
+  body.pressure.emplace();
+  body.pressure->pressure = 100.0;
+  body.pressure->triangles = {1, 2, 3, 0, 4, 5};
   const std::vector<double> pinRest(body.positions.begin() + 6, body.positions.begin() + 9);
 
   auto& chain = dynamic_cast<SplittingChain&>(*body.model);
