@@ -74,9 +74,9 @@ bool TimeIntegrator::followTopology(const World& world) {
   if (!(allowed < timeStep_) || !(allowed > 0)) return false;
   if (!warnedStableStep_ && warn_) {
     std::ostringstream msg;
-    msg << "a topology edit (fracture) lowered the stable explicit step to " << stable
-        << " s at t = " << world.time << " s: the time step goes from " << timeStep_ << " to "
-        << allowed << " s for the rest of the run";
+    msg << "a topology edit (fracture, melting, stiffening) lowered the stable explicit step to "
+        << stable << " s at t = " << world.time << " s: the time step goes from " << timeStep_
+        << " to " << allowed << " s for the rest of the run";
     warn_(msg.str());
   }
   warnedStableStep_ = true;

@@ -19,6 +19,7 @@ struct MlsPlasticityDef {
   std::optional<double> until;  // s; none: to the end
   bool melt = false;            // absorb the shape into the reference while plastic
   double meltInterval = 0.005;  // s, at most this often (0: every step)
+  double solidStiffness = 1;    // Young's modulus times this after `until` ("stiff again")
   bool operator==(const MlsPlasticityDef&) const = default;
 };
 

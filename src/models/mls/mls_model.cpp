@@ -175,6 +175,9 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
   elasticity_.lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
   elasticity_.volumeStiffness = params.volumeStiffness;
   hourglassScale_ = params.hourglass * elasticity_.mu;
+  materialMu_ = elasticity_.mu;
+  materialLambda_ = elasticity_.lambda;
+  materialHourglass_ = hourglassScale_;
   projectHessian_ = params.projectHessian;
 
   neighbours_ = params.neighbours;
@@ -200,7 +203,7 @@ MlsSolidModel::MlsSolidModel(std::span<const double> phyxels, std::span<const do
   if (plasticity_) {
     plasticStrain_.assign(6 * count, 0.0);
     clock_.assign(plasticity_->melt ? 2 : 1, 0.0);
-    if (plasticity_->melt) volumeRatio_.assign(count, 1.0);
+    if (plasticity_->movesReference()) volumeRatio_.assign(count, 1.0);
   }
   if (params.resampleSurface) startResampledSurface();
 }
@@ -269,7 +272,7 @@ void MlsSolidModel::updateResampledSurface() {
 // this many absorptions (between them the bindings stay, with their rest offsets updated).
 constexpr int64_t kRebindEvery = 16;
 
-void MlsSolidModel::absorbReference(std::span<const double> x) {
+void MlsSolidModel::absorbReference(std::span<const double> x, double stiffening) {
   const auto count = static_cast<size_t>(nodeCount_);
   // The surface's new rest shape is where it is now (eq. 27 at x): with F = I after the
   // absorption, eq. (27) puts it exactly there.
@@ -294,7 +297,19 @@ void MlsSolidModel::absorbReference(std::span<const double> x) {
           if ((U * svd.matrixV().transpose()).determinant() < 0) U.col(2) *= -1;
           const mls::Mat3 R = U * svd.matrixV().transpose();
           // The new total strain is 0: the plastic strain is minus the elastic one.
-          const mls::Mat3 next = -(R * elastic * R.transpose());
+          mls::Mat3 next = -(R * elastic * R.transpose());
+          if (stiffening > 0) {
+            // k C(E') = F C(E_e) F^T with C(E) = 2 mu E + lambda tr(E) I, inverted as
+            // C^-1(S) = (S - lambda / (3 lambda + 2 mu) tr(S) I) / (2 mu) (the material's
+            // moduli; k scales both).
+            const double mu = materialMu_, lambda = materialLambda_;
+            const mls::Mat3 stress =
+                2 * mu * elastic + lambda * elastic.trace() * mls::Mat3::Identity();
+            const mls::Mat3 kirchhoff = F * stress * F.transpose();
+            next = -(kirchhoff -
+                     lambda / (3 * lambda + 2 * mu) * kirchhoff.trace() * mls::Mat3::Identity()) /
+                   (2 * mu * stiffening);
+          }
           setPlasticAt(p, next);
           volumeRatio_[p] *= std::max(F.determinant(), 1e-3);
         }
@@ -542,6 +557,18 @@ InelasticReport MlsSolidModel::updateInelastic(std::span<const double> x, double
   if (!plasticity_) return report;
   clock_[0] += dt;
   const MlsPlasticity& plastic = *plasticity_;
+  if (plastic.stiffens() && solidified_ == 0 && clock_[0] > plastic.until) {
+    // "Stiff again" (muller2004 Fig. 3): the moduli go up by k and the dented shape becomes
+    // the reference, storing the elastic strain whose stress under them is the Kirchhoff
+    // stress before (absorbReference), so nothing is kicked by the strain the plastic flow
+    // locked in (with the old reference it was: a dented bunny's 1.6 J at rest, times k, made
+    // 2 J of motion). The hourglass misfit starts from zero on the new stencils; the volume
+    // term keeps measuring against the original volumes.
+    solidified_ = 1;
+    applyStiffness();
+    absorbReference(x, plastic.solidStiffness);
+    return report;
+  }
   if (clock_[0] < plastic.from || clock_[0] > plastic.until) return report;
   const auto count = static_cast<size_t>(nodeCount_);
   std::vector<uint8_t> yielded(count, 0);
@@ -574,6 +601,13 @@ InelasticReport MlsSolidModel::updateInelastic(std::span<const double> x, double
   return report;
 }
 
+void MlsSolidModel::applyStiffness() {
+  const double factor = plasticity_ && solidified_ != 0 ? plasticity_->solidStiffness : 1.0;
+  elasticity_.mu = factor * materialMu_;
+  elasticity_.lambda = factor * materialLambda_;
+  hourglassScale_ = factor * materialHourglass_;
+}
+
 std::vector<Model::NodeScalar> MlsSolidModel::nodeScalars() const {
   if (plasticStrain_.empty()) return {};
   NodeScalar out{"plastic_strain", std::vector<double>(static_cast<size_t>(nodeCount_))};
@@ -586,7 +620,8 @@ void MlsSolidModel::listStateFields(StateFields& fields) {
   if (!plasticity_) return;
   fields.add("plastic_strain", &plasticStrain_, StateShape::kPerNode, 6);
   fields.add("clock", &clock_);
-  if (!plasticity_->melt) return;
+  if (plasticity_->stiffens()) fields.add("solidified", &solidified_);
+  if (!plasticity_->movesReference()) return;
   fields.add("reference", &rest_, StateShape::kPerNode, 3);
   fields.add("volume_ratio", &volumeRatio_, StateShape::kPerNode);
   fields.add("absorptions", &absorptions_);
@@ -611,7 +646,11 @@ void MlsSolidModel::stateAssigned() {
   for (const double e : plasticStrain_) {
     if (!std::isfinite(e)) throw InputError("mls_solid state: a plastic strain is not finite");
   }
-  if (!plasticity_ || !plasticity_->melt) return;
+  if (plasticity_ && (solidified_ < 0 || solidified_ > 1)) {
+    throw InputError("mls_solid state: 'solidified' must be 0 or 1");
+  }
+  applyStiffness();
+  if (!plasticity_ || !plasticity_->movesReference()) return;
   for (const double v : rest_) {
     if (!std::isfinite(v)) throw InputError("mls_solid state: a reference position is not finite");
   }

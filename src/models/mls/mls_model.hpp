@@ -92,6 +92,14 @@ struct MlsPlasticity {
   // Absorb at most this often, s (0: every step, as the paper): each absorption rebuilds the
   // stencils, which costs about as much as tens of explicit steps.
   double meltInterval = 0.005;
+  // Past `until`, Young's modulus times this (muller2004 Fig. 3, "stiff again"): at the first
+  // step past `until` the current shape becomes the reference (absorbReference) with its
+  // elastic strain divided by the factor, so that k mu and k lambda on E_e / k give the same
+  // St Venant-Kirchhoff stress (it is linear in E); 1: no change.
+  double solidStiffness = 1;
+  [[nodiscard]] bool stiffens() const { return solidStiffness != 1; }
+  // The reference moves (melting, or the absorption at solidification).
+  [[nodiscard]] bool movesReference() const { return melt || stiffens(); }
 };
 
 struct MlsSolidParams {
@@ -207,12 +215,20 @@ class MlsSolidModel : public Model {
   // otherwise: the penalty scales with them); computeStableStep follows each build.
   void buildStencils(bool firstBuild, bool shepardVolumes);
   void computeStableStep();
-  // Melting (section 4.2): the shape at x becomes the reference.
-  void absorbReference(std::span<const double> x);
+  // The shape at x becomes the reference. stiffening 0, melting (section 4.2): the elastic
+  // strain is kept as the stored strain, turned with the material (R E_e R^T). stiffening k
+  // > 0, solidification: the stored strain is the one whose stress under k times the moduli
+  // is the Kirchhoff stress now, F S F^T, so every force stays where it was for an affine
+  // state (the reference keeps the original volumes, which makes the Kirchhoff, not the
+  // Cauchy, stress the one to keep).
+  void absorbReference(std::span<const double> x, double stiffening = 0.0);
+  // The moduli times MlsPlasticity::solidStiffness when solidified_, else the material's.
+  void applyStiffness();
 
   int32_t nodeCount_ = 0;
   mls::Elasticity elasticity_;
-  double hourglassScale_ = 0;  // c_hg mu, Pa
+  double hourglassScale_ = 0;                                           // c_hg mu, Pa
+  double materialMu_ = 0, materialLambda_ = 0, materialHourglass_ = 0;  // before stiffening, Pa
   bool projectHessian_ = false;
   std::vector<double> rest_;             // (nPhyxels, 3), m
   std::vector<double> volume_;           // (nPhyxels), m^3
@@ -235,6 +251,7 @@ class MlsSolidModel : public Model {
   uint64_t topologyVersion_ = 0;       // bumped when a melt rebuilds the stencils; state
   std::vector<double> volumeRatio_;    // (nPhyxels) with melting: volume over the original
   int64_t absorptions_ = 0;            // reference absorptions so far; state
+  int64_t solidified_ = 0;             // 1 once stiffened past `until`; state
   std::vector<double> plasticStrain_;  // (nPhyxels, 6): xx, yy, zz, xy, yz, zx; state
   std::vector<double> clock_;          // (1): the body's time, s; state
   int64_t quadraticCount_ = 0;

@@ -170,6 +170,17 @@ constexpr FieldSpec kPlasticityFields[] = {
      .optional = true,
      .rule = "> from",
      .meaning = "Elastic again after this time, keeping its plastic strain; absent: to the end."},
+    {.key = "solid_stiffness",
+     .number = 1,
+     .range = Range::above(0),
+     .rule = "other than 1 needs `until`",
+     .meaning = "Young's modulus times this after `until` (muller2004 Fig. 3: \"we switch back "
+                "to a stiff elastic material\"). At `until` the shape the body is in becomes its "
+                "reference (as a melt's absorption does, the elastic strain turned with the "
+                "material) and that elastic strain is divided by the factor, so the stress, and "
+                "with it the forces, do not jump: the locked-in strain of a dent does not kick "
+                "the body when it stiffens. An explicit run's step shrinks by the factor's square "
+                "root from then on."},
     {.key = "melt",
      .kind = FieldKind::kChoice,
      .text = "off",
@@ -238,8 +249,13 @@ void readMlsSolid(ObjectReader& r, Problems& problems, BodyDef& body) {
     p.until = pr.tryNumber("until");
     p.melt = pr.choice("melt") == "on";
     p.meltInterval = pr.number("melt_interval");
+    p.solidStiffness = pr.number("solid_stiffness");
     if (p.until && !(*p.until > p.from)) {
       problems.add(pr.path() + ".until", "must be later than 'from'");
+    }
+    if (p.solidStiffness != 1 && !p.until) {
+      problems.add(pr.path() + ".solid_stiffness",
+                   "stiffens the body after 'until': set 'until' (the end of the plastic window)");
     }
     pr.finish();
     options.plasticity = p;
@@ -275,7 +291,8 @@ Json writeMlsSolid(const BodyDef& body) {
                          {"flow", p.deviatoric ? "deviatoric" : "full"},
                          {"from", p.from},
                          {"melt", p.melt ? "on" : "off"},
-                         {"melt_interval", p.meltInterval}};
+                         {"melt_interval", p.meltInterval},
+                         {"solid_stiffness", p.solidStiffness}};
     if (p.until) out["plasticity"]["until"] = *p.until;
   }
   return out;
@@ -314,9 +331,9 @@ Discretization discretizeMlsSolid(const BodyDef& def, Geometry geometry,
   if (options.plasticity) {
     const MlsPlasticityDef& p = *options.plasticity;
     params.plasticity = MlsPlasticity{
-        p.yieldStrain, p.creep,       p.maxStrain,
-        p.deviatoric,  p.from,        p.until.value_or(std::numeric_limits<double>::infinity()),
-        p.melt,        p.meltInterval};
+        p.yieldStrain, p.creep,        p.maxStrain,
+        p.deviatoric,  p.from,         p.until.value_or(std::numeric_limits<double>::infinity()),
+        p.melt,        p.meltInterval, p.solidStiffness};
   }
   params.layers = options.layers;
   params.resampleSurface = options.resampledSurface;
