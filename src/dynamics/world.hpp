@@ -54,7 +54,7 @@ struct LoadGroup {
 struct PressureLoad {
   double pressure = 0;  // Pa, times the ramp
   Ramp ramp;
-  bool releaseOnFracture = true;  // falls to 0 once the body has a crack
+  bool releaseOnFracture = true;  // falls to 0 from the body's first crack (remainingShare)
   double ventTime = 0;            // s: exp(-(t - ventStart) / ventTime) then; 0: at once
   double ventStart = kNotVented;  // s: the world time of the body's first crack
   static constexpr double kNotVented = std::numeric_limits<double>::infinity();

@@ -289,28 +289,30 @@ void MlsSolidModel::absorbReference(std::span<const double> x, double stiffening
           const mls::Mat3 F = deformationGradient(p, x);
           const mls::Mat3 elastic =
               0.5 * (F.transpose() * F - mls::Mat3::Identity()) - *plasticAt(p, storage);
-          // The elastic strain lives in the reference's axes: in the new reference (the
-          // current shape) it is R E_e R^T, R the rotation of F (notes B6 a: without it a
-          // spinning blob keeps its strain in world axes and meets a spurious torque).
-          const Eigen::JacobiSVD<mls::Mat3> svd(F, Eigen::ComputeFullU | Eigen::ComputeFullV);
-          mls::Mat3 U = svd.matrixU();
-          if ((U * svd.matrixV().transpose()).determinant() < 0) U.col(2) *= -1;
-          const mls::Mat3 R = U * svd.matrixV().transpose();
-          // The new total strain is 0: the plastic strain is minus the elastic one.
-          mls::Mat3 next = -(R * elastic * R.transpose());
+          // The new total strain is 0: the plastic strain is minus the stored elastic one.
+          mls::Mat3 stored;
           if (stiffening > 0) {
             // k C(E') = F C(E_e) F^T with C(E) = 2 mu E + lambda tr(E) I, inverted as
             // C^-1(S) = (S - lambda / (3 lambda + 2 mu) tr(S) I) / (2 mu) (the material's
-            // moduli; k scales both).
+            // moduli; k scales both). F carries the rotation: no polar decomposition needed.
             const double mu = materialMu_, lambda = materialLambda_;
             const mls::Mat3 stress =
                 2 * mu * elastic + lambda * elastic.trace() * mls::Mat3::Identity();
             const mls::Mat3 kirchhoff = F * stress * F.transpose();
-            next = -(kirchhoff -
-                     lambda / (3 * lambda + 2 * mu) * kirchhoff.trace() * mls::Mat3::Identity()) /
-                   (2 * mu * stiffening);
+            stored = (kirchhoff -
+                      lambda / (3 * lambda + 2 * mu) * kirchhoff.trace() * mls::Mat3::Identity()) /
+                     (2 * mu * stiffening);
+          } else {
+            // The elastic strain lives in the reference's axes: in the new reference (the
+            // current shape) it is R E_e R^T, R the rotation of F (notes B6 a: without it a
+            // spinning blob keeps its strain in world axes and meets a spurious torque).
+            const Eigen::JacobiSVD<mls::Mat3> svd(F, Eigen::ComputeFullU | Eigen::ComputeFullV);
+            mls::Mat3 U = svd.matrixU();
+            if ((U * svd.matrixV().transpose()).determinant() < 0) U.col(2) *= -1;
+            const mls::Mat3 R = U * svd.matrixV().transpose();
+            stored = R * elastic * R.transpose();
           }
-          setPlasticAt(p, next);
+          setPlasticAt(p, -stored);
           volumeRatio_[p] *= std::max(F.determinant(), 1e-3);
         }
       });

@@ -93,9 +93,9 @@ struct MlsPlasticity {
   // stencils, which costs about as much as tens of explicit steps.
   double meltInterval = 0.005;
   // Past `until`, Young's modulus times this (muller2004 Fig. 3, "stiff again"): at the first
-  // step past `until` the current shape becomes the reference (absorbReference) with its
-  // elastic strain divided by the factor, so that k mu and k lambda on E_e / k give the same
-  // St Venant-Kirchhoff stress (it is linear in E); 1: no change.
+  // step past `until` the current shape becomes the reference (absorbReference), storing the
+  // elastic strain whose stress under the k times larger moduli is the Kirchhoff stress the
+  // phyxel had, so the stress does not jump; 1: no change.
   double solidStiffness = 1;
   [[nodiscard]] bool stiffens() const { return solidStiffness != 1; }
   // The reference moves (melting, or the absorption at solidification).
@@ -248,8 +248,9 @@ class MlsSolidModel : public Model {
   int32_t layers_ = 0;  // MlsSolidParams::layers
   bool quadratic_ = true;
   std::optional<MlsPlasticity> plasticity_;
-  uint64_t topologyVersion_ = 0;       // bumped when a melt rebuilds the stencils; state
-  std::vector<double> volumeRatio_;    // (nPhyxels) with melting: volume over the original
+  uint64_t topologyVersion_ = 0;       // bumped when an absorption rebuilds the stencils; state
+  std::vector<double> volumeRatio_;    // (nPhyxels) when the reference moves: volume over the
+                                       // original
   int64_t absorptions_ = 0;            // reference absorptions so far; state
   int64_t solidified_ = 0;             // 1 once stiffened past `until`; state
   std::vector<double> plasticStrain_;  // (nPhyxels, 6): xx, yy, zz, xy, yz, zx; state

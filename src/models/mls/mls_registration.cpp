@@ -176,11 +176,11 @@ constexpr FieldSpec kPlasticityFields[] = {
      .rule = "other than 1 needs `until`",
      .meaning = "Young's modulus times this after `until` (muller2004 Fig. 3: \"we switch back "
                 "to a stiff elastic material\"). At `until` the shape the body is in becomes its "
-                "reference (as a melt's absorption does, the elastic strain turned with the "
-                "material) and that elastic strain is divided by the factor, so the stress, and "
-                "with it the forces, do not jump: the locked-in strain of a dent does not kick "
-                "the body when it stiffens. An explicit run's step shrinks by the factor's square "
-                "root from then on."},
+                "reference (as a melt's absorption does), storing the elastic strain whose "
+                "stress under the stiffer material is the (Kirchhoff) stress it had, so the "
+                "stress does not jump: the locked-in strain of a dent does not kick the body "
+                "when it stiffens. An explicit run's step shrinks by the factor's square root "
+                "from then on."},
     {.key = "melt",
      .kind = FieldKind::kChoice,
      .text = "off",
