@@ -435,12 +435,16 @@ TEST(Fracture, TornSheetSurfaceSplitsWithoutStretchedTriangles) {
 // wicke2005 Fig. 4(b), a crack by bending stress (scenes/fiber_plate_snap.json, coarser): a
 // plate held on a table and pressed down past its edge by a ball snaps along the edge, the
 // held part staying whole on the table, once fibers bend past gamma_theta = 0.1 rad; with the
-// bending threshold out of reach (and the same stretch threshold) it bends and holds.
+// bending threshold out of reach (and the same stretch threshold) it bends and holds. At 30
+// cells (1.3 cm; measured: 306 held and 172 free nodes apart at 0.5 s, and 40 cells: 521 and
+// 336). At 20 cells (2 cm, most of the 2.5 cm between the clamp and the table's edge) the
+// outcome turned on details: it snapped before the free edges' bending was calibrated on
+// their own mode (fiber_model.hpp (b)) and creased into a hinge after.
 TEST(Fracture, APlatePressedOverAnEdgeSnapsAlongItByBendingOnly) {
   const auto pressed = [](double bendLimit) {
     SceneDef scene =
         loadScene(std::filesystem::path(SHELLSIM_SOURCE_DIR) / "scenes" / "fiber_plate_snap.json");
-    scene.bodies[0].primitive->resolution = 20;
+    scene.bodies[0].primitive->resolution = 30;
     scene.bodies[0].options<FiberDef>().fracture->bendLimit = bendLimit;
     Simulation sim(scene);
     const std::vector<double> rest(sim.positions(0).begin(), sim.positions(0).end());

@@ -92,22 +92,38 @@ TEST(StaticCantilever, InelasticShellAgainstTheElastica) {
   expectElastica("inelastic_shell", 0.012);
 }
 
-// The fiber strip is stiffer than the elastica at this resolution (measured w/L 0.194,
-// 0.348, 0.544 at k = 1, 2, 4): a strip 2 cells wide leaves its edge nodes with few fibers
-// across (the run warns about it). Checked here: it bends the right way, more with more
-// load, and no more than 0.15 L from the elastica.
-TEST(StaticCantilever, FiberBendsMoreWithMoreLoad) {
-  double previous = 0;
+// The fiber strip against the elastica (issue 20's calibration), the scene's strip refined to
+// `resolution` cells along (8 across at 84, 16 at 168): the tip deflection within `tolerance`
+// of the elastica's, relative, the shortening (second order, and more sensitive to the root's
+// rotation) within twice that. Measured (8 neighbours, over the elastica's - 1, k = 1 / 2 / 4):
+// w/L +3.9 / +2.9 / +1.8 % at 84 cells, +2.9 / +2.1 / +1.3 % at 168; -u/L +7.5 / +5.7 / +3.7 %
+// and +5.8 / +4.4 / +2.8 %. The strip is now slightly soft, converging slowly: the clamp of
+// a rotation-free shell by rows of pins lets the root turn by O(cell) (a fiber centred on the
+// last pinned row reaches one cell into the free part), as on the clamped plates. Before the
+// edge calibration and the Poisson blend (fiber_model.hpp (b)) the edge nodes were 2.7 times
+// too stiff along the edge and bending acted as nu = 1/3 whatever the material's (here 0): w/L
+// -36 % on the scene's own strip (2 cells across). That strip, with one interior row, is now
+// +8 % at k = 1.
+void expectFiberElastica(int resolution, double tolerance) {
   for (size_t c = 0; c < std::size(kLoads); ++c) {
-    const Tip tip = solve(cantilever("fiber", kLoads[c]));
-    std::cout << "[ measured ] fiber, k = " << kLoads[c] << ": -u/L " << tip.shortening
-              << " (elastica " << kElastica[c].shortening << "), w/L " << tip.deflection
-              << " (elastica " << kElastica[c].deflection << ")\n";
-    EXPECT_GT(tip.deflection, previous);
-    EXPECT_GT(tip.shortening, 0);
-    EXPECT_NEAR(tip.deflection, kElastica[c].deflection, 0.15);
-    previous = tip.deflection;
+    SceneDef scene = cantilever("fiber", kLoads[c]);
+    scene.bodies[0].primitive->resolution = resolution;
+    const Tip tip = solve(scene);
+    std::cout << "[ measured ] fiber, " << resolution << " cells, k = " << kLoads[c] << ": -u/L "
+              << tip.shortening << " (elastica " << kElastica[c].shortening << "), w/L "
+              << tip.deflection << " (elastica " << kElastica[c].deflection << ")\n";
+    EXPECT_NEAR(tip.deflection / kElastica[c].deflection, 1.0, tolerance) << "k = " << kLoads[c];
+    EXPECT_NEAR(tip.shortening / kElastica[c].shortening, 1.0, 2 * tolerance)
+        << "k = " << kLoads[c];
   }
+}
+
+TEST(StaticCantilever, FiberMeetsTheElasticaWithinFivePercent) {
+  expectFiberElastica(84, 0.045);
+}
+
+TEST(StaticCantileverSlow, FiberMeetsTheElasticaWithinThreeAndAHalfPercentAtTwiceTheResolution) {
+  expectFiberElastica(168, 0.035);
 }
 
 TEST(StaticCantilever, KTenConvergesInTenIncrementsWhateverTheDensity) {

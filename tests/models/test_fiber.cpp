@@ -712,6 +712,106 @@ TEST(FiberModel, BendingEnergyBarelyDependsOnTheNeighbourCount) {
             0.06);
 }
 
+// Bending energy of every node with fibers over the plate's D/2 [(kxx + kyy)^2 - 2 (1 - nu)
+// (kxx kyy - kxy^2)] times its area, for the small height field z = 1/2 (kxx x^2 + 2 kxy x y +
+// kyy y^2) about the grid's centre; nodes with fewer than `margin` rows to the edge left out.
+double modeRatio(const FiberNodes& n, int nx, int ny, double nu, double kxx, double kyy, double kxy,
+                 int margin) {
+  MaterialDef material = rubber();
+  material.poisson = nu;
+  const FiberModel model(n, material);
+  std::vector<double> x = n.positions;
+  const double cx = 0.5 * (x[0] + x[3 * static_cast<size_t>(nx * ny - 1)]);
+  const double cy = 0.5 * (x[1] + x[3 * static_cast<size_t>(nx * ny - 1) + 1]);
+  for (size_t i = 0; i < x.size() / 3; ++i) {
+    const double dx = x[3 * i] - cx, dy = x[3 * i + 1] - cy;
+    x[3 * i + 2] = 0.5 * (kxx * dx * dx + 2 * kxy * dx * dy + kyy * dy * dy);
+  }
+  std::vector<double> bend(n.areas.size());
+  model.nodeValues(x, {}, bend, {});
+  const double d = material.youngModulus * std::pow(material.thickness, 3) / (12 * (1 - nu * nu));
+  const double density =
+      0.5 * d * ((kxx + kyy) * (kxx + kyy) - 2 * (1 - nu) * (kxx * kyy - kxy * kxy));
+  double energy = 0, area = 0;
+  for (int j = 0; j < ny; ++j) {
+    for (int i = 0; i < nx; ++i) {
+      if (!interior(i, j, nx, ny, margin)) continue;
+      const auto node = static_cast<size_t>(j * nx + i);
+      energy += bend[node];
+      area += n.areas[node];
+    }
+  }
+  return energy / (density * area);
+}
+
+TEST(FiberModel, InteriorBendingHasThePoissonRatioOfTheMaterial) {
+  // The blend alpha = (3 nu - 1) / (1 + nu) of the mean-angle and per-fiber terms gives the
+  // plate's Poisson ratio in bending for every nu in [0, 1/2): cylinder, sphere (bowl),
+  // saddle and twist store the plate's energy, whose ratios to each other depend on nu
+  // (bowl / cylinder = 2 (1 + nu), saddle / cylinder = 2 (1 - nu)). The earlier blend
+  // alpha = (3 nu - 1) / 2, clamped at 0, bent as nu = 1/3 below it (at nu = 0 the bowl a
+  // third too stiff) and as nu = 0.42 at 0.45 (the saddle 6 % too stiff), by the formulas;
+  // the test fails with it. Tolerance 1 %.
+  const int nx = 14, ny = 12;
+  const FiberNodes n = gridSheet(nx, ny, 0.01);
+  const double k = 0.5;
+  for (const double nu : {0.0, 0.2, 0.3, 0.45}) {
+    EXPECT_NEAR(modeRatio(n, nx, ny, nu, k, 0, 0, 2), 1.0, 0.01) << "cylinder, nu " << nu;
+    EXPECT_NEAR(modeRatio(n, nx, ny, nu, k, k, 0, 2), 1.0, 0.01) << "bowl, nu " << nu;
+    EXPECT_NEAR(modeRatio(n, nx, ny, nu, k, -k, 0, 2), 1.0, 0.01) << "saddle, nu " << nu;
+    EXPECT_NEAR(modeRatio(n, nx, ny, nu, 0, 0, k, 2), 1.0, 0.01) << "twist, nu " << nu;
+  }
+}
+
+TEST(FiberModel, EdgeNodesStoreThePlateEnergyOfBendingAlongTheEdge) {
+  // A free edge carries M_nn = 0, so its bending is kappa_tt with kappa_nn = -nu kappa_tt,
+  // energy D (1 - nu^2) / 2 kappa_tt^2: the edge nodes (whose fibers leave a gap of more than
+  // 3/4 pi) are calibrated on that mode. On a strip 3 and 5 nodes wide rolled along its length
+  // (nu = 0), every node of the long edges away from the ends stores D/2 kappa^2 times its
+  // area within 1.5 % (measured 0.992-0.997). Calibrated on the direction average, as the
+  // interior is, a node whose fibers all run along the edge stores 8/3 of it (the strip's
+  // edge nodes, with 5 fibers some of them kinked, stored 1.12 to 1.41 in the variants
+  // tried: least-squares fits of the whole form).
+  for (const int ny : {3, 5}) {
+    const int nx = 22;
+    const FiberNodes n = gridSheet(nx, ny, 0.05);
+    MaterialDef material = rubber();
+    material.poisson = 0;
+    const FiberModel model(n, material);
+    const double kappa = 2;
+    const std::vector<double> x = rollUp(n.positions, kappa, Vec3(1, 0, 0));
+    std::vector<double> bend(n.areas.size());
+    model.nodeValues(x, {}, bend, {});
+    const double d = material.youngModulus * std::pow(material.thickness, 3) / 12;
+    for (const int j : {0, ny - 1}) {
+      for (int i = 2; i < nx - 2; ++i) {
+        const auto node = static_cast<size_t>(j * nx + i);
+        EXPECT_NEAR(bend[node] / (0.5 * d * kappa * kappa * n.areas[node]), 1.0, 0.015)
+            << "row " << j << ", node " << i << " of a strip " << ny << " wide";
+      }
+    }
+  }
+}
+
+TEST(FiberModel, BendingEnergyIsPositiveForEveryPoissonRatio) {
+  // With nu < 1/3 the mean-angle term enters with a negative weight (alpha down to -1 at
+  // nu = 0); the per-fiber weights' floor keeps every node's energy a positive definite form
+  // of its angle changes. Random small deformations of the jittered grid and the bunny.
+  for (const std::string which : {"jittered_strip", "bunny"}) {
+    MaterialDef material = rubber();
+    material.poisson = 0;
+    const FiberNodes nodes = contractNodes(which);
+    const FiberModel model(nodes, material, contractParams(which));
+    for (const unsigned seed : {1u, 2u, 3u}) {
+      const std::vector<double> x = perturbed(nodes.positions, 1e-3 * meanRestLength(model), seed);
+      std::vector<double> bend(nodes.areas.size());
+      model.nodeValues(x, {}, bend, {});
+      for (size_t j = 0; j < bend.size(); ++j) ASSERT_GE(bend[j], 0.0) << which << " node " << j;
+      EXPECT_GT(model.energy(x).bending, 0.0);
+    }
+  }
+}
+
 TEST(FiberModel, RawStiffnessOverridesAndMasses) {
   const FiberNodes n = gridSheet(5, 5, 0.1);
   MaterialDef material = rubber();

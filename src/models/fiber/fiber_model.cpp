@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <random>
 
 #include "core/lanczos.hpp"
@@ -23,6 +24,57 @@ namespace {
 using fiber::Mat3;
 constexpr double kPi = std::numbers::pi;
 constexpr int kMaxFibersPerNode = kMaxNeighbourCount;
+// A node whose fibers' ends leave an angular gap wider than this (in its tangent plane) lies on
+// a free edge of the surface (a straight edge leaves pi, an interior node of a jittered grid
+// rarely more than pi/2).
+constexpr double kEdgeGap = 0.75 * std::numbers::pi;
+
+// A node's bending form B (header (b)): its bending energy per K_b A_j0 / 2 as a quadratic form
+// in v = (kxx, kyy, sqrt2 kxy), the curvature in its tangent frame (an isometry of the
+// symmetric 2x2 tensors, so rotations of the frame act on v orthogonally).
+struct BendingForm {
+  std::array<double, 6> b{};  // B00 B11 B22 B01 B02 B12
+  // B += weight q q^T, q = (Qxx, Qyy, sqrt2 Qxy) of a 2x2 sensitivity Q.
+  void addOuter(double weight, double qxx, double qxy, double qyy) {
+    const double q[3] = {qxx, qyy, std::numbers::sqrt2 * qxy};
+    b[0] += weight * q[0] * q[0];
+    b[1] += weight * q[1] * q[1];
+    b[2] += weight * q[2] * q[2];
+    b[3] += weight * q[0] * q[1];
+    b[4] += weight * q[0] * q[2];
+    b[5] += weight * q[1] * q[2];
+  }
+  // v^T B v for the curvature kappa = m m^T - nu n n^T (unit tangent vectors m, n).
+  [[nodiscard]] double bendAlong(double mx, double my, double nu, double nx, double ny) const {
+    const double v[3] = {mx * mx - nu * nx * nx, my * my - nu * ny * ny,
+                         std::numbers::sqrt2 * (mx * my - nu * nx * ny)};
+    return b[0] * v[0] * v[0] + b[1] * v[1] * v[1] + b[2] * v[2] * v[2] +
+           2 * (b[3] * v[0] * v[1] + b[4] * v[0] * v[2] + b[5] * v[1] * v[2]);
+  }
+  // Mean over the cylinder's direction psi of e^T B e, e = (c^2, s^2, sqrt2 c s): <B, M> with
+  // M = mean e e^T = [[3/8, 1/8, 0], [1/8, 3/8, 0], [0, 0, 1/4]]. The plate's is D for every nu.
+  [[nodiscard]] double cylinderAverage() const {
+    return 0.375 * (b[0] + b[1]) + 0.25 * b[3] + 0.25 * b[2];
+  }
+};
+
+// The outward direction (angle in the tangent frame) of the widest gap between the directions
+// `angles` (radians, any order; sorted here) when it exceeds kEdgeGap; none for an interior
+// node.
+std::optional<double> freeEdgeOutward(std::vector<double>& angles) {
+  if (angles.empty()) return std::nullopt;
+  std::sort(angles.begin(), angles.end());
+  double gap = angles.front() + 2 * kPi - angles.back();
+  double start = angles.back();
+  for (size_t a = 1; a < angles.size(); ++a) {
+    if (angles[a] - angles[a - 1] > gap) {
+      gap = angles[a] - angles[a - 1];
+      start = angles[a - 1];
+    }
+  }
+  if (gap <= kEdgeGap) return std::nullopt;
+  return start + gap / 2;
+}
 constexpr size_t kNodeGrain = 256;
 
 std::string nodeMessage(size_t node, const std::string& what) {
@@ -115,7 +167,13 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   const double flexural = e * h * h * h / (12.0 * (1.0 - nu * nu));  // D, N m
   const std::optional<double> rawStretch =
       params_.stretchStiffness ? params_.stretchStiffness : material_.stiffness;
-  meanAngleWeight_ = std::clamp((3.0 * nu - 1.0) / 2.0, 0.0, 1.0);
+  meanAngleWeight_ = std::clamp((3.0 * nu - 1.0) / (1.0 + nu), -1.0, 1.0);
+  // With alpha < 0 the bending energy, a quadratic form in the angle changes,
+  //   alpha (mean dtheta)^2 + (1 - alpha) mean(w^2 dtheta^2),
+  // stays positive definite if mean(1 / w_k^2) < (1 - alpha) / (-alpha) (Cauchy-Schwarz); each
+  // w_k^2 is kept >= its floor, which leaves a quarter of (1 - alpha) as margin.
+  const double minimumBendWeight =
+      meanAngleWeight_ < 0 ? -meanAngleWeight_ / (0.75 * (1.0 - meanAngleWeight_)) : 0.0;
   const auto fiberCount = static_cast<size_t>(network_.fiberCount());
   fiberBendWeight_.assign(fiberCount, 0.0);
   fiberStretchWeight_.clear();
@@ -135,6 +193,68 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   const auto directionWeight = [&](size_t f) {
     return fiberStretchWeight_.empty() ? 1.0 : fiberStretchWeight_[f];
   };
+  // Q_k measured: the rest patch of node j bent by z = 1/2 kappa:(d d^T) along its normal, each
+  // fiber's angle about the patch frame's normal (which tilts with the bending where the patch
+  // is one-sided, e.g. at an edge), by central differences.
+  struct SensitivityProbe {
+    const FiberModel& model;
+    std::vector<double> positions;
+    std::vector<size_t> touched;
+    std::array<double, 3 * kMaxFibersPerNode> sensitivity{};
+    void measure(size_t j, const Vec3& normal, const Vec3& tangent1, const Vec3& tangent2) {
+      const FiberNetwork& net = model.network_;
+      touched.clear();
+      for (int32_t e = model.patchOffsets_[j]; e < model.patchOffsets_[j + 1]; ++e) {
+        touched.push_back(static_cast<size_t>(model.patchNodes_[static_cast<size_t>(e)]));
+      }
+      touched.push_back(j);
+      for (int32_t f = net.centreOffsets[j]; f < net.centreOffsets[j + 1]; ++f) {
+        touched.push_back(static_cast<size_t>(net.fiberNodes[3 * static_cast<size_t>(f)]));
+        touched.push_back(static_cast<size_t>(net.fiberNodes[3 * static_cast<size_t>(f) + 2]));
+      }
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+      const Vec3 centre = row(model.restPositions_, j);
+      double reach = 0;
+      for (const size_t i : touched)
+        reach = std::max(reach, (row(model.restPositions_, i) - centre).norm());
+      const double step = reach > 0 ? 1e-5 / reach : 0.0;  // heights ~1e-5 of the patch size
+      sensitivity.fill(0.0);
+      if (step == 0) return;
+      for (int mode = 0; mode < 3; ++mode) {
+        double angles[2][kMaxFibersPerNode] = {};
+        for (int side = 0; side < 2; ++side) {
+          const double amplitude = side == 0 ? step : -step;
+          for (const size_t i : touched) {
+            const Vec3 d = row(model.restPositions_, i) - centre;
+            const double dx = d.dot(tangent1), dy = d.dot(tangent2);
+            const double height = mode == 0 ? 0.5 * dx * dx : (mode == 1 ? 0.5 * dy * dy : dx * dy);
+            setRow(positions, i, row(model.restPositions_, i) + amplitude * height * normal);
+          }
+          const Vec3 frameNormal = model.patchFrame(positions, j).normal;
+          int k = 0;
+          for (int32_t f = net.centreOffsets[j]; f < net.centreOffsets[j + 1]; ++f) {
+            const auto fi = static_cast<size_t>(f);
+            if ((net.flags[fi] & kFiberActive) == 0) continue;
+            const Vec3 ends[3] = {row(positions, static_cast<size_t>(net.fiberNodes[3 * fi])),
+                                  row(positions, j),
+                                  row(positions, static_cast<size_t>(net.fiberNodes[3 * fi + 2]))};
+            angles[side][k++] = fiber::fiberTangentAngle(ends, frameNormal);
+          }
+          for (const size_t i : touched) setRow(positions, i, row(model.restPositions_, i));
+        }
+        // kappa_xy = 1 moves z by dx dy = 2 (1/2 dx dy): its derivative is 2 Q_xy.
+        const double scale = mode == 2 ? 0.5 : 1.0;
+        const int slot = mode == 0 ? 0 : (mode == 1 ? 2 : 1);
+        for (size_t k = 0; k < kMaxFibersPerNode; ++k) {
+          sensitivity[3 * k + static_cast<size_t>(slot)] =
+              scale * (angles[0][k] - angles[1][k]) / (2 * step);
+        }
+      }
+    }
+  } probe{*this, restPositions_, {}, {}};
+  std::vector<double> scratchAngles;
+  if (cracks_.empty()) freeEdgeNormal_.assign(3 * n, 0.0);
   for (size_t j = 0; j < n; ++j) {
     const double area = areas_[j];
     mass_[j] = material_.density * h * area;
@@ -146,6 +266,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     double qxx = 0, qxy = 0, qyy = 0;  // sum_k Q_k, the bending sensitivity (see header)
     std::array<double, 3 * kMaxFibersPerNode> fiberQ{};  // Q_k of the active fibers
     const Vec3 centre = row(restPositions_, j);
+    probe.measure(j, normal, tangent1, tangent2);
     for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
       const auto fi = static_cast<size_t>(f);
       if ((network_.flags[fi] & kFiberActive) == 0) continue;
@@ -155,21 +276,9 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
       sumArea += fiberArea;
       sumArea2 += directionWeight(fi) * fiberArea * fiberArea;
       sumAngle += network_.restAngle[fi];
-      const Vec3 end1 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi]));
-      const Vec3 end2 = row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + 2]));
-      Vec3 ge, gq;
-      fiber::tangentAngle(fiber::reduce(end1, centre, end2), normal, &ge, &gq);
-      const Vec3 ends[2] = {end1 - centre, end2 - centre};
-      const double slopes[2] = {fiber::fiberSlotGradient(0, ge, gq).dot(normal),
-                                fiber::fiberSlotGradient(2, ge, gq).dot(normal)};
-      double fxx = 0, fxy = 0, fyy = 0;  // Q_k
-      for (int s = 0; s < 2; ++s) {
-        const double dx = ends[s].dot(tangent1);
-        const double dy = ends[s].dot(tangent2);
-        fxx -= 0.5 * slopes[s] * dx * dx;
-        fxy -= 0.5 * slopes[s] * dx * dy;
-        fyy -= 0.5 * slopes[s] * dy * dy;
-      }
+      const double fxx = probe.sensitivity[3 * static_cast<size_t>(count - 1)];  // Q_k
+      const double fxy = probe.sensitivity[3 * static_cast<size_t>(count - 1) + 1];
+      const double fyy = probe.sensitivity[3 * static_cast<size_t>(count - 1) + 2];
       qxx += fxx;
       qxy += fxy;
       qyy += fyy;
@@ -186,14 +295,15 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     restMeanAngle_[j] = sumAngle * invCount;
     const double areaMoment = restArea_[j] * restArea_[j] + sumArea2 * invCount;  // M_j
     stretchK_[j] = rawStretch ? *rawStretch : e * h * area / (2.0 * (1.0 - nu) * areaMoment);
-    // c_j = mean over psi of (e_psi^T Qbar e_psi)^2 = tr^2/4 + (tr^2 - 4 det)/8.
     qxx *= invCount;
     qxy *= invCount;
     qyy *= invCount;
     const double trace = qxx + qyy;
-    const double det = qxx * qyy - qxy * qxy;
-    // Per-fiber weights w_k = tr Qbar / tr Q_k and sum_k w_k^2 mean_psi (e_psi^T Q_k e_psi)^2.
-    double sumFiberDirectional = 0;
+    // B = alpha Qbar Qbar^T + (1 - alpha) (1/n) sum_k w_k^2 Q_k Q_k^T (as vectors q).
+    BendingForm form;
+    form.addOuter(meanAngleWeight_, qxx, qxy, qyy);
+    std::vector<double>& endAngles = scratchAngles;
+    endAngles.clear();
     {
       int k = 0;
       for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
@@ -206,18 +316,42 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
         const double fiberTrace = fxx + fyy;
         const double weight =
             std::abs(fiberTrace) > 1e-12 * std::abs(trace) ? trace / fiberTrace : 0.0;
-        fiberBendWeight_[fi] = directionWeight(fi) * weight * weight;
-        sumFiberDirectional +=
-            fiberBendWeight_[fi] *
-            (fiberTrace * fiberTrace / 4.0 + ((fxx - fyy) * (fxx - fyy) + 4.0 * fxy * fxy) / 8.0);
+        fiberBendWeight_[fi] = directionWeight(fi) * std::max(weight * weight, minimumBendWeight);
+        form.addOuter((1.0 - meanAngleWeight_) * invCount * fiberBendWeight_[fi], fxx, fxy, fyy);
+        for (const int end : {0, 2}) {
+          const Vec3 d =
+              row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + end])) - centre;
+          endAngles.push_back(std::atan2(d.dot(tangent2), d.dot(tangent1)));
+        }
       }
     }
-    const double directional =
-        meanAngleWeight_ * (trace * trace / 4.0 + (trace * trace - 4.0 * det) / 8.0) +
-        (1.0 - meanAngleWeight_) * sumFiberDirectional * invCount;
+    // Interior node: the cylinder energy averaged over its direction is the plate's,
+    // K_b A_j0 <B, M> = D a_j. Free-edge node: the plate there carries M_nn = 0, so it bends as
+    // kappa = t t^T - nu n n^T (t along the edge, n outward) storing D (1 - nu^2) / 2 per unit
+    // area; that mode is matched exactly (K_b A_j0 B(kappa) = D (1 - nu^2) a_j). A direction
+    // average would count the modes an edge node cannot sense (its fibers run along the edge)
+    // and make it 8/3 too stiff along the edge.
+    // Only the input surface's free edges, found on the crack-free network: the sides of a
+    // crack keep the direction average (a choice; their fibers change at every rebuild).
+    double sensitivity = form.cylinderAverage();
+    if (cracks_.empty()) {
+      const std::optional<double> outward = freeEdgeOutward(endAngles);
+      setRow(freeEdgeNormal_, j,
+             outward ? Vec3(std::cos(*outward) * tangent1 + std::sin(*outward) * tangent2)
+                     : Vec3::Zero());
+    }
+    if (const Vec3 outward = row(freeEdgeNormal_, j); outward.squaredNorm() > 0) {
+      const double inPlane = std::hypot(outward.dot(tangent1), outward.dot(tangent2));
+      const double nx = outward.dot(tangent1) / inPlane, ny = outward.dot(tangent2) / inPlane;
+      const double edgeMode = form.bendAlong(-ny, nx, nu, nx, ny);
+      // Never stiffer than the direction average: after cracks an edge node may keep only
+      // fibers that barely sense this mode, and matching it alone would make it arbitrarily
+      // stiff.
+      sensitivity = std::max(sensitivity, edgeMode / (1.0 - nu * nu));
+    }
     bendK_[j] = params_.bendStiffness
                     ? *params_.bendStiffness
-                    : (directional > 0 ? flexural * area / (directional * restArea_[j]) : 0.0);
+                    : (sensitivity > 0 ? flexural * area / (sensitivity * restArea_[j]) : 0.0);
     if (!params_.nodeStiffnessScale.empty()) {
       stretchK_[j] *= params_.nodeStiffnessScale[j];
       bendK_[j] *= params_.nodeStiffnessScale[j];
@@ -526,7 +660,8 @@ size_t FiberModel::memoryBytes() const {
          bytes(sharedNodes_) + bytes(shareOffsets_) + bytes(fiberBendWeight_) +
          bytes(fiberStretchWeight_) + bytes(plasticLength_) + bytes(plasticAngle_) +
          bytes(bendLimit_) + bytes(breakUrgency_) + bytes(overloadTime_) + bytes(areas_) +
-         bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_);
+         bytes(mappedStretchK_) + bytes(mappedBendK_) + bytes(originalFibers_) +
+         bytes(freeEdgeNormal_);
 }
 
 }  // namespace shellsim

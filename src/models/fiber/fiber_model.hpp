@@ -15,9 +15,9 @@
 // angle normalised to the node's mean sensitivity (w_k = tr Qbar / tr Q_k, see (b) below),
 // measures the directional curvatures: averaged over isotropic fibers it stores
 // 3/8 (kappa1^2 + kappa2^2) + 1/4 kappa1 kappa2 per unit of the mean term's kappa1^2, a plate
-// with Poisson ratio 1/3. The blend alpha = (3 nu - 1) / 2, clamped to [0, 1], gives the
-// material's nu for nu in [1/3, 1] (nu < 1/3 bends as nu = 1/3). Both terms are calibrated
-// together on the cylinder (b), so the cylinder energy D kappa^2 / 2 holds for every alpha.
+// with Poisson ratio 1/3. The blend alpha = (3 nu - 1) / (1 + nu) gives the material's nu for
+// every nu in [0, 1/2) ("Poisson ratio in bending" below). Both terms are calibrated together
+// (b).
 // Eq. (8) integrates over the current area A_j, but the force of eq. (11) uses the rest
 // area A_j0; we take A_j0 in the energy, so the forces are its exact negative gradient and
 // bending does not couple to stretching. (Eq. (11) also mixes the indices i and j; the
@@ -53,28 +53,54 @@
 //      A0^2 [5/2 (e_xx^2 + e_yy^2) + 3 e_xx e_yy + 2 e_xy^2], a plane-stress form with
 //      Poisson ratio 3/5 whatever nu is: the mapping matches the areal (bulk) stiffness
 //      E h / (1 - nu) exactly; shear and uniaxial stiffness follow from the model.
-//  (b) Bending. Roll the rest surface around node j into a cylinder of curvature kappa
-//      whose curved direction is the unit tangent e_psi: a neighbour at tangent-plane
-//      offset d moves by -1/2 kappa (d . e_psi)^2 N (second order), so to first order in
-//      kappa each fiber's angle changes by
-//        theta_k - theta_k0 = kappa e_psi^T Q_k e_psi,
-//        Q_k = -1/2 sum_{ends i} (N . grad_{p_i} theta_k) d_i d_i^T      (2x2, tangent plane)
-//      with the kernel's exact rest gradient. For a straight symmetric fiber of length l
-//      along u this is Q_k = 3/4 l u u^T, i.e. theta ~ 3/4 kappa_n l (the natural spline
-//      turns by 3/4 of the circle's angle, fiber_kernel.hpp); for fibers kinked within the
-//      tangent plane (irregular samplings) theta = atan2(y, <t0, t1>) is amplified by the
-//      smaller <t0, t1>, which Q_k captures and the closed form would miss (it overshot the
-//      plate energy by 12-58 % on a jittered grid). With Qbar = (1/n_j) sum_k Q_k,
-//        H_j - H_j0 = kappa e_psi^T Qbar e_psi,
-//      and averaged over the cylinder's direction psi (eigenvalues q1, q2 of Qbar)
-//        c_j = mean_psi (e_psi^T Qbar e_psi)^2 = (tr Qbar)^2 / 4 + (q1 - q2)^2 / 8.
-//      With the per-fiber term, c_j = alpha c_j(Qbar) + (1 - alpha) (1/n_j) sum_k w_k^2 c(Q_k),
-//      c(Q) = (tr Q)^2 / 4 + (q1 - q2)^2 / 8 the same direction average for one fiber.
-//      E_b(j) = K_b,j / 2 kappa^2 c_j A_j0 must equal D kappa^2 / 2 a_j with
-//      D = E h^3 / (12 (1 - nu^2)):
-//        K_b,j = D a_j / (c_j A_j0)                                            [N/m]
-//      (q1 = q2 for a direction-balanced node, e.g. an interior node of a regular grid;
-//      then the result holds for every cylinder direction, not only on average.)
+//  (b) Bending. Bend the rest surface around node j by a small curvature kappa (a symmetric
+//      2x2 tensor in the node's tangent frame): a neighbour at tangent-plane offset d rises by
+//      1/2 d^T kappa d along N, so to first order each fiber's angle changes by
+//        theta_k - theta_k0 = Q_k : kappa   (2x2 Q_k, the fiber's bending sensitivity).
+//      Q_k is MEASURED, not derived: the node's rest patch and fiber ends are lifted by
+//      +-eps (1/2 d^T kappa d) N for kappa = e_x e_x^T, e_y e_y^T and the twist, and theta_k
+//      evaluated about the patch frame's normal N_j(x) by the kernel (central differences,
+//      heights 1e-5 of the patch). That includes the tilt of N_j, which the energy also sees:
+//      where the patch is one-sided (an edge) it tilts with the bending and changes the angle of
+//      a fiber kinked within the tangent plane at first order; the earlier closed form
+//      Q_k = -1/2 sum_ends (N . grad theta_k) d d^T left it out and made edge nodes about 20 %
+//      too stiff. For a straight symmetric fiber of length l along u, Q_k = 3/4 l u u^T (the
+//      natural spline turns by 3/4 of the circle's angle, fiber_kernel.hpp).
+//      In v = (kxx, kyy, sqrt2 kxy) (an isometry of symmetric tensors) with q = (Qxx, Qyy,
+//      sqrt2 Qxy), E_b(j) = K_b,j A_j0 / 2 v^T B_j v + O(kappa^3), the node's bending form
+//        B_j = alpha qbar qbar^T + (1 - alpha) (1/n_j) sum_k w_k^2 q_k q_k^T,   qbar = mean q_k.
+//      The plate stores D/2 v^T C v per unit area, C = [[1, nu, 0], [nu, 1, 0], [0, 0, 1 - nu]],
+//      D = E h^3 / (12 (1 - nu^2)). A scalar K_b,j matches one measure of B_j to C:
+//      - interior nodes: the cylinder energy averaged over its direction psi,
+//        e = (c^2, s^2, sqrt2 c s), mean_psi e^T C e = 1, so
+//          K_b,j = D a_j / (A_j0 <B_j, M>),  M = mean_psi e e^T = [[3/8, 1/8, 0], [1/8, 3/8, 0],
+//                                                                  [0, 0, 1/4]];
+//        on a direction-balanced node (an interior node of a regular grid) B_j is proportional
+//        to C and every mode (cylinder in any direction, sphere, saddle, twist) is exact.
+//      - nodes on the input surface's free edges (the fibers' ends leave an angular gap wider
+//        than 3/4 pi around the node; the gap's bisector is the outward normal n, t the edge's
+//        tangent; found on the crack-free network and kept through cracks): the plate there
+//        carries no moment M_nn, so it bends as kappa = t t^T - nu n n^T and stores
+//        D (1 - nu^2) / 2 per unit area; that mode is matched,
+//          K_b,j = D (1 - nu^2) a_j / (A_j0 max(v_e^T B_j v_e, (1 - nu^2) <B_j, M>)),
+//        never stiffer than the direction average (after cracks a node may keep fibers that
+//        barely sense the mode). The direction average alone counts modes an edge node
+//        cannot sense (its fibers run along the edge) and left it 2.7 times too stiff along
+//        the edge: a clamped strip 2 cells wide bent 36 % short of the elastica, 9 nodes wide
+//        9 % (python/examples/shell_accuracy.py; now +4 %). Crack edges keep the average.
+//        What the edge nodes still miss is the twist at the edge (they store about a tenth
+//        of it): on a simply supported plate, whose edges twist, the first mode's energy is
+//        4 % low at 32 cells and the deflection 8 % high.
+//  Poisson ratio in bending. Averaged over isotropic fibers the per-fiber term is the plate
+//  form with nu = 1/3 and the mean term (H_j - H_j0)^2 the one with nu = 1 (W ~ (k1 + k2)^2);
+//  the blend alpha qbar qbar^T + (1 - alpha) F is the plate form with
+//    nu = (1 + alpha) / (3 - alpha),  i.e.  alpha = (3 nu - 1) / (1 + nu),
+//  which is -1 at nu = 0, 0 at nu = 1/3, 1/3 at nu = 1/2. (The first version used the linear
+//  interpolation (3 nu - 1) / 2 clamped at 0: nu < 1/3 bent as 1/3 and nu = 0.45 as 0.42.)
+//  With alpha < 0 the energy in the angle changes, alpha (mean dtheta)^2 + (1 - alpha)
+//  mean(w^2 dtheta^2), stays positive definite if mean(1 / w_k^2) < (1 - alpha) / (-alpha)
+//  (Cauchy-Schwarz); every w_k^2 is floored at -alpha / (3/4 (1 - alpha)) (0.67 at nu = 0; a
+//  regular grid's fibers, w_k^2 >= 0.73, are untouched), leaving a quarter of (1 - alpha).
 //  Raw overrides: FiberParams::stretchStiffness / bendStiffness replace K_s,j / K_b,j for
 //  every node. MaterialDef::stiffness, if set, is used as K_s for every node (N/m^3) unless
 //  FiberParams::stretchStiffness is set; K_b keeps the mapping.
@@ -350,11 +376,14 @@ class FiberModel : public Model {
   // fiber instead of concentrating its whole stiffness in them (the (1/n) averages of E_s
   // and E_b would, making a lone surviving fiber n times stiffer: that broke the explicit
   // step's stability and pumped energy into torn sheets).
-  std::vector<double> stretchK_;            // (nNodes), N/m^3
-  std::vector<double> bendK_;               // (nNodes), N/m
-  std::vector<double> mappedStretchK_;      // K_s,j of the current network's mapping, (nNodes)
-  std::vector<double> mappedBendK_;         // K_b,j of the mapping, (nNodes)
-  std::vector<int32_t> originalFibers_;     // active fibers of each node when intact, (nNodes)
+  std::vector<double> stretchK_;         // (nNodes), N/m^3
+  std::vector<double> bendK_;            // (nNodes), N/m
+  std::vector<double> mappedStretchK_;   // K_s,j of the current network's mapping, (nNodes)
+  std::vector<double> mappedBendK_;      // K_b,j of the mapping, (nNodes)
+  std::vector<int32_t> originalFibers_;  // active fibers of each node when intact, (nNodes)
+  // (n, 3): outward unit normal (rest frame) of the nodes on the input surface's free edges,
+  // zero elsewhere; measured on the crack-free network, kept through cracks.
+  std::vector<double> freeEdgeNormal_;
   std::vector<double> restArea_;            // A_j0, (nNodes), m^2
   std::vector<double> restMeanAngle_;       // H_j0, (nNodes), rad
   std::vector<double> fiberBendWeight_;     // s_k w_k^2 of E_b, (nFibers), 1
