@@ -328,9 +328,9 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     // Interior node: the cylinder energy averaged over its direction is the plate's,
     // K_b A_j0 <B, M> = D a_j. Free-edge node: the plate there carries M_nn = 0, so it bends as
     // kappa = t t^T - nu n n^T (t along the edge, n outward) storing D (1 - nu^2) / 2 per unit
-    // area; that mode is matched exactly (K_b A_j0 B(kappa) = D (1 - nu^2) a_j). A direction
-    // average would count the modes an edge node cannot sense (its fibers run along the edge)
-    // and make it 8/3 too stiff along the edge.
+    // area; that mode is matched (K_b A_j0 B(kappa) = D (1 - nu^2) a_j), within the bound below.
+    // A direction average would count the modes an edge node cannot sense (its fibers run along
+    // the edge) and make it up to 8/3 too stiff along the edge.
     // Only the input surface's free edges, found on the crack-free network: the sides of a
     // crack keep the direction average (a choice; their fibers change at every rebuild).
     double sensitivity = form.cylinderAverage();
@@ -340,8 +340,9 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
              outward ? Vec3(std::cos(*outward) * tangent1 + std::sin(*outward) * tangent2)
                      : Vec3::Zero());
     }
-    if (const Vec3 outward = row(freeEdgeNormal_, j); outward.squaredNorm() > 0) {
-      const double inPlane = std::hypot(outward.dot(tangent1), outward.dot(tangent2));
+    const Vec3 outward = row(freeEdgeNormal_, j);
+    if (const double inPlane = std::hypot(outward.dot(tangent1), outward.dot(tangent2));
+        inPlane > 1e-6) {  // zero for interior nodes
       const double nx = outward.dot(tangent1) / inPlane, ny = outward.dot(tangent2) / inPlane;
       const double edgeMode = form.bendAlong(-ny, nx, nu, nx, ny);
       // Never stiffer than the direction average: after cracks an edge node may keep only
