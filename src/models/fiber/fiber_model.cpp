@@ -253,7 +253,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
       }
     }
   } probe{*this, restPositions_, {}, {}};
-  std::vector<double> scratchAngles;
+  std::vector<double> endAngles;  // directions of a node's fiber ends, for freeEdgeOutward
   if (cracks_.empty()) freeEdgeNormal_.assign(3 * n, 0.0);
   for (size_t j = 0; j < n; ++j) {
     const double area = areas_[j];
@@ -264,7 +264,6 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     int count = 0;
     double sumArea = 0, sumArea2 = 0, sumAngle = 0;
     double qxx = 0, qxy = 0, qyy = 0;  // sum_k Q_k, the bending sensitivity (see header)
-    std::array<double, 3 * kMaxFibersPerNode> fiberQ{};  // Q_k of the active fibers
     const Vec3 centre = row(restPositions_, j);
     probe.measure(j, normal, tangent1, tangent2);
     for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
@@ -276,15 +275,9 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
       sumArea += fiberArea;
       sumArea2 += directionWeight(fi) * fiberArea * fiberArea;
       sumAngle += network_.restAngle[fi];
-      const double fxx = probe.sensitivity[3 * static_cast<size_t>(count - 1)];  // Q_k
-      const double fxy = probe.sensitivity[3 * static_cast<size_t>(count - 1) + 1];
-      const double fyy = probe.sensitivity[3 * static_cast<size_t>(count - 1) + 2];
-      qxx += fxx;
-      qxy += fxy;
-      qyy += fyy;
-      fiberQ[3 * static_cast<size_t>(count - 1)] = fxx;
-      fiberQ[3 * static_cast<size_t>(count - 1) + 1] = fxy;
-      fiberQ[3 * static_cast<size_t>(count - 1) + 2] = fyy;
+      qxx += probe.sensitivity[3 * static_cast<size_t>(count - 1)];
+      qxy += probe.sensitivity[3 * static_cast<size_t>(count - 1) + 1];
+      qyy += probe.sensitivity[3 * static_cast<size_t>(count - 1) + 2];
     }
     if (count == 0) {
       stretchK_[j] = bendK_[j] = restArea_[j] = restMeanAngle_[j] = 0;
@@ -302,26 +295,28 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     // B = alpha Qbar Qbar^T + (1 - alpha) (1/n) sum_k w_k^2 Q_k Q_k^T (as vectors q).
     BendingForm form;
     form.addOuter(meanAngleWeight_, qxx, qxy, qyy);
-    std::vector<double>& endAngles = scratchAngles;
     endAngles.clear();
     {
       int k = 0;
       for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
         const auto fi = static_cast<size_t>(f);
         if ((network_.flags[fi] & kFiberActive) == 0) continue;
-        const double fxx = fiberQ[3 * static_cast<size_t>(k)];
-        const double fxy = fiberQ[3 * static_cast<size_t>(k) + 1];
-        const double fyy = fiberQ[3 * static_cast<size_t>(k) + 2];
+        const double fxx = probe.sensitivity[3 * static_cast<size_t>(k)];  // Q_k
+        const double fxy = probe.sensitivity[3 * static_cast<size_t>(k) + 1];
+        const double fyy = probe.sensitivity[3 * static_cast<size_t>(k) + 2];
         ++k;
         const double fiberTrace = fxx + fyy;
         const double weight =
             std::abs(fiberTrace) > 1e-12 * std::abs(trace) ? trace / fiberTrace : 0.0;
         fiberBendWeight_[fi] = directionWeight(fi) * std::max(weight * weight, minimumBendWeight);
         form.addOuter((1.0 - meanAngleWeight_) * invCount * fiberBendWeight_[fi], fxx, fxy, fyy);
-        for (const int end : {0, 2}) {
-          const Vec3 d =
-              row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + end])) - centre;
-          endAngles.push_back(std::atan2(d.dot(tangent2), d.dot(tangent1)));
+        if (cracks_.empty()) {  // the free edges are found on the crack-free network
+          for (const int end : {0, 2}) {
+            const Vec3 d =
+                row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + end])) -
+                centre;
+            endAngles.push_back(std::atan2(d.dot(tangent2), d.dot(tangent1)));
+          }
         }
       }
     }
