@@ -149,6 +149,69 @@ TEST(FiberPlasticity, HeldBendFlowsIntoTheRestShapeAndStaysWithoutPlasticity) {
   EXPECT_TRUE(hessianMatchesFiniteDifferences(soft, perturbed(half, 0.003, 5), 1e-6, 1e-5));
 }
 
+// The rate-independent flow: one step of any length puts every yielding fiber on its
+// threshold, so the stretched sheet keeps exactly the stress of a stretch of beta_l, and
+// unloads to a rest shape stretched by 1.05 / (1 + beta_l). Creep at a stiff shell's explicit
+// step (1 us) hardly moves.
+TEST(FiberPlasticity, PerfectFlowPutsEveryFiberOnItsThresholdWhateverTheStep) {
+  const FiberNodes nodes = gridSheet(11, 11, 0.04);
+  const double yieldStrain = 0.01, stretch = 1.05;
+  FiberParams perfect;
+  perfect.plasticity = FiberPlasticityDef{
+      .flow = FiberPlasticFlow::kPerfect, .yieldStrain = yieldStrain, .yieldAngle = 0.5};
+  FiberParams creep;
+  creep.plasticity =
+      FiberPlasticityDef{.yieldStrain = yieldStrain, .yieldAngle = 0.5, .stretchCreep = 50};
+  const auto scaled = [&](double factor) {
+    std::vector<double> x = nodes.positions;
+    for (size_t i = 0; i < x.size() / 3; ++i) {
+      x[3 * i] *= factor;
+      x[3 * i + 1] *= factor;
+    }
+    return x;
+  };
+  const std::vector<double> pulled = scaled(stretch);
+  FiberModel shortStep(nodes, rubber(), perfect), longStep(nodes, rubber(), perfect);
+  FiberModel creeping(nodes, rubber(), creep);
+  const FiberModel elastic(nodes, rubber(), FiberParams{});
+  const double before = elastic.energy(pulled).total();
+  ASSERT_GT(before, 0);
+  EXPECT_GT(shortStep.updateInelastic(pulled, 1e-6).yieldingElements, 0);
+  EXPECT_GT(longStep.updateInelastic(pulled, 0.1).yieldingElements, 0);
+  creeping.updateInelastic(pulled, 1e-6);
+  const double held = shortStep.energy(pulled).total();
+  EXPECT_NEAR(longStep.energy(pulled).total(), held, 1e-12 * before);
+  EXPECT_GT(creeping.energy(pulled).total(), 0.99 * before);
+  // Every term of E_s is (pi/4)^2 (l^2 - l0^2)^2 or its node mean: degree 4 in the lengths, so
+  // the held stress is that of the elastic sheet stretched by 1 + beta_l, scaled by
+  // (new rest / old rest)^4.
+  const double restScale = stretch / (1 + yieldStrain);
+  EXPECT_NEAR(held, std::pow(restScale, 4) * elastic.energy(scaled(1 + yieldStrain)).total(),
+              1e-9 * held);
+  EXPECT_LT(shortStep.energy(scaled(restScale)).total(), 1e-12 * before) << "the new rest shape";
+  // A second update at the same shape finds it on the threshold and changes nothing.
+  shortStep.updateInelastic(pulled, 1e-6);
+  EXPECT_NEAR(shortStep.energy(pulled).total(), held, 1e-9 * held);
+  // Bending: held on a cylinder, the angles keep a deviation of beta_theta, so the sheet holds
+  // part of its bending energy; released flat, it would spring back part way, not to flat.
+  FiberParams perfectBend;
+  perfectBend.plasticity = FiberPlasticityDef{
+      .flow = FiberPlasticFlow::kPerfect, .yieldStrain = 0.5, .yieldAngle = 0.01};
+  FiberModel bender(nodes, rubber(), perfectBend), benderLong(nodes, rubber(), perfectBend);
+  const std::vector<double> bent = rolled(nodes, 4.0, 0);
+  const double bentBefore = bender.energy(bent).bending;
+  EXPECT_GT(bender.updateInelastic(bent, 1e-6).yieldingElements, 0);
+  benderLong.updateInelastic(bent, 0.1);
+  const double bentHeld = bender.energy(bent).bending;
+  EXPECT_NEAR(benderLong.energy(bent).bending, bentHeld, 1e-12 * bentBefore);
+  EXPECT_LT(bentHeld, 0.5 * bentBefore);
+  EXPECT_GT(bentHeld, 0.0);
+  EXPECT_GT(bender.energy(nodes.positions).total(), 0.0) << "flat is no longer the rest shape";
+  EXPECT_LT(bender.energy(rolled(nodes, 3.0, 0)).total(), bender.energy(nodes.positions).total());
+  // Still the exact gradient of its energy.
+  EXPECT_TRUE(gradientMatchesFiniteDifferences(bender, perturbed(bent, 0.003, 7), 1e-6, 1e-5));
+}
+
 TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrips) {
   const double h = 0.04;
   const FiberNodes nodes = gridSheet(11, 11, h);

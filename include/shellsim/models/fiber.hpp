@@ -12,12 +12,19 @@
 
 namespace shellsim {
 
+// How a yielding fiber's rest value moves.
+enum class FiberPlasticFlow {
+  kCreep,    // wicke2005 eq. (25), (26): by eta dt of the whole deviation per step
+  kPerfect,  // rate independent: just enough that the deviation sits on the yield threshold
+};
+
 // Plastic flow of the fibers' rest state (wicke2005 section 7.1, eq. (22)-(26), (29)).
 struct FiberPlasticityDef {
+  FiberPlasticFlow flow = FiberPlasticFlow::kCreep;
   double yieldStrain = 0.02;  // beta_l as a strain: |l - l0| / l0 above which l0 creeps, > 0
   double yieldAngle = 0.05;   // beta_theta: |theta - theta0| above which theta0 creeps, rad, > 0
-  double stretchCreep = 20;   // eta_l of eq. (25), 1/s, >= 0
-  double bendCreep = 20;      // eta_theta of eq. (26), 1/s, >= 0
+  double stretchCreep = 20;   // eta_l of eq. (25), 1/s, >= 0 (creep flow only)
+  double bendCreep = 20;      // eta_theta of eq. (26), 1/s, >= 0 (creep flow only)
   double weakening = 0;       // alpha of eq. (29): gamma_theta shrinks with plastic bending, >= 0
   bool operator==(const FiberPlasticityDef&) const = default;
 };

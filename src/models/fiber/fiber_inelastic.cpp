@@ -18,6 +18,28 @@ namespace {
 constexpr double kPi = std::numbers::pi;
 constexpr size_t kNodeGrain = 256;
 
+// The change of a yielding fiber's rest length l0 (|l - l0| > beta_l l0). Creep: eq. (25).
+// Perfect: the new rest length sits on the threshold, |l - l0'| = beta_l l0', i.e.
+// l0' = l / (1 + beta_l) when stretched and l / (1 - beta_l) when compressed (a compression past
+// the threshold needs beta_l < 1, as l >= 0).
+double lengthFlow(const FiberPlasticityDef& plastic, double length, double restLength, double dt) {
+  if (plastic.flow == FiberPlasticFlow::kCreep) {
+    return std::min(plastic.stretchCreep * dt, 1.0) * (length - restLength);
+  }
+  const double sign = length > restLength ? 1.0 : -1.0;
+  return length / (1.0 + sign * plastic.yieldStrain) - restLength;
+}
+
+// The change of a yielding fiber's rest angle theta0 (|theta - theta0| > beta_theta). Creep:
+// eq. (26). Perfect: theta0' = theta - sign(theta - theta0) beta_theta.
+double angleFlow(const FiberPlasticityDef& plastic, double angle, double restAngle, double dt) {
+  if (plastic.flow == FiberPlasticFlow::kCreep) {
+    return std::min(plastic.bendCreep * dt, 1.0) * (angle - restAngle);
+  }
+  const double sign = angle > restAngle ? 1.0 : -1.0;
+  return angle - sign * plastic.yieldAngle - restAngle;
+}
+
 }  // namespace
 
 void FiberModel::refreshRestMeans(size_t node) {
@@ -53,7 +75,11 @@ std::vector<Model::NodeScalar> FiberModel::nodeScalars() const {
       ++active;
       if (!plasticLength_.empty()) {
         const double original = network_.restLength[f] - plasticLength_[f];
-        if (original > 0) strain += std::abs(plasticLength_[f]) / original;
+        if (original > 0) {
+          strain += (std::abs(plasticLength_[f]) +
+                     std::abs(plasticAngle_[f]) * material_.thickness / 1.5) /
+                    original;
+        }
       }
     }
     if (originalFibers_[j] > 0) {
@@ -113,15 +139,14 @@ InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt
             if (plastic != nullptr) {
               // eq. (23)-(26), (29)
               if (std::abs(length - restLength) > plastic->yieldStrain * restLength) {
-                const double flow =
-                    std::min(plastic->stretchCreep * dt, 1.0) * (length - restLength);
+                const double flow = lengthFlow(*plastic, length, restLength, dt);
                 plasticLength_[f] += flow;
                 restLength += flow;
                 changed = true;
                 ++yielding[j];
               }
               if (std::abs(angle - restAngle) > plastic->yieldAngle) {
-                const double flow = std::min(plastic->bendCreep * dt, 1.0) * (angle - restAngle);
+                const double flow = angleFlow(*plastic, angle, restAngle, dt);
                 plasticAngle_[f] += flow;
                 restAngle += flow;
                 bendLimit_[f] -= plastic->weakening * bendLimit_[f] * std::abs(flow);

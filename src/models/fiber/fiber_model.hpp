@@ -155,6 +155,17 @@
 // fits every sampling density; the creep factor is capped at 1 so that a large eta dt cannot
 // overshoot past the current shape. A_j0 and H_j0 follow as the means of the fibers' new rest
 // values (A_k0 = pi/4 l0^2), so the new shape is force free; K_s,j, K_b,j keep their mapping.
+// Creep makes the yield rate dependent: a fraction eta dt per step, so a stiff shell's impact
+// (thousands of explicit steps of microseconds) yields almost nothing unless eta is huge, and
+// then all elastic stress of a yielding fiber relaxes, not only the excess, so the shell goes
+// limp wherever it yields. The `perfect` flow (an addition) is the rate-independent return
+// mapping of an elastic-perfectly plastic material in these variables: after every step the
+// rest value moves just enough that the deviation sits on the threshold (l0' = l / (1 +- beta_l),
+// theta0' = theta -+ beta_theta), so the fiber keeps its yield stress and springs back by
+// exactly beta on unloading, whatever the step.
+// The node scalar "plastic_strain" is the mean over the node's fibers of the plastic stretch
+// |l_plastic| / l_orig plus the plastic bending strain at the surfaces, kappa_p h / 2 with
+// theta ~ 3/4 kappa l for a circular arc (fiber_kernel.hpp): |theta_plastic| h / (1.5 l_orig).
 //
 // Fracture (section 7.2). A fiber whose urgency u = max((l / l0) / gamma_l, |theta - theta0| /
 // gamma_theta) (eq. (27), (28)) exceeds 1 breaks: it leaves the energy for good (a

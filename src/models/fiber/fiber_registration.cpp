@@ -97,7 +97,19 @@ constexpr FieldSpec kFiberFields[] = {
                 "(wicke2005 section 6); `off`: the nodes as a point cloud."},
 };
 
+constexpr std::string_view kPlasticFlows[] = {"creep", "perfect"};
+
 constexpr FieldSpec kPlasticityFields[] = {
+    {.key = "flow",
+     .kind = FieldKind::kChoice,
+     .text = "creep",
+     .choices = kPlasticFlows,
+     .meaning =
+         "`creep`: a yielding fiber's rest value moves by eta dt of its whole deviation per "
+         "step (wicke2005 eq. (25), (26)), so how far it yields in an impact depends on the "
+         "step and eta. `perfect`: rate independent (elastic-perfectly plastic); after every "
+         "step the rest value moves just enough that the deviation sits on the yield "
+         "threshold, whatever the step; the creep rates are not used."},
     {.key = "yield_strain",
      .number = 0.02,
      .range = Range::above(0),
@@ -257,6 +269,7 @@ void readFiber(ObjectReader& r, Problems& problems, BodyDef& body) {
   if (r.has("plasticity")) {
     ObjectReader pr = r.object("plasticity", kPlasticitySpec);
     FiberPlasticityDef p;
+    p.flow = toEnum(pr.choice("flow"), kPlasticFlows, FiberPlasticFlow::kCreep);
     p.yieldStrain = pr.number("yield_strain");
     p.yieldAngle = pr.number("yield_angle");
     p.stretchCreep = pr.number("stretch_creep");
@@ -308,7 +321,8 @@ Json writeFiber(const BodyDef& body) {
   if (f.bendStiffness) out["bend_stiffness"] = *f.bendStiffness;
   if (f.plasticity) {
     const FiberPlasticityDef& p = *f.plasticity;
-    out["plasticity"] = {{"yield_strain", p.yieldStrain},
+    out["plasticity"] = {{"flow", kPlasticFlows[static_cast<size_t>(p.flow)]},
+                         {"yield_strain", p.yieldStrain},
                          {"yield_angle", p.yieldAngle},
                          {"stretch_creep", p.stretchCreep},
                          {"bend_creep", p.bendCreep},
