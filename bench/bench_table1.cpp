@@ -64,7 +64,7 @@ Table1Scene makeScene(int which) {
       {
         // The paper's Max spent 7 ms per frame on forces, a few explicit steps of 931 nodes
         // on a 2005 PC: a soft material, bronze only in colour. The scene is bronze-like
-        // (E = 10 GPa, 6 mm, a step 22 times shorter, dropped at 6 m/s); the table keeps the
+        // (E = 10 GPa, 6 mm, dropped at 6 m/s: a step 5.4 times shorter); the table keeps the
         // soft rubber-like bust the scene had before (20 MPa, 2,000 kg/m^3, 15 mm, creeping
         // plasticity, 2.5 m/s), to compare like with like.
         shellsim::BodyDef& bust = t.scene.bodies[0];
