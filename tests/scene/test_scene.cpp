@@ -731,6 +731,33 @@ TEST(SceneFiber, ValuesAreReadAndCountAndSpacingExcludeEachOther) {
       << message;
 }
 
+// The perfect flow has no creep rates: giving one is refused (it would be silently unused),
+// and a perfect plasticity survives the writer and reader.
+TEST(SceneFiber, PerfectPlasticFlowRefusesCreepRatesAndRoundTrips) {
+  json scene = minimalScene();
+  json& body = scene["bodies"][0];
+  body["model"] = "fiber";
+  body["fiber"] = {{"plasticity", {{"flow", "perfect"}, {"yield_angle", 0.01}}}};
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  const FiberDef& f = s.bodies[0].options<FiberDef>();
+  ASSERT_TRUE(f.plasticity);
+  EXPECT_EQ(f.plasticity->flow, FiberPlasticFlow::kPerfect);
+  EXPECT_EQ(f.plasticity->yieldAngle, 0.01);
+  const SceneDef again = parseScene(sceneToJson(s), "again.json", ".");
+  EXPECT_EQ(again.bodies[0].options<FiberDef>().plasticity, f.plasticity);
+
+  body["fiber"] = {{"plasticity", {{"flow", "perfect"}, {"bend_creep", 40}}}};
+  std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("bodies[0].fiber.plasticity: 'stretch_creep' and 'bend_creep' are rates "
+                         "of the creep flow"),
+            std::string::npos)
+      << message;
+  body["fiber"] = {{"plasticity", {{"flow", "instant"}}}};
+  message = errorOfJson(scene);
+  EXPECT_NE(message.find("bodies[0].fiber.plasticity.flow = \"instant\""), std::string::npos)
+      << message;
+}
+
 TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChecked) {
   json scene = minimalScene();
   json& body = scene["bodies"][0];

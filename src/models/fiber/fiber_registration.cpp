@@ -109,7 +109,7 @@ constexpr FieldSpec kPlasticityFields[] = {
          "step (wicke2005 eq. (25), (26)), so how far it yields in an impact depends on the "
          "step and eta. `perfect`: rate independent (elastic-perfectly plastic); after every "
          "step the rest value moves just enough that the deviation sits on the yield "
-         "threshold, whatever the step; the creep rates are not used."},
+         "threshold, whatever the step; it has no creep rates (giving one is an error)."},
     {.key = "yield_strain",
      .number = 0.02,
      .range = Range::above(0),
@@ -275,6 +275,11 @@ void readFiber(ObjectReader& r, Problems& problems, BodyDef& body) {
     p.stretchCreep = pr.number("stretch_creep");
     p.bendCreep = pr.number("bend_creep");
     p.weakening = pr.number("weakening");
+    if (p.flow == FiberPlasticFlow::kPerfect && (pr.has("stretch_creep") || pr.has("bend_creep"))) {
+      problems.add(pr.path(),
+                   "'stretch_creep' and 'bend_creep' are rates of the creep flow; the perfect flow "
+                   "has none: remove them or set flow 'creep'");
+    }
     pr.finish();
     f.plasticity = p;
   }
@@ -324,9 +329,11 @@ Json writeFiber(const BodyDef& body) {
     out["plasticity"] = {{"flow", kPlasticFlows[static_cast<size_t>(p.flow)]},
                          {"yield_strain", p.yieldStrain},
                          {"yield_angle", p.yieldAngle},
-                         {"stretch_creep", p.stretchCreep},
-                         {"bend_creep", p.bendCreep},
                          {"weakening", p.weakening}};
+    if (p.flow == FiberPlasticFlow::kCreep) {
+      out["plasticity"]["stretch_creep"] = p.stretchCreep;
+      out["plasticity"]["bend_creep"] = p.bendCreep;
+    }
   }
   if (f.fracture) {
     const FiberFractureDef& d = *f.fracture;
