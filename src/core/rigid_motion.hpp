@@ -4,6 +4,7 @@
 #pragma once
 
 #include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
 #include <cstdint>
 #include <span>
 
@@ -62,6 +63,17 @@ class RigidMotionFit {
   RigidMotion fit_;
   Vec3 moment_ = Vec3::Zero(), momentum_ = Vec3::Zero();
 };
+
+// The rotation R that best carries one point set onto another (Kabsch): for the moment
+// M = sum_i m_i (y_i - cy) (x_i - cx)^T of the targets y about their centre and the sources x
+// about theirs, the R maximising tr(R^T M), i.e. minimising sum_i m_i |R (x_i - cx) - (y_i -
+// cy)|^2, with det R = +1 (no reflection).
+[[nodiscard]] inline Eigen::Matrix3d bestRotation(const Eigen::Matrix3d& moment) {
+  const Eigen::JacobiSVD<Eigen::Matrix3d> svd(moment, Eigen::ComputeFullU | Eigen::ComputeFullV);
+  Eigen::Matrix3d u = svd.matrixU();
+  if ((u * svd.matrixV().transpose()).determinant() < 0) u.col(2) *= -1.0;
+  return u * svd.matrixV().transpose();
+}
 
 // The rigid motion of `nodes` (indices into masses (nNodes), positions and velocities
 // (nNodes, 3)), summed in the order given.

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Core>
-#include <Eigen/SVD>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include <set>
 
 #include "core/palette.hpp"
+#include "core/rigid_motion.hpp"
 #include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/implicit.hpp"
 #include "dynamics/recorder.hpp"
@@ -375,10 +375,7 @@ TEST(PlasticitySlow, TheBronzeBustCavesInWhereItHitAndComesToRest) {
   const Eigen::Vector3d c0 = before.rowwise().mean(), c1 = after.rowwise().mean();
   const Eigen::Matrix3d cross =
       (after.colwise() - c1) * (before.colwise() - c0).transpose();  // sum (y - c1)(x - c0)^T
-  const Eigen::JacobiSVD<Eigen::Matrix3d> svd(cross, Eigen::ComputeFullU | Eigen::ComputeFullV);
-  Eigen::Matrix3d flip = Eigen::Matrix3d::Identity();
-  flip(2, 2) = (svd.matrixU() * svd.matrixV().transpose()).determinant() < 0 ? -1 : 1;
-  const Eigen::Matrix3d rotation = svd.matrixU() * flip * svd.matrixV().transpose();
+  const Eigen::Matrix3d rotation = bestRotation(cross);
   double deepest = 0;
   int64_t dented = 0;
   for (Eigen::Index i = 0; i < n; ++i) {

@@ -1,6 +1,5 @@
 #include "models/thick_shell/thick_shell_model.hpp"
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/rigid_motion.hpp"
 #include "core/union_find.hpp"
 #include "geometry/prism_split.hpp"
 #include "models/mass_spring/mass_spring.hpp"
@@ -373,13 +373,7 @@ std::vector<double> ThickShellModel::rigidlyFitted(std::span<const double> x) co
     moment[p] += mass_[i] * (row(x, i) - now[p]) * (row(rest_, i) - rest[p]).transpose();
   }
   std::vector<Eigen::Matrix3d> rotation(count);
-  for (size_t p = 0; p < count; ++p) {
-    const Eigen::JacobiSVD<Eigen::Matrix3d> svd(moment[p],
-                                                Eigen::ComputeFullU | Eigen::ComputeFullV);
-    Eigen::Matrix3d u = svd.matrixU();
-    if ((u * svd.matrixV().transpose()).determinant() < 0) u.col(2) *= -1.0;  // no reflection
-    rotation[p] = u * svd.matrixV().transpose();
-  }
+  for (size_t p = 0; p < count; ++p) rotation[p] = bestRotation(moment[p]);
   std::vector<double> fitted(x.size());
   for (size_t i = 0; i < nodes; ++i) {
     const size_t p = pieceOfNode(i);
