@@ -61,6 +61,16 @@ struct FiberAnisotropyDef {
   bool operator==(const FiberAnisotropyDef&) const = default;
 };
 
+// Nodes added where the surface stretches (wicke2005 sections 8 and 9: "under very large
+// stretching deformations, the initial sampling degrades", resampling is future work): a pair of
+// neighbouring nodes that moves farther apart than `maxSpacing` times the spacing their nodes had
+// at the start gets a node between them, so that the surface stays smooth and its fibers short
+// (models/fiber/fiber_resample.cpp).
+struct FiberResampleDef {
+  double maxSpacing = 1.5;  // >= 1.5: at rest no pair of a usual sampling is that long
+  bool operator==(const FiberResampleDef&) const = default;
+};
+
 // How a fiber-model body is discretized (wicke2005 section 5).
 struct FiberDef {
   static constexpr std::string_view kModel = "fiber";
@@ -75,6 +85,7 @@ struct FiberDef {
   std::optional<FiberFractureDef> fracture;      // absent: fibers never break
   std::vector<FiberRegionDef> regions;           // later regions override earlier ones
   std::optional<FiberAnisotropyDef> anisotropy;
+  std::optional<FiberResampleDef> resample;  // absent: the nodes never change
   // The surface written as frames when nodes are clustered: the dense input surface moved
   // by the nodes (wicke2005 section 6), or the nodes themselves.
   bool highResolutionSurface = true;

@@ -94,7 +94,15 @@ std::vector<Model::NodeScalar> FiberModel::nodeScalars() const {
 InelasticReport FiberModel::updateInelastic(std::span<const double> x, double dt,
                                             ModelWorkspace* modelWorkspace) {
   InelasticReport report;
-  if (!params_.plasticity && !params_.fracture) return report;
+  if (params_.plasticity || params_.fracture) report = updateInelasticFibers(x, dt, modelWorkspace);
+  // Resampling waits while a crack has just rebuilt the network (one rebuild per step).
+  if (params_.resample && report.edit.cuts.empty()) resample(x, report.edit);
+  return report;
+}
+
+InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, double dt,
+                                                  ModelWorkspace* modelWorkspace) {
+  InelasticReport report;
   const auto n = static_cast<size_t>(network_.nodeCount);
   std::vector<int64_t> yielding(n, 0), broken(n, 0);
   ++inelasticStep_;
@@ -270,17 +278,30 @@ bool FiberModel::formCrack(std::span<const double> x) {
   cracks_.push_back(disc);
   crackAtNode_[node] = 1;
 
-  // Rebuild, then carry the state of every fiber that survives (same centre and ends).
+  rebuildKeepingFiberState(x, {}, {});
+  return true;
+}
+
+void FiberModel::rebuildKeepingFiberState(std::span<const double> x,
+                                          std::span<const double> centreStretch,
+                                          std::span<const double> centreAngleChange) {
+  const auto oldCount = static_cast<size_t>(network_.nodeCount);
   const FiberNetwork old = network_;
   const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
                             oldBendLimit = bendLimit_, oldUrgency = breakUrgency_,
                             oldOverload = overloadTime_;
   buildTopology(nullptr);  // a workspace's l and theta are stale from here: version bumped below
+  const auto n = static_cast<size_t>(network_.nodeCount);
   const auto fiberCount = static_cast<size_t>(network_.fiberCount());
-  for (size_t f = 0; f < fiberCount; ++f) {
+  const bool inelastic = params_.plasticity || params_.fracture;
+  for (size_t f = 0; f < fiberCount && inelastic; ++f) {
     const int32_t c = network_.fiberNodes[3 * f + 1];
     const int32_t a = network_.fiberNodes[3 * f];
     const int32_t b = network_.fiberNodes[3 * f + 2];
+    if (static_cast<size_t>(c) >= oldCount) {  // a node added by resampling: all its fibers new
+      startNewFiber(f, x, centreStretch, centreAngleChange);
+      continue;
+    }
     size_t lo = static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c)]);
     size_t hi = static_cast<size_t>(old.centreOffsets[static_cast<size_t>(c) + 1]);
     while (lo < hi) {  // old fibers of c are sorted by (first end, second end)
@@ -299,7 +320,7 @@ bool FiberModel::formCrack(std::span<const double> x) {
       plasticAngle_[f] = oldPlasticAngle[lo];
       bendLimit_[f] = oldBendLimit[lo];
       breakUrgency_[f] = oldUrgency[lo];
-      overloadTime_[f] = oldOverload[lo];
+      if (!overloadTime_.empty()) overloadTime_[f] = oldOverload[lo];  // fracture only
       if ((old.flags[lo] & kFiberBroken) != 0 && (network_.flags[f] & kFiberActive) != 0) {
         network_.flags[f] = kFiberBroken;
       }
@@ -323,27 +344,46 @@ bool FiberModel::formCrack(std::span<const double> x) {
       network_.flags[f] = 0;
       continue;
     }
-    const fiber::Reduced z =
-        fiber::reduce(row(x, static_cast<size_t>(a)), row(x, static_cast<size_t>(c)),
-                      row(x, static_cast<size_t>(b)));
-    const double fractureScale =
-        params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[static_cast<size_t>(c)];
-    const double stretchLimit = 1.0 + fractureScale * (params_.fracture->stretchLimit - 1.0);
-    const double urgency =
-        std::max(fiber::arcLength(z, samples_) / network_.restLength[f] / stretchLimit,
-                 std::abs(fiber::tangentAngle(z, patchFrame(x, static_cast<size_t>(c)).normal) -
-                          network_.restAngle[f]) /
-                     bendLimit_[f]);
-    if (urgency > 1.0) {
-      // Dropped, not broken: it never carried load, so it does not count towards its node's
-      // broken share (counted, such fibers made every rebuild seed cracks all around the
-      // last one: a cascade that ground torn sheets into dust).
-      network_.flags[f] = 0;
-    }
+    startNewFiber(f, x, centreStretch, centreAngleChange);
   }
   for (size_t j = 0; j < n; ++j) refreshRestMeans(j);
+  buildResamplePairs();
   ++topologyVersion_;
-  return true;
+}
+
+void FiberModel::startNewFiber(size_t f, std::span<const double> x,
+                               std::span<const double> centreStretch,
+                               std::span<const double> centreAngleChange) {
+  if ((network_.flags[f] & kFiberActive) == 0) return;
+  const auto c = static_cast<size_t>(network_.fiberNodes[3 * f + 1]);
+  const auto a = static_cast<size_t>(network_.fiberNodes[3 * f]);
+  const auto b = static_cast<size_t>(network_.fiberNodes[3 * f + 2]);
+  const fiber::Reduced z = fiber::reduce(row(x, a), row(x, c), row(x, b));
+  const double length = fiber::arcLength(z, samples_);
+  const double angle = fiber::tangentAngle(z, patchFrame(x, c).normal);
+  if (params_.plasticity && !centreStretch.empty()) {
+    // A fiber that resampling made in a plastic body: its rest values are its shape now less
+    // the elastic strain its centre's fibers carry (fiber_resample.cpp), so that it neither
+    // pulls the new node back to the old rest shape nor starts slack.
+    const double restLength = length / centreStretch[c];
+    const double restAngle = angle - centreAngleChange[c];
+    plasticLength_[f] = restLength - network_.restLength[f];
+    plasticAngle_[f] = restAngle - network_.restAngle[f];
+    network_.restLength[f] = restLength;
+    network_.restAngle[f] = restAngle;
+  }
+  if (!params_.fracture) return;
+  const double fractureScale =
+      params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[c];
+  const double stretchLimit = 1.0 + fractureScale * (params_.fracture->stretchLimit - 1.0);
+  const double urgency = std::max(length / network_.restLength[f] / stretchLimit,
+                                  std::abs(angle - network_.restAngle[f]) / bendLimit_[f]);
+  if (urgency > 1.0) {
+    // Dropped, not broken: it never carried load, so it does not count towards its node's
+    // broken share (counted, such fibers made every rebuild seed cracks all around the
+    // last one: a cascade that ground torn sheets into dust).
+    network_.flags[f] = 0;
+  }
 }
 
 }  // namespace shellsim

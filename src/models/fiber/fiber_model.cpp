@@ -140,6 +140,7 @@ FiberModel::FiberModel(const FiberNodes& nodes, const MaterialDef& material,
   for (size_t i = 0; i < n; ++i) setRow(restNormals_, i, row(nodes.normals, i).normalized());
   crackAtNode_.assign(n, 0);
   buildTopology(warnings);
+  buildResamplePairs();
 }
 
 void FiberModel::buildTopology(std::vector<std::string>* warnings) {
@@ -149,6 +150,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   netParams.samples = params_.samples;
   network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings, cracks_);
   networkCracks_ = cracks_;
+  if (params_.resample) builtRestPositions_ = restPositions_;
   buildNormalPatches(!cracks_.empty());
   // Rest lengths and angles, measured by the code evaluate() runs (the batch kernel, with the
   // normals N_j(x0) the energy uses), so that the rest state is force free to the last bit.

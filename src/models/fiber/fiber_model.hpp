@@ -224,6 +224,7 @@ struct FiberParams {
   std::optional<FiberPlasticityDef> plasticity;  // section 7.1; absent: elastic
   std::optional<FiberFractureDef> fracture;      // section 7.2; absent: never breaks
   std::optional<FiberAnisotropyDef> anisotropy;  // section 7.3
+  std::optional<FiberResampleDef> resample;      // nodes added under stretch; absent: never
   std::vector<double> nodeStiffnessScale;        // (nNodes) factor on K_s,j and K_b,j, or empty (1)
   std::vector<double> nodeFractureScale;  // (nNodes) factor on gamma_l - 1, gamma_theta, or empty
 };
@@ -266,6 +267,7 @@ class FiberModel : public Model {
   InelasticReport updateInelastic(std::span<const double> x, double dt,
                                   ModelWorkspace* workspace) override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
+  [[nodiscard]] bool changesNodeCount() const override { return params_.resample.has_value(); }
   // With plasticity or fracture: the cracks, the fibers' flags, rest and plastic values,
   // and the per-node rest means and stiffnesses (fiber_state.cpp).
   void listStateFields(StateFields& fields) override;
@@ -294,6 +296,10 @@ class FiberModel : public Model {
                   std::span<double> bending, std::span<double> meanAngle) const;
 
   [[nodiscard]] const FiberNetwork& network() const { return network_; }
+  // The rest positions, (nNodes, 3), m, and the output triangles, (nTriangles, 3) (resampling
+  // adds to both).
+  [[nodiscard]] std::span<const double> restPositions() const { return restPositions_; }
+  [[nodiscard]] std::span<const int32_t> outputTriangles() const { return triangles_; }
   // N_j(x) for every node, (nNodes, 3), unit (see the header comment).
   [[nodiscard]] std::vector<double> referenceNormals(std::span<const double> x) const;
   // The patch P_j whose best-fit plane orients node j (sorted node indices).
@@ -325,6 +331,27 @@ class FiberModel : public Model {
   void refreshRestMeans(size_t node);
   // Forms a crack at the most urgent candidate, if any (see the header); true if it did.
   bool formCrack(std::span<const double> x);
+  // Plastic flow and fracture of one accepted step (updateInelastic without resampling).
+  InelasticReport updateInelasticFibers(std::span<const double> x, double dt,
+                                        ModelWorkspace* workspace);
+  // The network rebuilt from the rest positions and cracks (buildTopology), then the state of
+  // every fiber that exists before and after (same centre and ends) carried over; x, (nNodes, 3)
+  // of the new node count, places the new fibers (startNewFiber). centreStretch and
+  // centreAngleChange, (nNodes) or empty: the elastic stretch l / l0 and angle change
+  // theta - theta0 of each node's fibers, for the new fibers of a plastic body.
+  void rebuildKeepingFiberState(std::span<const double> x, std::span<const double> centreStretch,
+                                std::span<const double> centreAngleChange);
+  // Fiber f, which the rebuild made: its rest values with plasticity (see above), and with
+  // fracture dropped if it is past a threshold at x already.
+  void startNewFiber(size_t f, std::span<const double> x, std::span<const double> centreStretch,
+                     std::span<const double> centreAngleChange);
+  // Resampling (fiber_resample.cpp). The watched pairs and their limits, from the network (and
+  // the output triangles); spacing_ from them the first time.
+  void buildResamplePairs();
+  // Adds nodes where a pair at x is past its limit; fills edit's node sources. True if it did.
+  bool resample(std::span<const double> x, TopologyEdit& edit);
+  // Throws InputError when a put-back state's node arrays disagree or hold bad values.
+  void checkNodeState() const;
 
   // Chunks, groups, local slots and shared rows (see the members below), from the network
   // and the patches.
@@ -411,6 +438,14 @@ class FiberModel : public Model {
   int32_t cooldown_ = 0;                  // steps left before the next crack may form
   int64_t inelasticStep_ = 0;             // updateInelastic calls so far
   std::vector<int64_t> lastBreakStep_;    // (nNodes): the call in which a fiber of j last broke
+  // Resampling (fiber_resample.cpp): s_j, the mean rest length of node j's watched pairs in
+  // the input sampling (a new node: the weighted mean of its sources'), (nNodes), m; the
+  // watched pairs (nPairs, 2) and their limits max_spacing * max(s_a, s_b), (nPairs), m; the
+  // rest positions the network was last built from, (nNodes, 3), m (stateAssigned compares).
+  std::vector<double> spacing_;
+  std::vector<int32_t> resamplePairs_;
+  std::vector<double> resampleLimit_;
+  std::vector<double> builtRestPositions_;
   uint64_t topologyVersion_ = 0;
   std::vector<double> restPositions_;  // (nNodes, 3), m
   std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals

@@ -89,6 +89,11 @@ constexpr FieldSpec kFiberFields[] = {
      .object = "anisotropy",
      .optional = true,
      .meaning = "Fibers along an axis stiffer (or softer) than across it."},
+    {.key = "resample",
+     .kind = FieldKind::kObject,
+     .object = "resample",
+     .optional = true,
+     .meaning = "Nodes added where the surface stretches far; absent: the nodes never change."},
     {.key = "high_resolution_surface",
      .kind = FieldKind::kChoice,
      .text = "on",
@@ -206,6 +211,16 @@ constexpr FieldSpec kRegionFields[] = {
                 "below 1, a weak point where tears start."},
 };
 
+constexpr FieldSpec kResampleFields[] = {
+    {.key = "max_spacing",
+     .number = 1.5,
+     .range = Range::closed(1.5, 100),
+     .meaning = "A pair of neighbouring nodes (a mesh edge, or a fiber's leg to one of its "
+                "centre's nearest neighbours) that moves farther apart than this times its "
+                "nodes' spacing at the start gets a node between them; the node takes its "
+                "mass and area from the two, its place and velocity are their weighted mean."},
+};
+
 constexpr FieldSpec kAnisotropyFields[] = {
     {.key = "axis",
      .kind = FieldKind::kVec3,
@@ -236,10 +251,17 @@ constexpr ObjectSpec kRegionSpec{"region",
 constexpr ObjectSpec kAnisotropySpec{"anisotropy",
                                      "Direction-dependent fiber stiffness (wicke2005 section 7.3).",
                                      kAnisotropyFields};
+
+constexpr ObjectSpec kResampleSpec{
+    "resample",
+    "Nodes added where a fiber body stretches far (wicke2005 sections 8, 9: future work), so "
+    "that its surface stays smooth and its fibers short; a new fiber of a plastic body starts "
+    "with the elastic strain its centre's fibers have.",
+    kResampleFields};
 #pragma GCC diagnostic pop
 
 constexpr const ObjectSpec* kNestedSpecs[] = {&kPlasticitySpec, &kFractureSpec, &kRegionSpec,
-                                              &kAnisotropySpec};
+                                              &kAnisotropySpec, &kResampleSpec};
 
 FiberRegionDef readRegion(const ObjectReader::Element& element, Problems& problems) {
   ObjectReader r(element.value, element.path, kRegionSpec, problems);
@@ -309,6 +331,19 @@ void readFiber(ObjectReader& r, Problems& problems, BodyDef& body) {
     f.anisotropy = a;
   }
   f.highResolutionSurface = r.choice("high_resolution_surface") == "on";
+  if (r.has("resample")) {
+    ObjectReader rr = r.object("resample", kResampleSpec);
+    FiberResampleDef resample;
+    resample.maxSpacing = rr.number("max_spacing");
+    rr.finish();
+    f.resample = resample;
+    if ((f.nodeCount > 0 || f.nodeSpacing > 0) && f.highResolutionSurface) {
+      problems.add(r.path(),
+                   "'resample' adds nodes, which the high-resolution surface bound to the "
+                   "clustered nodes cannot follow: set 'high_resolution_surface' to 'off', or "
+                   "give every vertex a node (no 'node_count' or 'node_spacing')");
+    }
+  }
   r.finish();
 }
 
@@ -362,6 +397,7 @@ Json writeFiber(const BodyDef& body) {
   if (f.anisotropy) {
     out["anisotropy"] = {{"axis", vec(f.anisotropy->axis)}, {"ratio", f.anisotropy->ratio}};
   }
+  if (f.resample) out["resample"] = {{"max_spacing", f.resample->maxSpacing}};
   return out;
 }
 
@@ -457,6 +493,7 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
   params.plasticity = fiber.plasticity;
   params.fracture = fiber.fracture;
   params.anisotropy = fiber.anisotropy;
+  params.resample = fiber.resample;
   if (!fiber.regions.empty()) {
     const size_t n = nodes.areas.size();
     params.nodeStiffnessScale.assign(n, 1.0);

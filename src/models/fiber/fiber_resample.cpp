@@ -1,0 +1,395 @@
+// Resampling of a fiber body under stretch (FiberParams::resample). wicke2005 section 8:
+// "Under very large stretching deformations, the initial sampling degrades. Currently, no
+// resampling of the simulation nodes is done"; section 9 names it future work. Here a pair of
+// neighbouring nodes that moves too far apart gets a node between them.
+//
+// Watched pairs. With output triangles: the mesh edges (so the drawn mesh is split with them)
+// whose nodes are in one piece and no crack disc separates. (Only the edges that are also fiber
+// legs, the first version, left long edges unwatched once the nodes' nearest neighbours were
+// new nodes: a strip pulled to twice its length kept edges of 3.4 spacings.) Without triangles:
+// the legs (centre, end) of active fibers no longer at rest than 1.5 times the shortest leg of
+// their centre (its first ring). Broken and cut fibers give none, so the gap of a tear is never
+// bridged.
+// Spacing. s_j: the mean rest length of node j's pairs in the input sampling; a new node takes
+// the weighted mean of its sources'. A pair's limit is L = max_spacing * max(s_a, s_b), so the
+// bound is on the current distance in units of the input's spacing: a pair that was split has
+// half the rest length and half the length now, and splits again only once it is as long as L.
+// Trigger and batch. After an accepted step, when some pair is longer than L at x, every pair
+// longer than 0.85 L gets a node: one rebuild for a batch, not one per step while the stretch
+// grows. A pair is split only while its rest length is at least 1/8 of its nodes' spacing
+// (three halvings), so no motion can multiply the nodes without bound. Without triangles, a
+// pair whose midpoint lies within a third of its rest length of a node made earlier in the
+// batch is skipped (the two diagonals of a square share their midpoint).
+// The new node m of the pair (a, b) takes the area
+//     a_m = a_a / (c_a + 2) + a_b / (c_b + 2)
+// from a and b, c_k being the number of the batch's pairs at node k. That is the areas of a
+// regular refinement: on a line (c = 2) each node gives h/4 to each side, keeps h/2 and the new
+// nodes get h/2; on a triangle mesh split 1-to-4 (c = 6) a vertex keeps a quarter of its area
+// and an edge's node gets 1/8 of each end's (T/2 for triangles of area T, as subdivision
+// gives). Masses follow (m = rho h a): the total mass is unchanged exactly. The weights
+// w_a = (a_a / (c_a + 2)) / a_m, w_b = 1 - w_a place the node, at rest and now, and give its
+// velocity, so its momentum is the momentum its mass had at a and b: the total momentum is
+// unchanged exactly as well (the kinetic energy loses the share of the pair's relative motion
+// that the averaging removes). Its rest normal is the normalised weighted mean of a's and b's.
+// The output triangles with the edge (a, b) are split in two at m, keeping their orientation.
+// Rebuild. The network is built again from the rest positions (the same k-nearest rule: the
+// fibers near the new nodes are shorter), then the patches, the rest angles and the stiffness
+// mapping (a_j enters K_s,j and K_b,j). A fiber with the same centre and ends as before keeps
+// its state. A new fiber of an elastic body starts from its rest shape, which is exact: the
+// rest positions of the new nodes are the same weighted means as their positions. In a plastic
+// body the rest shape is no longer the stress-free one; a new fiber's rest values are its
+// length and angle now less the elastic strain its centre's fibers carry (the mean of l / l0
+// and of theta - theta0 over the centre's active fibers; a new node takes its sources'), so
+// that it neither pulls the surface back to the input's shape nor starts slack.
+// Cost: the new nodes are closer in rest space, so the explicit stable step goes down with
+// them (the model's estimate is recomputed; a run follows it, TimeIntegrator::followTopology).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/crack.hpp"
+#include "models/fiber/fiber_kernel.hpp"
+#include "models/fiber/fiber_model.hpp"
+
+namespace shellsim {
+namespace {
+
+// A pair's limit, and the batch's share of it, in units of max(s_a, s_b) (see above).
+constexpr double kBatchShare = 0.85;
+// Pairs stop splitting once their rest length is below this share of their nodes' spacing.
+constexpr double kFinestShare = 1.0 / 8.0;
+// Without triangles: the first ring of a centre, its legs up to this times its shortest.
+constexpr double kFirstRing = 1.5;
+
+std::pair<int32_t, int32_t> ordered(int32_t a, int32_t b) {
+  return {std::min(a, b), std::max(a, b)};
+}
+
+// A hash grid over points, for the batch's nearest-midpoint test.
+class PointGrid {
+ public:
+  explicit PointGrid(double cell) : cell_(cell) {}
+  [[nodiscard]] bool anyWithin(const Vec3& p, double radius,
+                               const std::vector<Vec3>& points) const {
+    const std::array<int64_t, 3> c = cellOf(p);
+    for (int64_t dx = -1; dx <= 1; ++dx) {
+      for (int64_t dy = -1; dy <= 1; ++dy) {
+        for (int64_t dz = -1; dz <= 1; ++dz) {
+          const auto found = cells_.find(key({c[0] + dx, c[1] + dy, c[2] + dz}));
+          if (found == cells_.end()) continue;
+          for (const size_t i : found->second) {
+            if ((points[i] - p).squaredNorm() < radius * radius) return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+  void add(const Vec3& p, size_t index) { cells_[key(cellOf(p))].push_back(index); }
+
+ private:
+  [[nodiscard]] std::array<int64_t, 3> cellOf(const Vec3& p) const {
+    return {static_cast<int64_t>(std::floor(p.x() / cell_)),
+            static_cast<int64_t>(std::floor(p.y() / cell_)),
+            static_cast<int64_t>(std::floor(p.z() / cell_))};
+  }
+  static uint64_t key(const std::array<int64_t, 3>& c) {
+    return (static_cast<uint64_t>(c[0]) * 73856093ULL) ^
+           (static_cast<uint64_t>(c[1]) * 19349663ULL) ^
+           (static_cast<uint64_t>(c[2]) * 83492791ULL);
+  }
+  double cell_;
+  std::unordered_map<uint64_t, std::vector<size_t>> cells_;
+};
+
+}  // namespace
+
+void FiberModel::buildResamplePairs() {
+  resamplePairs_.clear();
+  resampleLimit_.clear();
+  if (!params_.resample) return;
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  const auto restDistance = [&](int32_t a, int32_t b) {
+    return (row(restPositions_, static_cast<size_t>(a)) -
+            row(restPositions_, static_cast<size_t>(b)))
+        .norm();
+  };
+  std::vector<std::pair<int32_t, int32_t>> legs;
+  for (size_t j = 0; j < n && triangles_.empty(); ++j) {
+    double shortest = std::numeric_limits<double>::infinity();
+    for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+      const auto fi = static_cast<size_t>(f);
+      if ((network_.flags[fi] & kFiberActive) == 0) continue;
+      for (const size_t slot : {size_t{0}, size_t{2}}) {
+        shortest = std::min(
+            shortest, restDistance(static_cast<int32_t>(j), network_.fiberNodes[3 * fi + slot]));
+      }
+    }
+    for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+      const auto fi = static_cast<size_t>(f);
+      if ((network_.flags[fi] & kFiberActive) == 0) continue;
+      for (const size_t slot : {size_t{0}, size_t{2}}) {
+        const int32_t end = network_.fiberNodes[3 * fi + slot];
+        if (restDistance(static_cast<int32_t>(j), end) > kFirstRing * shortest) continue;
+        legs.push_back(ordered(static_cast<int32_t>(j), end));
+      }
+    }
+  }
+  std::sort(legs.begin(), legs.end());
+  legs.erase(std::unique(legs.begin(), legs.end()), legs.end());
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  if (triangles_.empty()) {
+    pairs = std::move(legs);
+  } else {
+    const std::vector<int32_t> pieces = nodePieces();
+    for (size_t t = 0; t + 2 < triangles_.size(); t += 3) {
+      for (size_t e = 0; e < 3; ++e) {
+        const auto [a, b] = ordered(triangles_[t + e], triangles_[t + (e + 1) % 3]);
+        const auto ia = static_cast<size_t>(a), ib = static_cast<size_t>(b);
+        if (pieces[ia] != pieces[ib] ||
+            separatedByCracks(row(restPositions_, ia), row(restPositions_, ib), cracks_)) {
+          continue;
+        }
+        pairs.emplace_back(a, b);
+      }
+    }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  }
+  if (spacing_.size() != n) {  // the input sampling: s_j, the mean rest length of j's pairs
+    std::vector<double> sum(n, 0.0);
+    std::vector<int32_t> count(n, 0);
+    double total = 0;
+    for (const auto& [a, b] : pairs) {
+      const double d = restDistance(a, b);
+      sum[static_cast<size_t>(a)] += d;
+      sum[static_cast<size_t>(b)] += d;
+      ++count[static_cast<size_t>(a)];
+      ++count[static_cast<size_t>(b)];
+      total += d;
+    }
+    const double mean = pairs.empty() ? 0.0 : total / static_cast<double>(pairs.size());
+    spacing_.resize(n);
+    for (size_t j = 0; j < n; ++j) spacing_[j] = count[j] > 0 ? sum[j] / count[j] : mean;
+  }
+  resamplePairs_.reserve(2 * pairs.size());
+  resampleLimit_.reserve(pairs.size());
+  for (const auto& [a, b] : pairs) {
+    resamplePairs_.push_back(a);
+    resamplePairs_.push_back(b);
+    resampleLimit_.push_back(
+        params_.resample->maxSpacing *
+        std::max(spacing_[static_cast<size_t>(a)], spacing_[static_cast<size_t>(b)]));
+  }
+}
+
+bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
+  const size_t pairCount = resampleLimit_.size();
+  const auto length = [&](size_t p) {
+    return (row(x, static_cast<size_t>(resamplePairs_[2 * p])) -
+            row(x, static_cast<size_t>(resamplePairs_[2 * p + 1])))
+        .norm();
+  };
+  bool triggered = false;
+  for (size_t p = 0; p < pairCount && !triggered; ++p) triggered = length(p) > resampleLimit_[p];
+  if (!triggered) return false;
+  // Fibers broke since the pairs were listed: list them again before choosing.
+  buildResamplePairs();
+  const auto oldCount = static_cast<size_t>(network_.nodeCount);
+  struct Candidate {
+    double ratio;  // length now / limit
+    int32_t a, b;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t p = 0; p < resampleLimit_.size(); ++p) {
+    const int32_t a = resamplePairs_[2 * p], b = resamplePairs_[2 * p + 1];
+    const double now = length(p);
+    const double rest =
+        (row(restPositions_, static_cast<size_t>(a)) - row(restPositions_, static_cast<size_t>(b)))
+            .norm();
+    const double finest =
+        kFinestShare * std::min(spacing_[static_cast<size_t>(a)], spacing_[static_cast<size_t>(b)]);
+    if (now > kBatchShare * resampleLimit_[p] && rest >= finest) {
+      candidates.push_back({now / resampleLimit_[p], a, b});
+    }
+  }
+  if (candidates.empty()) return false;
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& l, const Candidate& r) {
+    if (l.ratio != r.ratio) return l.ratio > r.ratio;
+    return std::pair(l.a, l.b) < std::pair(r.a, r.b);
+  });
+  std::vector<Candidate> chosen;
+  if (triangles_.empty()) {
+    double cell = 0;
+    for (const Candidate& c : candidates) {
+      cell = std::max(cell, (row(restPositions_, static_cast<size_t>(c.a)) -
+                             row(restPositions_, static_cast<size_t>(c.b)))
+                                .norm());
+    }
+    PointGrid grid(cell);
+    std::vector<Vec3> midpoints;
+    for (const Candidate& c : candidates) {
+      const Vec3 pa = row(restPositions_, static_cast<size_t>(c.a));
+      const Vec3 pb = row(restPositions_, static_cast<size_t>(c.b));
+      const Vec3 mid = 0.5 * (pa + pb);
+      if (grid.anyWithin(mid, (pa - pb).norm() / 3.0, midpoints)) continue;
+      grid.add(mid, midpoints.size());
+      midpoints.push_back(mid);
+      chosen.push_back(c);
+    }
+  } else {
+    chosen = std::move(candidates);
+  }
+
+  // Areas, weights and the new nodes' rest data (header comment).
+  std::vector<int32_t> splits(oldCount, 0);
+  for (const Candidate& c : chosen) {
+    ++splits[static_cast<size_t>(c.a)];
+    ++splits[static_cast<size_t>(c.b)];
+  }
+  const std::vector<double> oldAreas = areas_;
+  const size_t added = chosen.size();
+  const size_t n = oldCount + added;
+  edit.sourceOffsets.resize(n + 1);
+  edit.sourceNodes.clear();
+  edit.sourceWeights.clear();
+  for (size_t i = 0; i < oldCount; ++i) {
+    edit.sourceOffsets[i] = static_cast<int32_t>(i);
+    edit.sourceNodes.push_back(static_cast<int32_t>(i));
+    edit.sourceWeights.push_back(1.0);
+  }
+  std::vector<double> xNew(x.begin(), x.end());
+  xNew.resize(3 * n);
+  std::vector<double> weightA(added);
+  for (size_t k = 0; k < added; ++k) {
+    const auto a = static_cast<size_t>(chosen[k].a), b = static_cast<size_t>(chosen[k].b);
+    const double fromA = oldAreas[a] / (splits[a] + 2);
+    const double fromB = oldAreas[b] / (splits[b] + 2);
+    const double wa = fromA / (fromA + fromB), wb = 1.0 - wa;
+    weightA[k] = wa;
+    edit.sourceOffsets[oldCount + k] = static_cast<int32_t>(edit.sourceNodes.size());
+    edit.sourceNodes.insert(edit.sourceNodes.end(), {chosen[k].a, chosen[k].b});
+    edit.sourceWeights.insert(edit.sourceWeights.end(), {wa, wb});
+    setRow(xNew, oldCount + k, wa * row(x, a) + wb * row(x, b));
+    areas_.push_back(fromA + fromB);
+    restPositions_.insert(restPositions_.end(), 3, 0.0);
+    setRow(restPositions_, oldCount + k, wa * row(restPositions_, a) + wb * row(restPositions_, b));
+    Vec3 normal = wa * row(restNormals_, a) + wb * row(restNormals_, b);
+    normal = normal.norm() > 1e-12 ? Vec3(normal.normalized()) : row(restNormals_, a);
+    restNormals_.insert(restNormals_.end(), {normal.x(), normal.y(), normal.z()});
+    spacing_.push_back(wa * spacing_[a] + wb * spacing_[b]);
+    crackAtNode_.push_back(0);
+    if (!lastBreakStep_.empty()) lastBreakStep_.push_back(std::numeric_limits<int64_t>::min() / 2);
+    for (std::vector<double>* scale : {&params_.nodeStiffnessScale, &params_.nodeFractureScale}) {
+      if (!scale->empty()) scale->push_back(wa * (*scale)[a] + wb * (*scale)[b]);
+    }
+    if (!cracks_.empty()) {  // otherwise buildTopology finds the free edges again
+      const Vec3 ea = row(freeEdgeNormal_, a), eb = row(freeEdgeNormal_, b);
+      Vec3 edge = Vec3::Zero();
+      if (ea.squaredNorm() > 0 && eb.squaredNorm() > 0) edge = (wa * ea + wb * eb).normalized();
+      freeEdgeNormal_.insert(freeEdgeNormal_.end(), {edge.x(), edge.y(), edge.z()});
+    }
+  }
+  edit.sourceOffsets[n] = static_cast<int32_t>(edit.sourceNodes.size());
+  for (size_t i = 0; i < oldCount; ++i) areas_[i] = oldAreas[i] * 2.0 / (splits[i] + 2);
+
+  // The output triangles with a split edge, each cut in two at its new node.
+  if (!triangles_.empty()) {
+    std::vector<std::vector<int32_t>> trianglesAt(n);
+    for (size_t t = 0; t < triangles_.size() / 3; ++t) {
+      for (size_t c = 0; c < 3; ++c) {
+        trianglesAt[static_cast<size_t>(triangles_[3 * t + c])].push_back(static_cast<int32_t>(t));
+      }
+    }
+    for (size_t k = 0; k < added; ++k) {
+      const int32_t a = chosen[k].a, b = chosen[k].b;
+      const auto m = static_cast<int32_t>(oldCount + k);
+      const std::vector<int32_t> atA = trianglesAt[static_cast<size_t>(a)];
+      for (const int32_t t : atA) {
+        const auto base = 3 * static_cast<size_t>(t);
+        const auto slotOf = [&](int32_t v) {
+          for (size_t c = 0; c < 3; ++c)
+            if (triangles_[base + c] == v) return static_cast<int>(c);
+          return -1;
+        };
+        const int slotA = slotOf(a), slotB = slotOf(b);
+        if (slotB < 0) continue;
+        const int32_t other = triangles_[base + static_cast<size_t>(3 - slotA - slotB)];
+        // (.., a, .., b, ..) -> the same with b replaced by m, and with a replaced by m.
+        std::array<int32_t, 3> second = {triangles_[base], triangles_[base + 1],
+                                         triangles_[base + 2]};
+        second[static_cast<size_t>(slotA)] = m;
+        triangles_[base + static_cast<size_t>(slotB)] = m;
+        const auto t2 = static_cast<int32_t>(triangles_.size() / 3);
+        triangles_.insert(triangles_.end(), second.begin(), second.end());
+        auto& atB = trianglesAt[static_cast<size_t>(b)];
+        std::replace(atB.begin(), atB.end(), t, t2);
+        trianglesAt[static_cast<size_t>(m)].insert(trianglesAt[static_cast<size_t>(m)].end(),
+                                                   {t, t2});
+        trianglesAt[static_cast<size_t>(other)].push_back(t2);
+      }
+    }
+  }
+
+  // The elastic strain of every node's fibers at x, for the new fibers of a plastic body.
+  std::vector<double> centreStretch, centreAngleChange;
+  if (params_.plasticity) {
+    centreStretch.assign(n, 1.0);
+    centreAngleChange.assign(n, 0.0);
+    for (size_t j = 0; j < oldCount; ++j) {
+      const Vec3 normal = patchFrame(x, j).normal;
+      int count = 0;
+      double stretch = 0, angle = 0;
+      for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+        const auto fi = static_cast<size_t>(f);
+        if ((network_.flags[fi] & kFiberActive) == 0) continue;
+        const fiber::Reduced z =
+            fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * fi])), row(x, j),
+                          row(x, static_cast<size_t>(network_.fiberNodes[3 * fi + 2])));
+        stretch += fiber::arcLength(z, samples_) / network_.restLength[fi];
+        angle += fiber::tangentAngle(z, normal) - network_.restAngle[fi];
+        ++count;
+      }
+      if (count > 0) {
+        centreStretch[j] = stretch / count;
+        centreAngleChange[j] = angle / count;
+      }
+    }
+    for (size_t k = 0; k < added; ++k) {
+      const auto a = static_cast<size_t>(chosen[k].a), b = static_cast<size_t>(chosen[k].b);
+      centreStretch[oldCount + k] =
+          weightA[k] * centreStretch[a] + (1 - weightA[k]) * centreStretch[b];
+      centreAngleChange[oldCount + k] =
+          weightA[k] * centreAngleChange[a] + (1 - weightA[k]) * centreAngleChange[b];
+    }
+  }
+
+  // Rebuild. A node whose fibers changed counts the fibers it has now as its intact ones
+  // (refreshRestMeans scales a node's stiffness by active / original).
+  const int64_t fibersBefore = elementCount();
+  originalFibers_.resize(n, 0);
+  rebuildKeepingFiberState(xNew, centreStretch, centreAngleChange);
+  std::vector<uint8_t> touched(n, 0);
+  for (size_t j = oldCount; j < n; ++j) touched[j] = 1;
+  for (size_t f = 0; f < network_.flags.size(); ++f) {
+    const bool hasNew = std::any_of(&network_.fiberNodes[3 * f], &network_.fiberNodes[3 * f + 3],
+                                    [&](int32_t v) { return static_cast<size_t>(v) >= oldCount; });
+    if (hasNew) touched[static_cast<size_t>(network_.fiberNodes[3 * f + 1])] = 1;
+  }
+  for (size_t j = 0; j < n; ++j) {
+    if (touched[j] == 0) continue;
+    originalFibers_[j] = network_.fibersAt(static_cast<int32_t>(j));
+    refreshRestMeans(j);
+  }
+  stableStep_.reset();
+  edit.elementsAdded = std::max<int64_t>(elementCount() - fibersBefore, 0);
+  edit.elementsRemoved = std::max<int64_t>(fibersBefore - elementCount(), 0);
+  return true;
+}
+
+}  // namespace shellsim
