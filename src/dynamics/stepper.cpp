@@ -408,14 +408,22 @@ EnergyGuard::EnergyGuard(const World& world) {
 void EnergyGuard::check(const World& world) const {
   if (!enabled_) return;
   const double energy = totalEnergy(world);
-  const double work = world.externalWork - initialWork_;
-  const double bound =
-      kEnergyGrowthLimit * (scale_ + world.externalWorkMagnitude - initialWorkMagnitude_);
+  // Energy the models' discretization changes added (resampling), counted as put in, with a
+  // tolerance growing with it as with the work. Since the run started: a guard is made at the
+  // first advance, when the models have added nothing yet (a resumed run puts back both).
+  double added = 0;
+  for (const Body& body : world.bodies) added += body.model->addedEnergy();
+  const double work = world.externalWork - initialWork_ + added;
+  const double bound = kEnergyGrowthLimit * (scale_ + world.externalWorkMagnitude -
+                                             initialWorkMagnitude_ + std::abs(added));
   if (energy - initialEnergy_ - work <= bound) return;
   std::ostringstream msg;
   msg << "the total energy rose from " << initialEnergy_ << " J to " << energy
       << " J at t = " << world.time << " s";
-  if (work != 0) msg << ", of which the loads and moving pins did " << work << " J";
+  if (work != 0) {
+    msg << ", of which the loads and moving pins did " << work - added << " J";
+    if (added != 0) msg << " and resampling added " << added << " J";
+  }
   msg << ": more than the bound of " << bound
       << " J above what the scene put in (the simulation blew up)";
   throw NumericalError(msg.str());

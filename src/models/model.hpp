@@ -214,6 +214,12 @@ class Model {
   // the element count must be rebuilt.
   [[nodiscard]] virtual uint64_t topologyVersion() const { return 0; }
 
+  // Elastic energy, J, that the model's own changes of discretization added at fixed positions
+  // since it was built (the fiber model's resampling: the new fibers measure the same shape
+  // with other weights), part of the model's state; the energy guard counts it as put in, the
+  // way it counts the work of moving pins. Negative when they took energy out.
+  [[nodiscard]] virtual double addedEnergy() const { return 0; }
+
   // The evolving state (plastic rest values, broken elements, cracks; model_state.hpp) as a
   // copyable value: a body saves a frame's state by copying it and puts it back with
   // setState (a frame recomputed with smaller steps, a restored SimulationState, a

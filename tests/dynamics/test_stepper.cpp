@@ -16,6 +16,7 @@
 #include "dynamics/world.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/parallel.hpp"
 #include "shellsim/run.hpp"
 
@@ -651,6 +652,33 @@ TEST(EnergyGuard, CatchesEnergyGrowthBeyondWhatTheScriptDid) {
   ASSERT_NO_THROW(implOf(sim).energyGuard->check(world));
   for (double& v : world.bodies[0].velocities) v = 10.0 / std::sqrt(3.0);
   EXPECT_THROW(implOf(sim).energyGuard->check(world), NumericalError);
+}
+
+TEST(EnergyGuard, CountsTheEnergyThatResamplingAdded) {
+  // A fiber sheet with resampling, held still 1.8 times as long as at rest: the resampling
+  // event changes the world's energy by what the model reports (the new fibers measure the
+  // same shape with other weights); the guard counts it as put in.
+  BodyDef body = sheetBody(12);
+  body.model = "fiber";
+  body.options<FiberDef>().resample = FiberResampleDef{};
+  World world = buildWorld(sceneWith(body));
+  world.gravity = Vec3::Zero();
+  Body& sheet = world.bodies[0];
+  const int32_t before = sheet.nodeCount();
+  for (size_t i = 0; i < sheet.positions.size(); i += 3) sheet.positions[i] *= 1.8;
+  computeAccelerations(world);
+  const EnergyGuard guard(world);
+  const double energyBefore = totalEnergy(world);
+  ASSERT_EQ(sheet.model->addedEnergy(), 0.0);
+  PhaseTimes times;
+  updateInelastic(world, 1e-4, times);
+  ASSERT_GT(sheet.nodeCount(), before);
+  const double added = sheet.model->addedEnergy();
+  std::cout << "[ measured ] " << before << " -> " << sheet.nodeCount() << " nodes, energy "
+            << energyBefore << " J, resampling added " << added << " J\n";
+  EXPECT_NE(added, 0.0);
+  EXPECT_NEAR(totalEnergy(world) - energyBefore, added, 1e-9 * energyBefore);
+  EXPECT_NO_THROW(guard.check(world));
 }
 
 class ScriptedObstacleWork : public ::testing::TestWithParam<ObstacleResponse> {};

@@ -758,6 +758,30 @@ TEST(SceneFiber, PerfectPlasticFlowRefusesCreepRatesAndRoundTrips) {
       << message;
 }
 
+TEST(SceneFiber, ResampleRoundTripsAndRefusesAHighResolutionSurface) {
+  json scene = minimalScene();
+  json& body = scene["bodies"][0];
+  body["model"] = "fiber";
+  body["fiber"] = {{"resample", {{"max_spacing", 2.5}}}};
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  const FiberDef& f = s.bodies[0].options<FiberDef>();
+  ASSERT_TRUE(f.resample);
+  EXPECT_EQ(f.resample->maxSpacing, 2.5);
+  const SceneDef again = parseScene(sceneToJson(s), "again.json", ".");
+  EXPECT_EQ(again.bodies[0].options<FiberDef>().resample, f.resample);
+
+  body["fiber"] = {{"resample", {{"max_spacing", 1.2}}}};
+  std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("bodies[0].fiber.resample.max_spacing"), std::string::npos) << message;
+  // Clustered nodes drawn through the dense input: the binding cannot follow new nodes.
+  body["fiber"] = {{"node_count", 50}, {"resample", json::object()}};
+  message = errorOfJson(scene);
+  EXPECT_NE(message.find("'resample' adds nodes"), std::string::npos) << message;
+  body["fiber"] = {
+      {"node_count", 50}, {"resample", json::object()}, {"high_resolution_surface", "off"}};
+  EXPECT_NO_THROW((void)parseScene(scene.dump(), "scene.json", "."));
+}
+
 TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChecked) {
   json scene = minimalScene();
   json& body = scene["bodies"][0];

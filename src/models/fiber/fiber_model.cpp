@@ -559,8 +559,12 @@ void FiberModel::nodeValues(std::span<const double> x, std::span<double> stretch
 }
 
 double FiberModel::stableTimeStep() const {
-  if (stableStep_) return *stableStep_;
-  // Lanczos on S = M^-1/2 K M^-1/2 at rest, K v ~ (g(x0 + t M^-1/2 v) - g(x0 - t M^-1/2 v)) / 2t.
+  if (!stableStep_) stableStep_ = stableStepAt(restPositions_);
+  return *stableStep_;
+}
+
+double FiberModel::stableStepAt(std::span<const double> x0) const {
+  // Lanczos on S = M^-1/2 K M^-1/2 at x0, K v ~ (g(x0 + t M^-1/2 v) - g(x0 - t M^-1/2 v)) / 2t.
   const size_t dofs = restPositions_.size();
   const size_t nodes = dofs / 3;
   double meanLength = 0;
@@ -580,8 +584,8 @@ double FiberModel::stableTimeStep() const {
         const double t = 1e-6 * meanLength / maxDisplacement;
         for (size_t i = 0; i < dofs; ++i) {
           const double d = t * v[i] * invSqrtMass[i / 3];
-          plus[i] = restPositions_[i] + d;
-          minus[i] = restPositions_[i] - d;
+          plus[i] = x0[i] + d;
+          minus[i] = x0[i] - d;
         }
         std::fill(gp.begin(), gp.end(), 0.0);
         std::fill(gm.begin(), gm.end(), 0.0);
@@ -589,9 +593,7 @@ double FiberModel::stableTimeStep() const {
         evaluate(minus, gm, NodeOutputs(), workspace);
         for (size_t i = 0; i < dofs; ++i) w[i] = (gp[i] - gm[i]) / (2 * t) * invSqrtMass[i / 3];
       });
-  stableStep_ =
-      lambda > 0 ? 0.7 * 2.0 / std::sqrt(lambda) : std::numeric_limits<double>::infinity();
-  return *stableStep_;
+  return lambda > 0 ? 0.7 * 2.0 / std::sqrt(lambda) : std::numeric_limits<double>::infinity();
 }
 
 Geometry FiberModel::surface(std::span<const double> x) const {

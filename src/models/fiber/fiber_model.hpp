@@ -260,7 +260,11 @@ class FiberModel : public Model {
   // steps (Hessian-vector products by central differences of the gradient). Lanczos
   // approaches lambda_max from below; the factor 0.7 covers that and the stiffening of the
   // area terms under stretch (computed once, then cached).
+  // After a resampling event, the smaller of that at rest and that at the positions of the
+  // event (a stretched body is stiffer than at rest: the area terms grow like 3 l^2 - l0^2).
   [[nodiscard]] double stableTimeStep() const override;
+  // The estimate above at positions x0, (nNodes, 3).
+  [[nodiscard]] double stableStepAt(std::span<const double> x0) const;
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
   // With the workspace of a gradient evaluation at x (the step's last), the fibers' l and
   // theta are taken from it instead of measured again.
@@ -268,6 +272,9 @@ class FiberModel : public Model {
                                   ModelWorkspace* workspace) override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
   [[nodiscard]] bool changesNodeCount() const override { return params_.resample.has_value(); }
+  [[nodiscard]] double addedEnergy() const override {
+    return resampleEnergy_.empty() ? 0.0 : resampleEnergy_[0];
+  }
   // With plasticity or fracture: the cracks, the fibers' flags, rest and plastic values,
   // and the per-node rest means and stiffnesses (fiber_state.cpp).
   void listStateFields(StateFields& fields) override;
@@ -446,6 +453,9 @@ class FiberModel : public Model {
   std::vector<int32_t> resamplePairs_;
   std::vector<double> resampleLimit_;
   std::vector<double> builtRestPositions_;
+  // The elastic energy the resampling events added at fixed positions (Model::addedEnergy),
+  // J, one value (a vector: the state's field type).
+  std::vector<double> resampleEnergy_{0.0};
   uint64_t topologyVersion_ = 0;
   std::vector<double> restPositions_;  // (nNodes, 3), m
   std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals

@@ -217,8 +217,9 @@ constexpr FieldSpec kResampleFields[] = {
      .range = Range::closed(1.5, 100),
      .meaning = "A pair of neighbouring nodes (a mesh edge, or a fiber's leg to one of its "
                 "centre's nearest neighbours) that moves farther apart than this times its "
-                "nodes' spacing at the start gets a node between them; the node takes its "
-                "mass and area from the two, its place and velocity are their weighted mean."},
+                "nodes' spacing at the start gets a node between them, at their midpoint and "
+                "mean velocity, with equal shares of mass and area from the two (mass and "
+                "momentum are kept exactly). A pair splits at most twice."},
 };
 
 constexpr FieldSpec kAnisotropyFields[] = {

@@ -11,38 +11,50 @@
 // their centre (its first ring). Broken and cut fibers give none, so the gap of a tear is never
 // bridged.
 // Spacing. s_j: the mean rest length of node j's pairs in the input sampling; a new node takes
-// the weighted mean of its sources'. A pair's limit is L = max_spacing * max(s_a, s_b), so the
+// the mean of its two ends'. A pair's limit is L = max_spacing * max(s_a, s_b), so the
 // bound is on the current distance in units of the input's spacing: a pair that was split has
 // half the rest length and half the length now, and splits again only once it is as long as L.
 // Trigger and batch. After an accepted step, when some pair is longer than L at x, every pair
 // longer than 0.85 L gets a node: one rebuild for a batch, not one per step while the stretch
-// grows. A pair is split only while its rest length is at least 1/8 of its nodes' spacing
-// (three halvings), so no motion can multiply the nodes without bound. Without triangles, a
+// grows. A pair is split only while its rest length is at least 1/4 of its nodes' spacing
+// (two halvings), so no motion can multiply the nodes without bound (with 1/8, the singular
+// strain at a grip's corner drew ever smaller nodes there). Without triangles, a
 // pair whose midpoint lies within a third of its rest length of a node made earlier in the
 // batch is skipped (the two diagonals of a square share their midpoint).
-// The new node m of the pair (a, b) takes the area
-//     a_m = a_a / (c_a + 2) + a_b / (c_b + 2)
-// from a and b, c_k being the number of the batch's pairs at node k. That is the areas of a
-// regular refinement: on a line (c = 2) each node gives h/4 to each side, keeps h/2 and the new
-// nodes get h/2; on a triangle mesh split 1-to-4 (c = 6) a vertex keeps a quarter of its area
-// and an edge's node gets 1/8 of each end's (T/2 for triangles of area T, as subdivision
-// gives). Masses follow (m = rho h a): the total mass is unchanged exactly. The weights
-// w_a = (a_a / (c_a + 2)) / a_m, w_b = 1 - w_a place the node, at rest and now, and give its
-// velocity, so its momentum is the momentum its mass had at a and b: the total momentum is
-// unchanged exactly as well (the kinetic energy loses the share of the pair's relative motion
-// that the averaging removes). Its rest normal is the normalised weighted mean of a's and b's.
-// The output triangles with the edge (a, b) are split in two at m, keeping their orientation.
+// The new node m of the pair (a, b) sits at the midpoint, at rest and now, moves with the mean
+// velocity, and takes the same share of area from a and from b. With output triangles each
+// triangle (a, b, c) is cut in two at m, (a, m, c) and (m, b, c), keeping its orientation, and
+// a and b each give a sixth of its rest area (their barycentric thirds halve, m gets a third of
+// both halves): the input's barycentric areas stay barycentric. Without triangles the share is
+// that of two equilateral triangles on the pair, sqrt3/12 l^2, at most a_k / (c_k + 2) of either
+// end (c_k the batch's pairs at node k: on a line, c = 2, the areas of regular refinement). No
+// end gives more than half of what it has left. Masses follow (m = rho h a): the total mass is
+// unchanged exactly; equal shares at the mean velocity keep the total momentum exactly as well
+// (the kinetic energy loses the share of the pair's relative motion that the averaging removes).
+// (The first version took a_k / (c_k + 2) from each end whatever the geometry and placed the
+// node at the area-weighted mean: a node in many small events shrank to 1/1700 of its area,
+// new nodes sat a twentieth of a pair from an end, and a pulled strip blew up at 1.7 times its
+// length.) Its rest normal is the normalised mean of a's and b's.
 // Rebuild. The network is built again from the rest positions (the same k-nearest rule: the
 // fibers near the new nodes are shorter), then the patches, the rest angles and the stiffness
 // mapping (a_j enters K_s,j and K_b,j). A fiber with the same centre and ends as before keeps
 // its state. A new fiber of an elastic body starts from its rest shape, which is exact: the
-// rest positions of the new nodes are the same weighted means as their positions. In a plastic
+// rest positions of the new nodes are the same midpoints as their positions. In a plastic
 // body the rest shape is no longer the stress-free one; a new fiber's rest values are its
 // length and angle now less the elastic strain its centre's fibers carry (the mean of l / l0
 // and of theta - theta0 over the centre's active fibers; a new node takes its sources'), so
 // that it neither pulls the surface back to the input's shape nor starts slack.
-// Cost: the new nodes are closer in rest space, so the explicit stable step goes down with
-// them (the model's estimate is recomputed; a run follows it, TimeIntegrator::followTopology).
+// Energy. The new fibers measure the same shape with other weights, so an event changes the
+// stored energy at fixed positions: +17 % for a sheet held at 1.8 times its length
+// (EnergyGuard.CountsTheEnergyThatResamplingAdded; the fiber model's energy depends on the
+// sampling, wicke2005 sec. 8). The model adds it up (Model::addedEnergy) and the energy guard
+// counts it as put in, like a pin's work.
+// Cost: the new nodes are closer in rest space and the body is stretched, so the explicit
+// stable step goes down: after an event it is the smaller of the estimates at rest and at the
+// event's positions (a run follows it, TimeIntegrator::followTopology). Where the strain is
+// singular (the corners of a grip) that is far down: fiber_sheet_stretch run explicitly ends
+// with a step 48 times shorter (450,000 steps, 58 s against 9 s implicit) and crumpled by the
+// events' energy, which explicit steps do not damp; the scene runs backward Euler.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -62,7 +74,7 @@ namespace {
 // A pair's limit, and the batch's share of it, in units of max(s_a, s_b) (see above).
 constexpr double kBatchShare = 0.85;
 // Pairs stop splitting once their rest length is below this share of their nodes' spacing.
-constexpr double kFinestShare = 1.0 / 8.0;
+constexpr double kFinestShare = 1.0 / 4.0;
 // Without triangles: the first ring of a centre, its legs up to this times its shortest.
 constexpr double kFirstRing = 1.5;
 
@@ -246,60 +258,26 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
     chosen = std::move(candidates);
   }
 
-  // Areas, weights and the new nodes' rest data (header comment).
+  // The new nodes: midpoints at rest and now, their shares of area (header comment).
+  const size_t added = chosen.size();
+  const size_t n = oldCount + added;
   std::vector<int32_t> splits(oldCount, 0);
   for (const Candidate& c : chosen) {
     ++splits[static_cast<size_t>(c.a)];
     ++splits[static_cast<size_t>(c.b)];
   }
   const std::vector<double> oldAreas = areas_;
-  const size_t added = chosen.size();
-  const size_t n = oldCount + added;
-  edit.sourceOffsets.resize(n + 1);
-  edit.sourceNodes.clear();
-  edit.sourceWeights.clear();
-  for (size_t i = 0; i < oldCount; ++i) {
-    edit.sourceOffsets[i] = static_cast<int32_t>(i);
-    edit.sourceNodes.push_back(static_cast<int32_t>(i));
-    edit.sourceWeights.push_back(1.0);
-  }
-  std::vector<double> xNew(x.begin(), x.end());
-  xNew.resize(3 * n);
-  std::vector<double> weightA(added);
   for (size_t k = 0; k < added; ++k) {
     const auto a = static_cast<size_t>(chosen[k].a), b = static_cast<size_t>(chosen[k].b);
-    const double fromA = oldAreas[a] / (splits[a] + 2);
-    const double fromB = oldAreas[b] / (splits[b] + 2);
-    const double wa = fromA / (fromA + fromB), wb = 1.0 - wa;
-    weightA[k] = wa;
-    edit.sourceOffsets[oldCount + k] = static_cast<int32_t>(edit.sourceNodes.size());
-    edit.sourceNodes.insert(edit.sourceNodes.end(), {chosen[k].a, chosen[k].b});
-    edit.sourceWeights.insert(edit.sourceWeights.end(), {wa, wb});
-    setRow(xNew, oldCount + k, wa * row(x, a) + wb * row(x, b));
-    areas_.push_back(fromA + fromB);
     restPositions_.insert(restPositions_.end(), 3, 0.0);
-    setRow(restPositions_, oldCount + k, wa * row(restPositions_, a) + wb * row(restPositions_, b));
-    Vec3 normal = wa * row(restNormals_, a) + wb * row(restNormals_, b);
-    normal = normal.norm() > 1e-12 ? Vec3(normal.normalized()) : row(restNormals_, a);
-    restNormals_.insert(restNormals_.end(), {normal.x(), normal.y(), normal.z()});
-    spacing_.push_back(wa * spacing_[a] + wb * spacing_[b]);
-    crackAtNode_.push_back(0);
-    if (!lastBreakStep_.empty()) lastBreakStep_.push_back(std::numeric_limits<int64_t>::min() / 2);
-    for (std::vector<double>* scale : {&params_.nodeStiffnessScale, &params_.nodeFractureScale}) {
-      if (!scale->empty()) scale->push_back(wa * (*scale)[a] + wb * (*scale)[b]);
-    }
-    if (!cracks_.empty()) {  // otherwise buildTopology finds the free edges again
-      const Vec3 ea = row(freeEdgeNormal_, a), eb = row(freeEdgeNormal_, b);
-      Vec3 edge = Vec3::Zero();
-      if (ea.squaredNorm() > 0 && eb.squaredNorm() > 0) edge = (wa * ea + wb * eb).normalized();
-      freeEdgeNormal_.insert(freeEdgeNormal_.end(), {edge.x(), edge.y(), edge.z()});
-    }
+    setRow(restPositions_, oldCount + k, 0.5 * (row(restPositions_, a) + row(restPositions_, b)));
   }
-  edit.sourceOffsets[n] = static_cast<int32_t>(edit.sourceNodes.size());
-  for (size_t i = 0; i < oldCount; ++i) areas_[i] = oldAreas[i] * 2.0 / (splits[i] + 2);
-
-  // The output triangles with a split edge, each cut in two at its new node.
+  std::vector<double> share(added, 0.0);  // area the new node takes from each of its two ends
+  std::vector<double> areaLeft = oldAreas;
   if (!triangles_.empty()) {
+    // Each triangle with the edge (a, b) is cut in two at m: (a, m, c) and (m, b, c), keeping
+    // its orientation. a and b each give m a sixth of its rest area (their barycentric thirds
+    // of it halve, m gets a third of both halves): barycentric areas stay barycentric.
     std::vector<std::vector<int32_t>> trianglesAt(n);
     for (size_t t = 0; t < triangles_.size() / 3; ++t) {
       for (size_t c = 0; c < 3; ++c) {
@@ -313,14 +291,20 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
       for (const int32_t t : atA) {
         const auto base = 3 * static_cast<size_t>(t);
         const auto slotOf = [&](int32_t v) {
-          for (size_t c = 0; c < 3; ++c)
+          for (size_t c = 0; c < 3; ++c) {
             if (triangles_[base + c] == v) return static_cast<int>(c);
+          }
           return -1;
         };
         const int slotA = slotOf(a), slotB = slotOf(b);
         if (slotB < 0) continue;
         const int32_t other = triangles_[base + static_cast<size_t>(3 - slotA - slotB)];
-        // (.., a, .., b, ..) -> the same with b replaced by m, and with a replaced by m.
+        share[k] += (row(restPositions_, static_cast<size_t>(b)) -
+                     row(restPositions_, static_cast<size_t>(a)))
+                        .cross(row(restPositions_, static_cast<size_t>(other)) -
+                               row(restPositions_, static_cast<size_t>(a)))
+                        .norm() /
+                    12;  // a sixth of the triangle's area
         std::array<int32_t, 3> second = {triangles_[base], triangles_[base + 1],
                                          triangles_[base + 2]};
         second[static_cast<size_t>(slotA)] = m;
@@ -334,7 +318,56 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
         trianglesAt[static_cast<size_t>(other)].push_back(t2);
       }
     }
+  } else {
+    // Without triangles: the sixths of two equilateral triangles on the pair, sqrt3/12 l^2, at
+    // most 1 / (c + 2) of either end's area (the areas of a regular refinement on a line).
+    for (size_t k = 0; k < added; ++k) {
+      const auto a = static_cast<size_t>(chosen[k].a), b = static_cast<size_t>(chosen[k].b);
+      const double restLength = (row(restPositions_, a) - row(restPositions_, b)).norm();
+      share[k] = std::min({std::sqrt(3.0) / 12 * restLength * restLength,
+                           oldAreas[a] / (splits[a] + 2), oldAreas[b] / (splits[b] + 2)});
+    }
   }
+
+  edit.sourceOffsets.resize(n + 1);
+  edit.sourceNodes.clear();
+  edit.sourceWeights.clear();
+  for (size_t i = 0; i < oldCount; ++i) {
+    edit.sourceOffsets[i] = static_cast<int32_t>(i);
+    edit.sourceNodes.push_back(static_cast<int32_t>(i));
+    edit.sourceWeights.push_back(1.0);
+  }
+  std::vector<double> xNew(x.begin(), x.end());
+  xNew.resize(3 * n);
+  for (size_t k = 0; k < added; ++k) {
+    const auto a = static_cast<size_t>(chosen[k].a), b = static_cast<size_t>(chosen[k].b);
+    // Never more than half of what an end has left (areas that were not barycentric).
+    share[k] = std::min({share[k], 0.5 * areaLeft[a], 0.5 * areaLeft[b]});
+    areaLeft[a] -= share[k];
+    areaLeft[b] -= share[k];
+    edit.sourceOffsets[oldCount + k] = static_cast<int32_t>(edit.sourceNodes.size());
+    edit.sourceNodes.insert(edit.sourceNodes.end(), {chosen[k].a, chosen[k].b});
+    edit.sourceWeights.insert(edit.sourceWeights.end(), {0.5, 0.5});
+    setRow(xNew, oldCount + k, 0.5 * (row(x, a) + row(x, b)));
+    areas_.push_back(2 * share[k]);
+    Vec3 normal = row(restNormals_, a) + row(restNormals_, b);
+    normal = normal.norm() > 1e-12 ? Vec3(normal.normalized()) : row(restNormals_, a);
+    restNormals_.insert(restNormals_.end(), {normal.x(), normal.y(), normal.z()});
+    spacing_.push_back(0.5 * (spacing_[a] + spacing_[b]));
+    crackAtNode_.push_back(0);
+    if (!lastBreakStep_.empty()) lastBreakStep_.push_back(std::numeric_limits<int64_t>::min() / 2);
+    for (std::vector<double>* scale : {&params_.nodeStiffnessScale, &params_.nodeFractureScale}) {
+      if (!scale->empty()) scale->push_back(0.5 * ((*scale)[a] + (*scale)[b]));
+    }
+    if (!cracks_.empty()) {  // otherwise buildTopology finds the free edges again
+      const Vec3 ea = row(freeEdgeNormal_, a), eb = row(freeEdgeNormal_, b);
+      Vec3 edge = Vec3::Zero();
+      if (ea.squaredNorm() > 0 && eb.squaredNorm() > 0) edge = (ea + eb).normalized();
+      freeEdgeNormal_.insert(freeEdgeNormal_.end(), {edge.x(), edge.y(), edge.z()});
+    }
+  }
+  edit.sourceOffsets[n] = static_cast<int32_t>(edit.sourceNodes.size());
+  for (size_t i = 0; i < oldCount; ++i) areas_[i] = areaLeft[i];
 
   // The elastic strain of every node's fibers at x, for the new fibers of a plastic body.
   std::vector<double> centreStretch, centreAngleChange;
@@ -362,16 +395,15 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
     }
     for (size_t k = 0; k < added; ++k) {
       const auto a = static_cast<size_t>(chosen[k].a), b = static_cast<size_t>(chosen[k].b);
-      centreStretch[oldCount + k] =
-          weightA[k] * centreStretch[a] + (1 - weightA[k]) * centreStretch[b];
-      centreAngleChange[oldCount + k] =
-          weightA[k] * centreAngleChange[a] + (1 - weightA[k]) * centreAngleChange[b];
+      centreStretch[oldCount + k] = 0.5 * (centreStretch[a] + centreStretch[b]);
+      centreAngleChange[oldCount + k] = 0.5 * (centreAngleChange[a] + centreAngleChange[b]);
     }
   }
 
   // Rebuild. A node whose fibers changed counts the fibers it has now as its intact ones
   // (refreshRestMeans scales a node's stiffness by active / original).
   const int64_t fibersBefore = elementCount();
+  const double energyBefore = energy(x).total();
   originalFibers_.resize(n, 0);
   rebuildKeepingFiberState(xNew, centreStretch, centreAngleChange);
   std::vector<uint8_t> touched(n, 0);
@@ -386,7 +418,9 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
     originalFibers_[j] = network_.fibersAt(static_cast<int32_t>(j));
     refreshRestMeans(j);
   }
-  stableStep_.reset();
+  // The new nodes are closer at rest and the body is stretched now: both lower the stable step.
+  stableStep_ = std::min(stableStepAt(restPositions_), stableStepAt(xNew));
+  resampleEnergy_[0] += energy(xNew).total() - energyBefore;
   edit.elementsAdded = std::max<int64_t>(elementCount() - fibersBefore, 0);
   edit.elementsRemoved = std::max<int64_t>(fibersBefore - elementCount(), 0);
   return true;

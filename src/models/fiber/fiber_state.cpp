@@ -22,6 +22,7 @@ void FiberModel::listStateFields(StateFields& fields) {
     fields.add("stiffness_scale", &params_.nodeStiffnessScale, kPerNodeOrEmpty);
     fields.add("fracture_scale", &params_.nodeFractureScale, kPerNodeOrEmpty);
     fields.add("triangles", &triangles_);
+    fields.add("resample_energy", &resampleEnergy_);
   }
   if (!params_.plasticity && !params_.fracture) return;  // elastic: nothing else evolves
   // The cracks first: the network, hence the element count, is a function of them.
@@ -76,7 +77,8 @@ void FiberModel::checkNodeState() const {
   };
   if (n < 3 || restPositions_.size() != 3 * n || restNormals_.size() != 3 * n ||
       spacing_.size() != n || freeEdgeNormal_.size() != 3 * n || originalFibers_.size() != n ||
-      crackAtNode_.size() != n || triangles_.size() % 3 != 0) {
+      crackAtNode_.size() != n || triangles_.size() % 3 != 0 || resampleEnergy_.size() != 1 ||
+      !std::isfinite(resampleEnergy_[0])) {
     fail("per-node arrays disagree in length");
   }
   for (size_t i = 0; i < n; ++i) {
