@@ -29,6 +29,23 @@
 
 namespace shellsim::testing {
 
+// Rows of three values per node (positions, velocities) blended by an edit's node sources, as
+// the world does (dynamics/world.hpp, applyTopologyEdit); unchanged when the nodes stay.
+inline std::vector<double> blended(std::span<const double> rows, const TopologyEdit& edit) {
+  if (!edit.changesNodes()) return {rows.begin(), rows.end()};
+  std::vector<double> out(3 * static_cast<size_t>(edit.nodeCount()), 0.0);
+  for (size_t i = 0; i + 1 < edit.sourceOffsets.size(); ++i) {
+    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
+         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
+      for (size_t c = 0; c < 3; ++c) {
+        out[3 * i + c] +=
+            edit.sourceWeights[k] * rows[3 * static_cast<size_t>(edit.sourceNodes[k]) + c];
+      }
+    }
+  }
+  return out;
+}
+
 inline std::vector<double> perturbed(std::span<const double> x, double amplitude, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> uniform(-amplitude, amplitude);

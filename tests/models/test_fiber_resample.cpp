@@ -12,12 +12,14 @@
 #include "geometry/primitives.hpp"
 #include "models/fiber/fiber_model.hpp"
 #include "models/fiber_test_nodes.hpp"
+#include "models/model_contract.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/models/fiber.hpp"
 
 namespace shellsim {
 namespace {
 
+using testing::blended;
 using testing::gridSheet;
 using testing::rubber;
 
@@ -38,22 +40,6 @@ std::vector<double> pulled(const FiberModel& model, double stretch) {
   std::vector<double> x(model.restPositions().begin(), model.restPositions().end());
   for (size_t i = 0; i < x.size(); i += 3) x[i] *= stretch;
   return x;
-}
-
-// Rows blended by an edit's sources (what the world does to positions and velocities).
-std::vector<double> blended(const std::vector<double>& rows, const TopologyEdit& edit) {
-  if (!edit.changesNodes()) return rows;
-  std::vector<double> out(3 * static_cast<size_t>(edit.nodeCount()), 0.0);
-  for (size_t i = 0; i + 1 < edit.sourceOffsets.size(); ++i) {
-    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
-         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
-      for (size_t c = 0; c < 3; ++c) {
-        out[3 * i + c] +=
-            edit.sourceWeights[k] * rows[3 * static_cast<size_t>(edit.sourceNodes[k]) + c];
-      }
-    }
-  }
-  return out;
 }
 
 double longestEdge(std::span<const int32_t> triangles, std::span<const double> x) {

@@ -37,6 +37,7 @@ MaterialDef aluminium(double poisson = 0.3) {
   return m;
 }
 
+using testing::blended;
 using testing::plateRigidity;
 using testing::primitive;
 
@@ -457,20 +458,6 @@ std::vector<double> stretchedAlongX(std::span<const double> rest, double strain)
   std::vector<double> x(rest.begin(), rest.end());
   for (size_t i = 0; i < x.size() / 3; ++i) x[3 * i] *= 1 + strain;
   return x;
-}
-
-std::vector<double> blended(std::span<const double> values, const TopologyEdit& edit) {
-  std::vector<double> out(3 * static_cast<size_t>(edit.nodeCount()), 0.0);
-  for (size_t i = 0; i + 1 < edit.sourceOffsets.size(); ++i) {
-    for (auto k = static_cast<size_t>(edit.sourceOffsets[i]);
-         k < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++k) {
-      for (size_t c = 0; c < 3; ++c) {
-        out[3 * i + c] +=
-            edit.sourceWeights[k] * values[3 * static_cast<size_t>(edit.sourceNodes[k]) + c];
-      }
-    }
-  }
-  return out;
 }
 
 Vec3 momentumOf(std::span<const double> masses, std::span<const double> v) {
