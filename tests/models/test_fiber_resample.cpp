@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
+#include <limits>
 #include <random>
 #include <span>
 #include <vector>
@@ -142,6 +144,59 @@ TEST(FiberResample, PulledSheetKeepsItsSpacingBoundedAndItsMassMomentumAndArea) 
   const FiberModel jittered(gridSheet(nx, ny, h, 0.25), rubber(), {}, gridTriangles(nx, ny));
   EXPECT_LT(interiorForce(model, pulled(model, 2.2), h),
             1.05 * interiorForce(jittered, pulled(jittered, 2.2), h));
+}
+
+TEST(FiberResample, PointSheetWithoutTrianglesKeepsItsNeighboursClose) {
+  // No output triangles: the watched pairs are each node's first-ring fiber legs. Every node's
+  // nearest neighbour now stays within the limit, and no two new nodes coincide (the two
+  // diagonals of a grid cell share their midpoint: one of them is skipped).
+  const int nx = 21, ny = 7;
+  const double h = 0.01;
+  FiberParams params;
+  params.resample = FiberResampleDef{};
+  FiberModel model(gridSheet(nx, ny, h), rubber(), params);
+  const FiberModel fixed(gridSheet(nx, ny, h), rubber());
+  double mass = 0;
+  for (const double m : model.nodeMasses()) mass += m;
+  // The largest gap along the pull: over the nodes, the distance to the nearest other node
+  // within 45 degrees of +x (nodes on the right edge have none and are left out).
+  const auto farthestNearest = [](std::span<const double> x) {
+    double farthest = 0;
+    for (size_t i = 0; i < x.size() / 3; ++i) {
+      double nearest = std::numeric_limits<double>::infinity();
+      for (size_t j = 0; j < x.size() / 3; ++j) {
+        const Vec3 d = row(x, j) - row(x, i);
+        if (j != i && d.x() > 0 && d.x() >= std::abs(d.y())) nearest = std::min(nearest, d.norm());
+      }
+      if (std::isfinite(nearest)) farthest = std::max(farthest, nearest);
+    }
+    return farthest;
+  };
+  int events = 0;
+  for (int k = 1; k <= 24; ++k) {
+    const std::vector<double> x = pulled(model, 1.0 + 1.2 * k / 24.0);
+    events += model.updateInelastic(x, 1e-4).edit.changesNodes() ? 1 : 0;
+  }
+  EXPECT_GE(events, 1);
+  EXPECT_GT(model.nodeCount(), nx * ny);
+  const std::span<const double> rest = model.restPositions();
+  double closest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < rest.size() / 3; ++i) {
+    for (size_t j = i + 1; j < rest.size() / 3; ++j) {
+      closest = std::min(closest, (row(rest, i) - row(rest, j)).norm());
+    }
+  }
+  EXPECT_GE(closest, 0.25 * h);
+  // The first ring of a grid node: legs of h and sqrt2 h, s = (4 + 4 sqrt2) h / 8 = 1.21 h,
+  // limit 1.5 s = 1.81 h; without resampling the gap along the pull is 2.2 h.
+  const double nearestNow = farthestNearest(pulled(model, 2.2));
+  EXPECT_LE(nearestNow, 1.81 * h);
+  EXPECT_GT(farthestNearest(pulled(fixed, 2.2)), 2.19 * h);
+  double massAfter = 0;
+  for (const double m : model.nodeMasses()) massAfter += m;
+  EXPECT_NEAR(massAfter, mass, 1e-13 * mass);
+  std::cout << "[ measured ] " << nx * ny << " -> " << model.nodeCount()
+            << " nodes, largest gap along the pull at 2.2x " << nearestNow / h << " h\n";
 }
 
 TEST(FiberResample, StateRoundTripsAcrossNodeCounts) {
