@@ -37,6 +37,12 @@ std::vector<int32_t> gridTriangles(int nx, int ny) {
   return t;
 }
 
+// `params` with resampling at its default.
+FiberParams withResampling(FiberParams params = {}) {
+  params.resample = FiberResampleDef{};
+  return params;
+}
+
 // The rest positions stretched by `stretch` along x.
 std::vector<double> pulled(const FiberModel& model, double stretch) {
   std::vector<double> x(model.restPositions().begin(), model.restPositions().end());
@@ -72,9 +78,7 @@ double interiorForce(const FiberModel& model, std::span<const double> x, double 
 TEST(FiberResample, PulledSheetKeepsItsSpacingBoundedAndItsMassMomentumAndArea) {
   const int nx = 21, ny = 7;
   const double h = 0.01;
-  FiberParams params;
-  params.resample = FiberResampleDef{};
-  FiberModel model(gridSheet(nx, ny, h), rubber(), params, gridTriangles(nx, ny));
+  FiberModel model(gridSheet(nx, ny, h), rubber(), withResampling(), gridTriangles(nx, ny));
   const FiberModel fixed(gridSheet(nx, ny, h), rubber(), {}, gridTriangles(nx, ny));
   ASSERT_TRUE(model.changesNodeCount());
   // Interior nodes: 4 edges of h and 2 diagonals of sqrt2 h, so s = 1.138 h and the limit
@@ -147,14 +151,12 @@ TEST(FiberResample, PulledSheetKeepsItsSpacingBoundedAndItsMassMomentumAndArea) 
 }
 
 TEST(FiberResample, PointSheetWithoutTrianglesKeepsItsNeighboursClose) {
-  // No output triangles: the watched pairs are each node's first-ring fiber legs. Every node's
-  // nearest neighbour now stays within the limit, and no two new nodes coincide (the two
+  // No output triangles: the watched pairs are each node's first-ring fiber legs. The largest
+  // gap along the pull stays within the limit, and no two new nodes coincide (the two
   // diagonals of a grid cell share their midpoint: one of them is skipped).
   const int nx = 21, ny = 7;
   const double h = 0.01;
-  FiberParams params;
-  params.resample = FiberResampleDef{};
-  FiberModel model(gridSheet(nx, ny, h), rubber(), params);
+  FiberModel model(gridSheet(nx, ny, h), rubber(), withResampling());
   const FiberModel fixed(gridSheet(nx, ny, h), rubber());
   double mass = 0;
   for (const double m : model.nodeMasses()) mass += m;
@@ -202,9 +204,7 @@ TEST(FiberResample, PointSheetWithoutTrianglesKeepsItsNeighboursClose) {
 TEST(FiberResample, StateRoundTripsAcrossNodeCounts) {
   const int nx = 21, ny = 7;
   const double h = 0.01;
-  FiberParams params;
-  params.resample = FiberResampleDef{};
-  FiberModel model(gridSheet(nx, ny, h), rubber(), params, gridTriangles(nx, ny));
+  FiberModel model(gridSheet(nx, ny, h), rubber(), withResampling(), gridTriangles(nx, ny));
   const ModelState initial = model.state();
   const double energyBefore = model.energy(pulled(model, 1.3)).total();
   for (const double stretch : {1.4, 1.8}) {
@@ -221,7 +221,7 @@ TEST(FiberResample, StateRoundTripsAcrossNodeCounts) {
   EXPECT_EQ(model.nodeCount(), refined);
   EXPECT_EQ(model.energy(pulled(model, 1.9)).total(), energyLater);
   // The state holds the nodes: another resampling sheet takes it whole.
-  FiberModel other(gridSheet(5, 5, h), rubber(), params, gridTriangles(5, 5));
+  FiberModel other(gridSheet(5, 5, h), rubber(), withResampling(), gridTriangles(5, 5));
   other.setState(later);
   EXPECT_EQ(other.nodeCount(), refined);
   // A fiber state without the nodes is refused, and the model stays as it was.
@@ -236,13 +236,12 @@ TEST(FiberResample, NewFibersOfAPlasticSheetStartWithTheirCentresElasticStrain) 
   const int nx = 21, ny = 7;
   const double h = 0.01;
   FiberParams params;
-  params.resample = FiberResampleDef{};
   FiberPlasticityDef plastic;
   plastic.flow = FiberPlasticFlow::kPerfect;
   plastic.yieldStrain = 0.01;
   plastic.yieldAngle = 0.05;
   params.plasticity = plastic;
-  FiberModel model(gridSheet(nx, ny, h), rubber(), params, gridTriangles(nx, ny));
+  FiberModel model(gridSheet(nx, ny, h), rubber(), withResampling(params), gridTriangles(nx, ny));
   // Energy after each update (the perfect flow puts every fiber back on its yield strain):
   // across a resampling it goes on as before instead of jumping to the full stretch's.
   double previous = 0;

@@ -446,7 +446,7 @@ class FiberModel : public Model {
   int64_t inelasticStep_ = 0;             // updateInelastic calls so far
   std::vector<int64_t> lastBreakStep_;    // (nNodes): the call in which a fiber of j last broke
   // Resampling (fiber_resample.cpp): s_j, the mean rest length of node j's watched pairs in
-  // the input sampling (a new node: the weighted mean of its sources'), (nNodes), m; the
+  // the input sampling (a new node: the mean of its two ends'), (nNodes), m; the
   // watched pairs (nPairs, 2) and their limits max_spacing * max(s_a, s_b), (nPairs), m; the
   // rest positions the network was last built from, (nNodes, 3), m (stateAssigned compares).
   std::vector<double> spacing_;

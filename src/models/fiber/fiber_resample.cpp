@@ -60,11 +60,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/crack.hpp"
+#include "core/spatial.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "models/fiber/fiber_model.hpp"
 
@@ -81,43 +81,6 @@ constexpr double kFirstRing = 1.5;
 std::pair<int32_t, int32_t> ordered(int32_t a, int32_t b) {
   return {std::min(a, b), std::max(a, b)};
 }
-
-// A hash grid over points, for the batch's nearest-midpoint test.
-class PointGrid {
- public:
-  explicit PointGrid(double cell) : cell_(cell) {}
-  [[nodiscard]] bool anyWithin(const Vec3& p, double radius,
-                               const std::vector<Vec3>& points) const {
-    const std::array<int64_t, 3> c = cellOf(p);
-    for (int64_t dx = -1; dx <= 1; ++dx) {
-      for (int64_t dy = -1; dy <= 1; ++dy) {
-        for (int64_t dz = -1; dz <= 1; ++dz) {
-          const auto found = cells_.find(key({c[0] + dx, c[1] + dy, c[2] + dz}));
-          if (found == cells_.end()) continue;
-          for (const size_t i : found->second) {
-            if ((points[i] - p).squaredNorm() < radius * radius) return true;
-          }
-        }
-      }
-    }
-    return false;
-  }
-  void add(const Vec3& p, size_t index) { cells_[key(cellOf(p))].push_back(index); }
-
- private:
-  [[nodiscard]] std::array<int64_t, 3> cellOf(const Vec3& p) const {
-    return {static_cast<int64_t>(std::floor(p.x() / cell_)),
-            static_cast<int64_t>(std::floor(p.y() / cell_)),
-            static_cast<int64_t>(std::floor(p.z() / cell_))};
-  }
-  static uint64_t key(const std::array<int64_t, 3>& c) {
-    return (static_cast<uint64_t>(c[0]) * 73856093ULL) ^
-           (static_cast<uint64_t>(c[1]) * 19349663ULL) ^
-           (static_cast<uint64_t>(c[2]) * 83492791ULL);
-  }
-  double cell_;
-  std::unordered_map<uint64_t, std::vector<size_t>> cells_;
-};
 
 }  // namespace
 
@@ -237,22 +200,30 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
   });
   std::vector<Candidate> chosen;
   if (triangles_.empty()) {
-    double cell = 0;
-    for (const Candidate& c : candidates) {
-      cell = std::max(cell, (row(restPositions_, static_cast<size_t>(c.a)) -
-                             row(restPositions_, static_cast<size_t>(c.b)))
-                                .norm());
+    // In order, a candidate is skipped when an earlier chosen one's midpoint lies within a
+    // third of its rest length of its own.
+    std::vector<double> midpoints(3 * candidates.size());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      setRow(midpoints, i,
+             0.5 * (row(restPositions_, static_cast<size_t>(candidates[i].a)) +
+                    row(restPositions_, static_cast<size_t>(candidates[i].b))));
     }
-    PointGrid grid(cell);
-    std::vector<Vec3> midpoints;
-    for (const Candidate& c : candidates) {
-      const Vec3 pa = row(restPositions_, static_cast<size_t>(c.a));
-      const Vec3 pb = row(restPositions_, static_cast<size_t>(c.b));
-      const Vec3 mid = 0.5 * (pa + pb);
-      if (grid.anyWithin(mid, (pa - pb).norm() / 3.0, midpoints)) continue;
-      grid.add(mid, midpoints.size());
-      midpoints.push_back(mid);
-      chosen.push_back(c);
+    const PointKdTree tree(midpoints);
+    std::vector<uint8_t> taken(candidates.size(), 0);
+    std::vector<uint32_t> near;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const double radius = (row(restPositions_, static_cast<size_t>(candidates[i].a)) -
+                             row(restPositions_, static_cast<size_t>(candidates[i].b)))
+                                .norm() /
+                            3.0;
+      const Vec3 mid = row(midpoints, i);
+      tree.withinRadius(mid.data(), radius, near);
+      const bool crowded = std::any_of(near.begin(), near.end(), [&](uint32_t j) {
+        return taken[j] != 0 && (row(midpoints, j) - mid).squaredNorm() < radius * radius;
+      });
+      if (crowded) continue;
+      taken[i] = 1;
+      chosen.push_back(candidates[i]);
     }
   } else {
     chosen = std::move(candidates);
