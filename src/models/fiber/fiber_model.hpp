@@ -357,6 +357,9 @@ class FiberModel : public Model {
   void buildResamplePairs();
   // Adds nodes where a pair at x is past its limit; fills edit's node sources. True if it did.
   bool resample(std::span<const double> x, TopologyEdit& edit);
+  // Edge flips of the output triangles that make them better shaped at x, between nodes of
+  // one piece (`pieces`, one label per node) that no crack separates. True if any flipped.
+  bool flipTriangles(std::span<const double> x, std::span<const int32_t> pieces);
   // Throws InputError when a put-back state's node arrays disagree or hold bad values.
   void checkNodeState() const;
 
@@ -456,6 +459,9 @@ class FiberModel : public Model {
   // The elastic energy the resampling events added at fixed positions (Model::addedEnergy),
   // J, one value (a vector: the state's field type).
   std::vector<double> resampleEnergy_{0.0};
+  // The worst triangle quality the last flip pass between events left, 1 when none since the
+  // last event or since the worst was good again (fiber_resample.cpp, "Flips"); one value.
+  std::vector<double> reshapeQuality_{1.0};
   uint64_t topologyVersion_ = 0;
   std::vector<double> restPositions_;  // (nNodes, 3), m
   std::vector<double> restNormals_;    // N_j0, (nNodes, 3), unit: the input normals

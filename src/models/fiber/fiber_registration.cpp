@@ -219,7 +219,9 @@ constexpr FieldSpec kResampleFields[] = {
                 "centre's nearest neighbours) that moves farther apart than this times its "
                 "nodes' spacing at the start gets a node between them, at their midpoint and "
                 "mean velocity, with equal shares of mass and area from the two (mass and "
-                "momentum are kept exactly). A pair splits at most twice. Each event changes "
+                "momentum are kept exactly). A pair splits at most twice. A mesh's triangles "
+                "are re-triangulated by edge flips as the surface deforms, so the frames' "
+                "connectivity is no longer the input's. Each event changes "
                 "the stored energy a little (counted as put in); with an explicit integrator "
                 "that goes into short waves the steps do not damp, so stretched sheets "
                 "crumple: use `backward_euler`."},

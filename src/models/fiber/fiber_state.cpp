@@ -23,6 +23,7 @@ void FiberModel::listStateFields(StateFields& fields) {
     fields.add("fracture_scale", &params_.nodeFractureScale, kPerNodeOrEmpty);
     fields.add("triangles", &triangles_);
     fields.add("resample_energy", &resampleEnergy_);
+    fields.add("reshape_quality", &reshapeQuality_);
   }
   if (!params_.plasticity && !params_.fracture) return;  // elastic: nothing else evolves
   // The cracks first: the network, hence the element count, is a function of them.
@@ -52,6 +53,7 @@ void FiberModel::stateAssigned() {
   const bool sameNodes = !params_.resample || restPositions_ == builtRestPositions_;
   if (sameNodes && std::equal(cracks_.begin(), cracks_.end(), networkCracks_.begin(),
                               networkCracks_.end(), sameDisc)) {
+    if (params_.resample) buildResamplePairs();  // the triangles may have flipped since
     return;
   }
   if (params_.resample) {
@@ -78,7 +80,8 @@ void FiberModel::checkNodeState() const {
   if (n < 3 || restPositions_.size() != 3 * n || restNormals_.size() != 3 * n ||
       spacing_.size() != n || freeEdgeNormal_.size() != 3 * n || originalFibers_.size() != n ||
       crackAtNode_.size() != n || triangles_.size() % 3 != 0 || resampleEnergy_.size() != 1 ||
-      !std::isfinite(resampleEnergy_[0])) {
+      !std::isfinite(resampleEnergy_[0]) || reshapeQuality_.size() != 1 ||
+      !std::isfinite(reshapeQuality_[0])) {
     fail("per-node arrays disagree in length");
   }
   for (size_t i = 0; i < n; ++i) {
