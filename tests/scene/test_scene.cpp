@@ -786,11 +786,12 @@ TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChe
   json scene = minimalScene();
   json& body = scene["bodies"][0];
   body["model"] = "fiber";
-  body["fiber"] = {{"plasticity", {{"yield_angle", 0.1}}},
-                   {"fracture", {{"stretch_limit", 1.2}, {"cooldown_steps", 3}}},
-                   {"regions", {{{"shape", "sphere"}, {"radius", 0.2}, {"fracture_scale", 0.3}}}},
-                   {"anisotropy", {{"axis", {0, 1, 0}}, {"ratio", 2}}},
-                   {"high_resolution_surface", "off"}};
+  body["fiber"] = {
+      {"plasticity", {{"yield_angle", 0.1}}},
+      {"fracture", {{"stretch_limit", 1.2}, {"cooldown_steps", 3}, {"min_piece_nodes", 4}}},
+      {"regions", {{{"shape", "sphere"}, {"radius", 0.2}, {"fracture_scale", 0.3}}}},
+      {"anisotropy", {{"axis", {0, 1, 0}}, {"ratio", 2}}},
+      {"high_resolution_surface", "off"}};
   body["loads"] = {{{"shape", "box"},
                     {"force", {0, 0, -2}},
                     {"ramp", {{{"time", 0}, {"value", 0}}, {{"time", 1}, {"value", 1}}}}}};
@@ -802,6 +803,9 @@ TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChe
   EXPECT_EQ(f.plasticity->yieldStrain, FiberPlasticityDef{}.yieldStrain);
   EXPECT_EQ(f.fracture->stretchLimit, 1.2);
   EXPECT_EQ(f.fracture->cooldownSteps, 3);
+  EXPECT_EQ(f.fracture->minPieceNodes, 4);
+  EXPECT_EQ(parseScene(sceneToJson(s), "again.json", ".").bodies[0].options<FiberDef>().fracture,
+            f.fracture);
   ASSERT_EQ(f.regions.size(), 1u);
   EXPECT_EQ(f.regions[0].shape, PinShape::kSphere);
   EXPECT_EQ(f.regions[0].fractureScale, 0.3);
@@ -813,9 +817,10 @@ TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChe
   EXPECT_EQ(s.bodies[0].pressure->pressure, 500);
   EXPECT_TRUE(s.bodies[0].pressure->releaseOnFracture);
 
-  body["fiber"] = {{"fracture", {{"stretch_limit", 0.9}, {"broken_ratio", 0}}},
-                   {"regions", {{{"shape", "cone"}}}},
-                   {"anisotropy", {{"axis", {0, 0, 0}}}}};
+  body["fiber"] = {
+      {"fracture", {{"stretch_limit", 0.9}, {"broken_ratio", 0}, {"min_piece_nodes", -1}}},
+      {"regions", {{{"shape", "cone"}}}},
+      {"anisotropy", {{"axis", {0, 0, 0}}}}};
   body["loads"] = {
       {{"shape", "box"}, {"ramp", {{{"time", 1}, {"value", 0}}, {{"time", 0.5}, {"value", 1}}}}}};
   body["pressure"] = json::object();
@@ -823,6 +828,7 @@ TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChe
   for (const char* expected :
        {"bodies[0].fiber.fracture.stretch_limit = 0.9: must be > 1",
         "bodies[0].fiber.fracture.broken_ratio = 0: must be in (0, 1]",
+        "bodies[0].fiber.fracture.min_piece_nodes = -1",
         "bodies[0].fiber.regions[0].shape = \"cone\"", "bodies[0].fiber.anisotropy.axis",
         "bodies[0].loads[0].ramp[1].time = 0.5: must be greater than the previous key's time",
         "bodies[0].pressure.pressure"}) {

@@ -39,6 +39,9 @@ struct FiberFractureDef {
   // spent below (s, >= 0; 0 breaks at once, as in the paper): stress waves that overshoot
   // for a moment do not break it, a sustained load does.
   double delay = 0;
+  // > 0: a crack that would cut a piece of fewer nodes off a larger one is not placed, and
+  // its node seeds none again (its broken fibers stay broken); 0: every crack is placed.
+  int32_t minPieceNodes = 0;
   bool operator==(const FiberFractureDef&) const = default;
 };
 

@@ -205,6 +205,34 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
   return report;
 }
 
+namespace {
+
+// Whether the pieces after a crack (one label per node) cut a speck off: a node is in a piece
+// of fewer than `smallest` nodes that was in a larger one before, and no two larger pieces
+// came apart (a crack that completes a tear may leave a speck).
+bool cutsOffSpeck(std::span<const int32_t> before, std::span<const int32_t> after,
+                  int32_t smallest) {
+  const auto sizes = [](std::span<const int32_t> labels) {
+    std::vector<int32_t> size(labels.size(), 0);
+    for (const int32_t label : labels) ++size[static_cast<size_t>(label)];
+    return size;
+  };
+  const auto large = [&](const std::vector<int32_t>& size) {
+    return std::count_if(size.begin(), size.end(), [&](int32_t s) { return s >= smallest; });
+  };
+  const std::vector<int32_t> sizeBefore = sizes(before), sizeAfter = sizes(after);
+  if (large(sizeAfter) > large(sizeBefore)) return false;
+  for (size_t j = 0; j < after.size(); ++j) {
+    if (sizeAfter[static_cast<size_t>(after[j])] < smallest &&
+        sizeBefore[static_cast<size_t>(before[j])] >= smallest) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool FiberModel::formCrack(std::span<const double> x) {
   const auto n = static_cast<size_t>(network_.nodeCount);
   const double ratio = params_.fracture->brokenRatio;
@@ -275,10 +303,25 @@ bool FiberModel::formCrack(std::span<const double> x) {
   disc.centre = centre + 0.5 * (gapEnd - centre).dot(tangent.normalized()) * tangent.normalized();
   disc.normal = tangent.normalized();
   disc.radius = 0.6 * radius / legs;
+  const int32_t smallest = params_.fracture->minPieceNodes;
+  if (smallest == 0) {
+    cracks_.push_back(disc);
+    crackAtNode_[node] = 1;
+    rebuildKeepingFiberState(x, {}, {});
+    return true;
+  }
+  // fracture.min_piece_nodes: a disc that would cut a speck off is not placed; the model is
+  // put back as it was and the node never seeds a crack again.
+  const std::vector<int32_t> piecesBefore = nodePieces();
+  const ModelState before = state();
   cracks_.push_back(disc);
   crackAtNode_[node] = 1;
-
   rebuildKeepingFiberState(x, {}, {});
+  if (cutsOffSpeck(piecesBefore, nodePieces(), smallest)) {
+    setState(before);
+    crackAtNode_[node] = 1;
+    return false;
+  }
   return true;
 }
 

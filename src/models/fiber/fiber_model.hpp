@@ -181,7 +181,10 @@
 // plane), with the mean rest distance from the node to its fiber ends as radius. The paper centres
 // it at the node; we shift it along the normal halfway to the end of the fiber's more stretched leg
 // (at the current positions), i.e. into the gap that opened, so the node keeps its intact side. At
-// most one crack per step, then `cooldownSteps` steps without one. A crack rebuilds the network
+// most one crack per step, then `cooldownSteps` steps without one. With `minPieceNodes` (an
+// addition) a disc that would cut a piece of fewer nodes off a larger one, and part no two
+// larger ones, is taken back (the state before it put back) and its node never seeds again:
+// specks below the sampling's resolution. A crack rebuilds the network
 // from the rest positions with no neighbour pair across any disc (fiber_network.hpp), then the
 // normal patches, the rest angles and the stiffness mapping; each fiber that exists before and
 // after (same centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A
