@@ -130,7 +130,10 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
   if (implicit) record.newton = steps.newton;
   record.staticFrame = staticFrame;
   record.wallSeconds = wallSeconds;
+  // The energy the models' discretization changes added (resampling) counts as put in, as the
+  // energy guard counts it: the energy plot's balance (what was dissipated) stays true.
   record.externalWork = world.externalWork;
+  for (const Body& body : world.bodies) record.externalWork += body.model->addedEnergy();
   const bool obstaclesMove = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                          [](const Obstacle& o) { return o.moves(); });
   if (obstaclesMove) {

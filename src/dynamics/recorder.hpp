@@ -33,7 +33,8 @@ struct FrameRecord {
   std::optional<StaticFrame> staticFrame;  // static runs, frames after the first
   double wallSeconds = 0;                  // since the run started
   // Work done on the bodies since the start by loads, pressure, moving pins and scripted
-  // obstacles (World::externalWork), J: what the total energy may have gained.
+  // obstacles (World::externalWork), and the energy resampling added (Model::addedEnergy),
+  // J: what the total energy may have gained.
   double externalWork = 0;
   struct BodyEnergy {
     double kinetic = 0, stretching = 0, bending = 0, gravitational = 0;  // J

@@ -11,6 +11,7 @@
 
 #include "dynamics/contact.hpp"
 #include "dynamics/dynamics_test_util.hpp"
+#include "dynamics/recorder.hpp"
 #include "dynamics/simulation_impl.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
@@ -679,6 +680,12 @@ TEST(EnergyGuard, CountsTheEnergyThatResamplingAdded) {
   EXPECT_NE(added, 0.0);
   EXPECT_NEAR(totalEnergy(world) - energyBefore, added, 1e-9 * energyBefore);
   EXPECT_NO_THROW(guard.check(world));
+  // The frames count it as put in too, so the energy plot's balance (dissipated) holds.
+  const auto folder = std::filesystem::path(::testing::TempDir()) / "resampling_work_run";
+  std::filesystem::remove_all(folder);
+  Recorder recorder(folder, {OutputFormat::kPly});
+  recorder.writeFrame(world, 0, {}, false, 0);
+  EXPECT_EQ(recorder.frames().back().externalWork, world.externalWork + added);
 }
 
 class ScriptedObstacleWork : public ::testing::TestWithParam<ObstacleResponse> {};
