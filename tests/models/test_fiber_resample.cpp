@@ -7,6 +7,7 @@
 #include <iostream>
 #include <limits>
 #include <numbers>
+#include <numeric>
 #include <random>
 #include <span>
 #include <vector>
@@ -42,6 +43,18 @@ std::vector<int32_t> gridTriangles(int nx, int ny) {
 FiberParams withResampling(FiberParams params = {}) {
   params.resample = FiberResampleDef{};
   return params;
+}
+
+// The signed area of each triangle at x seen from +z, m^2 (negative: facing down).
+std::vector<double> areasFromAbove(std::span<const int32_t> triangles, std::span<const double> x) {
+  std::vector<double> areas;
+  for (size_t t = 0; t < triangles.size(); t += 3) {
+    const Vec3 a = row(x, static_cast<size_t>(triangles[t]));
+    const Vec3 b = row(x, static_cast<size_t>(triangles[t + 1]));
+    const Vec3 c = row(x, static_cast<size_t>(triangles[t + 2]));
+    areas.push_back(0.5 * (b - a).cross(c - a).z());
+  }
+  return areas;
 }
 
 // The rest positions stretched by `stretch` along x.
@@ -125,18 +138,10 @@ TEST(FiberResample, PulledSheetKeepsItsSpacingBoundedAndItsMassMomentumAndArea) 
   EXPECT_NEAR(massAfter, mass, 1e-13 * mass);
   EXPECT_LT((momentum(v) - momentumBefore).norm(), 1e-13 * mass);
   // The split triangles cover the sheet once, all facing +z.
-  double area = 0;
-  const auto tris = model.outputTriangles();
+  const std::vector<double> areas = areasFromAbove(model.outputTriangles(), model.restPositions());
+  for (const double a : areas) EXPECT_GT(a, 0);
+  EXPECT_NEAR(std::accumulate(areas.begin(), areas.end(), 0.0), (nx - 1) * (ny - 1) * h * h, 1e-12);
   const auto rest = model.restPositions();
-  for (size_t t = 0; t < tris.size(); t += 3) {
-    const Vec3 a = row(rest, static_cast<size_t>(tris[t]));
-    const Vec3 b = row(rest, static_cast<size_t>(tris[t + 1]));
-    const Vec3 c = row(rest, static_cast<size_t>(tris[t + 2]));
-    const double z = (b - a).cross(c - a).z();
-    EXPECT_GT(z, 0);
-    area += 0.5 * z;
-  }
-  EXPECT_NEAR(area, (nx - 1) * (ny - 1) * h * h, 1e-12);
   // Rest state of the new network: force free at the rest positions.
   std::vector<double> g(rest.size(), 0.0);
   model.addGradient(rest, g);
@@ -210,18 +215,10 @@ TEST(FiberResample, NeckedSheetKeepsItsTrianglesFacingUpAndWellShaped) {
       EXPECT_LT(slivers, 0.25 * static_cast<double>(q.size())) << stretch;
     }
     // At rest the triangles still cover the sheet once, facing +z.
-    const std::vector<double> rest =
-        qualitiesFromAbove(model.outputTriangles(), model.restPositions());
-    EXPECT_GT(*std::min_element(rest.begin(), rest.end()), 0.0) << stretch;
-    double area = 0;
-    const auto tris = model.outputTriangles();
-    for (size_t t = 0; t < tris.size(); t += 3) {
-      const Vec3 a = row(model.restPositions(), static_cast<size_t>(tris[t]));
-      area += 0.5 * (row(model.restPositions(), static_cast<size_t>(tris[t + 1])) - a)
-                        .cross(row(model.restPositions(), static_cast<size_t>(tris[t + 2])) - a)
-                        .z();
-    }
-    EXPECT_NEAR(area, length * width, 1e-12) << stretch;
+    const std::vector<double> areas =
+        areasFromAbove(model.outputTriangles(), model.restPositions());
+    EXPECT_GT(*std::min_element(areas.begin(), areas.end()), 0.0) << stretch;
+    EXPECT_NEAR(std::accumulate(areas.begin(), areas.end(), 0.0), length * width, 1e-12) << stretch;
   }
   EXPECT_GE(reshapes, 1);
   EXPECT_LT(model.nodeCount(), 350);  // the flipped diagonals are shorter: fewer splits

@@ -303,21 +303,19 @@ bool FiberModel::formCrack(std::span<const double> x) {
   disc.centre = centre + 0.5 * (gapEnd - centre).dot(tangent.normalized()) * tangent.normalized();
   disc.normal = tangent.normalized();
   disc.radius = 0.6 * radius / legs;
-  const int32_t smallest = params_.fracture->minPieceNodes;
-  if (smallest == 0) {
-    cracks_.push_back(disc);
-    crackAtNode_[node] = 1;
-    rebuildKeepingFiberState(x, {}, {});
-    return true;
-  }
   // fracture.min_piece_nodes: a disc that would cut a speck off is not placed; the model is
   // put back as it was and the node never seeds a crack again.
-  const std::vector<int32_t> piecesBefore = nodePieces();
-  const ModelState before = state();
+  const int32_t smallest = params_.fracture->minPieceNodes;
+  std::vector<int32_t> piecesBefore;
+  ModelState before;
+  if (smallest > 0) {
+    piecesBefore = nodePieces();
+    before = state();
+  }
   cracks_.push_back(disc);
   crackAtNode_[node] = 1;
   rebuildKeepingFiberState(x, {}, {});
-  if (cutsOffSpeck(piecesBefore, nodePieces(), smallest)) {
+  if (smallest > 0 && cutsOffSpeck(piecesBefore, nodePieces(), smallest)) {
     setState(before);
     crackAtNode_[node] = 1;
     return false;

@@ -129,18 +129,15 @@ constexpr double kReshapeQuality = 0.2;
 constexpr double kReshapeRetry = 0.02;
 constexpr int kFlipSweeps = 16;
 
-// The worst shape quality of the triangles at x, whichever way they face.
+// The worst shape quality of the triangles at x, whichever way they face (seen along its own
+// normal, each has its unsigned quality; a degenerate one has 0).
 double worstQuality(std::span<const int32_t> triangles, std::span<const double> x) {
   double worst = 1;
   for (size_t t = 0; t + 2 < triangles.size(); t += 3) {
     const Vec3 p = row(x, static_cast<size_t>(triangles[t]));
     const Vec3 q = row(x, static_cast<size_t>(triangles[t + 1]));
     const Vec3 r = row(x, static_cast<size_t>(triangles[t + 2]));
-    const Vec3 normal = (q - p).cross(r - p);
-    if (normal.squaredNorm() > 0)
-      worst = std::min(worst, signedQuality(p, q, r, normal.normalized()));
-    else
-      worst = 0;
+    worst = std::min(worst, signedQuality(p, q, r, (q - p).cross(r - p).stableNormalized()));
   }
   return worst;
 }
@@ -197,11 +194,11 @@ bool flipToBetterTriangles(std::vector<int32_t>& triangles, std::span<const doub
       for (const std::span<const double> at : {rest, x}) {
         const auto p = [&](int32_t i) { return row(at, static_cast<size_t>(i)); };
         Vec3 up = (p(b) - p(a)).cross(p(c) - p(a)) + (p(a) - p(b)).cross(p(d) - p(b));
-        if (up.squaredNorm() > 0) up.normalize();
         if (up.squaredNorm() == 0) {
           better = false;
           break;
         }
+        up.normalize();
         oldWorst =
             std::min(signedQuality(p(a), p(b), p(c), up), signedQuality(p(b), p(a), p(d), up));
         newWorst =
