@@ -24,20 +24,47 @@
 //   discrete shell, Newmark 1/4 at 1/240 s:          13.1 / 10.4 (5 iterations)
 // Per simulated second: Bullet 240 steps (~0.06 s), Verlet 1366 steps (~0.09 s with 1
 // thread), backward Euler 240 steps (~2.7 s).
+//   BM_SheetPerSimulatedSecond: the sheet run for 2 s of simulated time per configuration
+//                           (integrator, Newton Hessian, tolerance; see kSheetRuns), wall
+//                           ms per simulated second, steps, Newton, quasi-Newton and
+//                           factorizations per step, and the motion error: the largest
+//                           distance, at 60 sample times, of the free edge's middle node
+//                           from where the same scheme puts it at a quarter of the step
+//                           (Newton tolerance 1e-9), in mm (tip_error_mm) and in percent
+//                           of the sheet's 0.5 m (tip_error_percent), and over the first
+//                           0.5 s only (first_swing_tip_error_mm).
+// Measured 2026-11-30 (Release, native, two runs on a shared 2-core VM: Bullet 0.308 and
+// 0.343 ms per step; wall ms per simulated second, 1 / 2 threads; first-swing error):
+//   verlet                      78-108 / 77-86   0.9 mm (whole 2 s: 49 mm, see below)
+//   euler_frozen_1e-6          1529-1777 / 1346-1372  37.2 mm, 4.65 Newton, 0.86 factorizations
+//   euler_frozen_1e-3          1086-1089 / 871-922    37.0 mm, 2.17 Newton, 0.62 factorizations
+//   euler_quasi_newton_1e-3     322-339 / 272-284     37.0 mm, 6.7 stand-in its, 0.03
+//   factorizations newmark_*_1e-3: Newton fails to converge at t = 1.03-1.09 s (the run stops; the
+//   step pipeline of a scene would halve the step there).
+// Backward Euler at 1/240 s is 37 mm (7 % of the sheet) off its quarter step in the first
+// swing whatever the solver, so the Newton tolerance of 1e-3 costs nothing visible; the
+// implicit step with the quasi-Newton solver costs 18-24 Verlet steps (113 with the
+// defaults). Over the whole 2 s every scheme drifts far from its quarter step (Verlet 49 mm,
+// backward Euler 123 mm): the flapping free edge is sensitive to small differences, and
+// backward Euler at a quarter step is still 56 mm from a sixteenth step.
 #include <BulletSoftBody/btSoftBodyHelpers.h>
 #include <BulletSoftBody/btSoftBodyRigidBodyCollisionConfiguration.h>
 #include <BulletSoftBody/btSoftRigidDynamicsWorld.h>
 #include <benchmark/benchmark.h>
 #include <btBulletDynamicsCommon.h>
 
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "dynamics/implicit.hpp"
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
 #include "geometry/primitives.hpp"
+#include "shellsim/errors.hpp"
 #include "shellsim/parallel.hpp"
 
 namespace {
@@ -169,7 +196,141 @@ void BM_DiscreteShellStep(benchmark::State& state) {
         static_cast<double>(newton) / static_cast<double>(state.iterations());
 }
 
+// One way of stepping the sheet: the integrator, its step, and for the implicit ones the
+// Newton Hessian and tolerance.
+struct SheetRun {
+  const char* label;
+  int method;   // 0 Verlet at 0.9 of the stable step, 1 backward Euler, 2 Newmark 1/4
+  int hessian;  // 0 exact, 1 frozen, 2 quasi-Newton
+  double tolerance;
+};
+
+constexpr SheetRun kSheetRuns[] = {
+    {"verlet", 0, 0, 0},
+    {"euler_frozen_1e-6", 1, 1, 1e-6},
+    {"euler_frozen_1e-3", 1, 1, 1e-3},
+    {"euler_quasi_newton_1e-3", 1, 2, 1e-3},
+    {"newmark_frozen_1e-3", 2, 1, 1e-3},
+    {"newmark_quasi_newton_1e-3", 2, 2, 1e-3},
+};
+
+constexpr double kSheetSeconds = 2.0;
+constexpr int kTipSamples = 60;
+
+struct SheetTrajectory {
+  std::vector<Vec3> tip;  // (kTipSamples), the free edge's middle node
+  int64_t steps = 0, newton = 0, quasiNewton = 0, factorizations = 0;
+  double wallSeconds = 0;
+};
+
+// The free edge's middle node: largest x, then smallest |y|.
+size_t tipNode(const Body& body) {
+  size_t tip = 0;
+  for (size_t i = 1; i < static_cast<size_t>(body.nodeCount()); ++i) {
+    const Vec3 p = row(body.positions, i), q = row(body.positions, tip);
+    if (p.x() > q.x() + 1e-9 ||
+        (std::abs(p.x() - q.x()) <= 1e-9 && std::abs(p.y()) < std::abs(q.y())))
+      tip = i;
+  }
+  return tip;
+}
+
+// `refine` steps per nominal step; tolerance overrides the run's when positive.
+SheetTrajectory runSheet(const SheetRun& run, int refine, double tolerance) {
+  World world = buildWorld(sheetScene());
+  computeAccelerations(world);
+  const size_t tip = tipNode(world.bodies[0]);
+  const double nominal = run.method == 0 ? 0.9 * stableTimeStep(world) : kStep;
+  // Whole steps per sample interval, so that samples fall on step boundaries.
+  const double interval = kSheetSeconds / kTipSamples;
+  const auto perSample = static_cast<int64_t>(std::ceil(interval / nominal - 1e-9)) * refine;
+  const double dt = interval / static_cast<double>(perSample);
+  std::unique_ptr<ImplicitStepper> stepper;
+  if (run.method != 0) {
+    ImplicitSettings settings;
+    settings.scheme = run.method == 1 ? ImplicitScheme::kBackwardEuler : ImplicitScheme::kNewmark;
+    settings.newton.frozenHessian = run.hessian != 0;
+    settings.newton.quasiNewton = run.hessian == 2;
+    settings.newton.tolerance = tolerance > 0 ? tolerance : run.tolerance;
+    stepper = std::make_unique<ImplicitStepper>(settings);
+  }
+  SheetTrajectory out;
+  PhaseTimes times;
+  const auto start = std::chrono::steady_clock::now();
+  for (int sample = 0; sample < kTipSamples; ++sample) {
+    for (int64_t s = 0; s < perSample; ++s) {
+      if (stepper) {
+        const ImplicitStepReport report = stepper->step(world, dt, times);
+        out.newton += report.bodies[0].iterations;
+        out.quasiNewton += report.bodies[0].quasiNewtonIterations;
+        out.factorizations += report.bodies[0].factorizations;
+      } else {
+        step(world, dt, times);
+      }
+      ++out.steps;
+    }
+    out.tip.push_back(row(world.bodies[0].positions, tip));
+  }
+  out.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+void BM_SheetPerSimulatedSecond(benchmark::State& state) {
+  const SheetRun& run = kSheetRuns[state.range(0)];
+  const ThreadLimit limit(static_cast<int>(state.range(1)));
+  state.SetLabel(run.label);
+  // The reference: the same scheme at a quarter of the step, tolerance 1e-9 (once per
+  // scheme; one thread).
+  static std::map<int, std::vector<Vec3>> references;
+  const int scheme = run.method;
+  try {
+    if (references.find(scheme) == references.end()) {
+      const ThreadLimit one(1);
+      const SheetRun exact{"reference", run.method, 0, 1e-9};
+      references[scheme] = runSheet(exact, 4, 0).tip;
+    }
+  } catch (const NumericalError& e) {
+    state.SkipWithError((std::string("the quarter-step reference failed: ") + e.what()).c_str());
+    return;
+  }
+  SheetTrajectory trajectory;
+  for (auto _ : state) {
+    try {
+      trajectory = runSheet(run, 1, 0);
+    } catch (const NumericalError& e) {
+      state.SkipWithError(e.what());
+      return;
+    }
+    state.SetIterationTime(trajectory.wallSeconds);
+  }
+  // Over the whole run and over its first half second (the first swing down).
+  double error = 0, firstSwingError = 0;
+  for (int k = 0; k < kTipSamples; ++k) {
+    const double distance =
+        (trajectory.tip[static_cast<size_t>(k)] - references[scheme][static_cast<size_t>(k)])
+            .norm();
+    error = std::max(error, distance);
+    if (4 * (k + 1) <= kTipSamples) firstSwingError = std::max(firstSwingError, distance);
+  }
+  const auto steps = static_cast<double>(trajectory.steps);
+  state.counters["ms_per_simulated_s"] = 1e3 * trajectory.wallSeconds / kSheetSeconds;
+  state.counters["steps_per_simulated_s"] = steps / kSheetSeconds;
+  state.counters["newton_per_step"] = static_cast<double>(trajectory.newton) / steps;
+  state.counters["quasi_newton_per_step"] = static_cast<double>(trajectory.quasiNewton) / steps;
+  state.counters["factorizations_per_step"] =
+      static_cast<double>(trajectory.factorizations) / steps;
+  state.counters["tip_error_mm"] = 1e3 * error;
+  state.counters["tip_error_percent"] = 100 * error / kSize;
+  state.counters["first_swing_tip_error_mm"] = 1e3 * firstSwingError;
+}
+
 BENCHMARK(BM_BulletSoftBodyStep)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SheetPerSimulatedSecond)
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {1, 2}})
+    ->ArgNames({"run", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(1);
 BENCHMARK(BM_DiscreteShellStep)
     ->ArgsProduct({{0, 1, 2}, {1, 2}})
     ->ArgNames({"method", "threads"})

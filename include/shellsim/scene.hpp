@@ -226,6 +226,7 @@ struct TimeDef {
   double newtonTolerance = 1e-6;    // relative residual, (0, 1)
   int newtonMaxIterations = 30;     // >= 1
   bool newtonFrozenHessian = true;  // newton_hessian: "frozen" (modified Newton) or "exact"
+  bool newtonQuasiNewton = false;   // newton_hessian: "quasi_newton" (frozen too)
   int32_t loadIncrements = 10;      // static: frames from load factor 0 to 1, >= 1
 
   bool operator==(const TimeDef&) const = default;

@@ -29,6 +29,10 @@ void validate(const ImplicitSettings& s) {
     msg << "newton max_reuse_iterations = " << s.newton.maxReuseIterations << ": must be >= 1";
   if (!(s.newton.stepTolerance >= 0))
     msg << "newton step_tolerance = " << s.newton.stepTolerance << ": must be >= 0";
+  if (s.newton.quasiNewtonBudget < 1)
+    msg << "newton quasi_newton_budget = " << s.newton.quasiNewtonBudget << ": must be >= 1";
+  if (s.newton.quasiNewtonPairs < 0)
+    msg << "newton quasi_newton_pairs = " << s.newton.quasiNewtonPairs << ": must be >= 0";
   if (s.newton.maxShifts < 0)
     msg << "newton max_shifts = " << s.newton.maxShifts << ": must be >= 0";
   if (!msg.str().empty()) throw InputError(msg.str());

@@ -53,6 +53,37 @@ std::string labelOf(const Body& body) {
   return "body '" + body.name + "'";
 }
 
+void QuasiNewtonHistory::start(std::span<const double> x, const std::vector<int>& freeIndex,
+                               const Vector& g) {
+  if (capacity_ == 0) return;
+  startX_.resize(g.size());
+  for (size_t k = 0; k < freeIndex.size(); ++k) {
+    if (freeIndex[k] >= 0) startX_[freeIndex[k]] = x[k];
+  }
+  startG_ = g;
+  pending = true;
+}
+
+void QuasiNewtonHistory::record(std::span<const double> x, const std::vector<int>& freeIndex,
+                                const Vector& g) {
+  pending = false;
+  Vector s(g.size());
+  for (size_t k = 0; k < freeIndex.size(); ++k) {
+    if (freeIndex[k] >= 0) s[freeIndex[k]] = x[k] - startX_[freeIndex[k]];
+  }
+  Vector y = g - startG_;
+  const double curvature = s.dot(y);
+  if (!(curvature > 0) || !std::isfinite(curvature)) return;
+  if (s_.size() == capacity_) {
+    s_.erase(s_.begin());
+    y_.erase(y_.begin());
+    rho_.erase(rho_.begin());
+  }
+  s_.push_back(std::move(s));
+  y_.push_back(std::move(y));
+  rho_.push_back(1 / curvature);
+}
+
 NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
   NewtonReport report;
   std::vector<double>& x = body_.positions;
@@ -73,6 +104,18 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
       settings_.frozenHessian && potential_.alpha > 0 && free_.count <= settings_.directMaxDofs;
   double frozenFrom = -1;     // residual before the last frozen iteration, or -1
   bool frozenFailed = false;  // a frozen iteration of this solve contracted too little
+  // L-BFGS pairs of this solve's iterations without a fresh factor (quasiNewton only); they
+  // hold whichever initial inverse Hessian is applied (the Laplacian stand-in, then the
+  // frozen factor).
+  QuasiNewtonHistory history(settings_.quasiNewton ? settings_.quasiNewtonPairs : 0);
+  bool laplacianPhase = settings_.quasiNewton && potential_.alpha > 0 &&
+                        free_.count <= settings_.directMaxDofs && cache_.laplacianSkip == 0;
+  if (settings_.quasiNewton && cache_.laplacianSkip > 0) --cache_.laplacianSkip;
+  // The stand-in's iterations take at most half of the solve's; the rest, from
+  // `fallbackFrom` on, are the factor's.
+  const int32_t laplacianBudget =
+      std::min(settings_.quasiNewtonBudget, settings_.maxIterations / 2);
+  int32_t fallbackFrom = 0;
   for (int32_t iteration = 0;; ++iteration) {
     const bool stale = body_.model->prepare(x);
     if (!known.valid || stale) {
@@ -96,6 +139,8 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
       if (f < 0) continue;
       g[f] = gradient[k] + extraGradient(x, k) + (contact ? contactGradient_[k] : 0.0);
     }
+    // The last iteration's step and change of gradient: an L-BFGS pair.
+    if (history.pending) history.record(x, free_.index, g);
     const double gNorm = g.norm();
     if (!std::isfinite(phi) || !std::isfinite(gNorm)) {
       fail("the incremental potential or its gradient is not finite", iteration);
@@ -104,21 +149,41 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
     report.residuals.push_back(residual);
     report.residual = residual;
     if (gNorm <= settings_.tolerance * forceScale) {
+      if (laplacianPhase) cache_.laplacianFailures = 0;
       report.converged = true;
       return report;
     }
     if (iteration == settings_.maxIterations) return report;
     ++report.iterations;
+    if (laplacianPhase) {
+      if (iteration < laplacianBudget && buildLaplacian(x)) {
+        d = history.direction(g, [&](const Vector& r) { return applyLaplacianInverse(r); });
+        history.start(x, free_.index, g);
+        if (d.allFinite() && lineSearch(x, trial, d, phi, scale, g.dot(d), known) > 0) {
+          ++report.quasiNewtonIterations;
+          continue;
+        }
+        history.pending = false;
+      }
+      // Not converged within the budget: the factor's iterations take over, and the next
+      // solves skip the stand-in for 1, 2, 4, ... 64 steps while it keeps failing.
+      laplacianPhase = false;
+      fallbackFrom = iteration;
+      cache_.laplacianSkip = 1 << std::min(cache_.laplacianFailures, 6);
+      ++cache_.laplacianFailures;
+    }
     // After a frozen iteration that contracted too little, full Newton steps for the rest
     // of the solve; so too for the second half of the iteration budget, where they
     // converge quadratically and a frozen factor might keep contracting just enough.
     if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) frozenFailed = true;
     const bool frozenUsable =
-        frozenAllowed && !frozenFailed && 2 * iteration < settings_.maxIterations;
+        frozenAllowed && !frozenFailed &&
+        2 * (iteration - fallbackFrom) < settings_.maxIterations - fallbackFrom;
     frozenFrom = -1;
     if (frozenUsable && cache_.factorized && 3 * cache_.cholesky.nodeCount() == free_.count) {
-      // Modified Newton: the last factor (possibly from an earlier step) as the Hessian.
-      d = cache_.solve(-g);
+      // Modified Newton: the last factor (possibly from an earlier step) as the Hessian,
+      // updated by the solve's L-BFGS pairs (with quasiNewton).
+      d = history.direction(g, [&](const Vector& r) { return cache_.solve(r); });
       if (d.allFinite()) {
         if (d.lpNorm<Eigen::Infinity>() <= settings_.stepTolerance * lengthScale) {
           for (size_t k = 0; k < dofs; ++k) {
@@ -129,11 +194,13 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
           report.converged = true;
           return report;
         }
+        history.start(x, free_.index, g);
         if (lineSearch(x, trial, d, phi, scale, g.dot(d), known) > 0) {
           ++report.frozenIterations;
           frozenFrom = residual;
           continue;
         }
+        history.pending = false;
       }
       frozenFailed = true;
     }
@@ -390,6 +457,112 @@ bool NewtonSolver::buildBlockLayout(uint64_t topology) {
   cache_.layoutValid = true;
   ++cache_.layout;
   return true;
+}
+
+bool NewtonSolver::buildLaplacian(std::span<const double> x) {
+  const uint64_t topology = body_.model->topologyVersion();
+  if (cache_.laplacianBuilt && cache_.laplacianTopology == topology &&
+      cache_.laplacianAlpha == potential_.alpha && cache_.laplacianFree == free_.index) {
+    return cache_.laplacianValid;
+  }
+  // Tried once per topology, free dofs and alpha, whether it works or not.
+  cache_.laplacianBuilt = true;
+  cache_.laplacianValid = false;
+  cache_.laplacianTopology = topology;
+  cache_.laplacianAlpha = potential_.alpha;
+  cache_.laplacianFree = free_.index;
+  const std::vector<int32_t> pairs = body_.model->hessianBlockNodes();
+  if (pairs.empty()) return false;
+  std::vector<double> values(pairs.size() / 2 * 9);
+  if (!body_.model->hessianBlocks(x, values)) return false;
+  const size_t nodes = free_.index.size() / 3;
+  std::vector<int32_t> freeNode(nodes, -1);
+  int32_t freeNodes = 0;
+  for (size_t i = 0; i < nodes; ++i) {
+    if (free_.index[3 * i] >= 0) freeNode[i] = freeNodes++;
+  }
+  std::vector<double> diagonal(static_cast<size_t>(freeNodes), 0.0);
+  for (size_t i = 0; i < nodes; ++i) {
+    if (freeNode[i] >= 0) diagonal[static_cast<size_t>(freeNode[i])] = potential_.alpha * mass_[i];
+  }
+  std::vector<Eigen::Triplet<double>> triplets;
+  for (size_t t = 0; t < pairs.size() / 2; ++t) {
+    const int32_t a = freeNode[static_cast<size_t>(pairs[2 * t])];
+    const int32_t b = freeNode[static_cast<size_t>(pairs[2 * t + 1])];
+    if (a < 0 || pairs[2 * t] == pairs[2 * t + 1]) continue;
+    const Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>> block(&values[9 * t]);
+    const double weight = -block.trace() / 3;
+    if (!(weight > 0)) continue;
+    diagonal[static_cast<size_t>(a)] += weight;
+    if (b >= 0) triplets.emplace_back(a, b, -weight);
+  }
+  for (int32_t f = 0; f < freeNodes; ++f)
+    triplets.emplace_back(f, f, diagonal[static_cast<size_t>(f)]);
+  SparseMatrix laplacian(freeNodes, freeNodes);
+  laplacian.setFromTriplets(triplets.begin(), triplets.end());
+  Eigen::SimplicialLLT<SparseMatrix> factor(laplacian);
+  if (factor.info() != Eigen::Success) return false;
+  const SparseMatrix lower = factor.matrixL();
+  cache_.laplacianOuter.assign(lower.outerIndexPtr(), lower.outerIndexPtr() + freeNodes + 1);
+  cache_.laplacianInner.assign(lower.innerIndexPtr(), lower.innerIndexPtr() + lower.nonZeros());
+  cache_.laplacianValues.assign(lower.valuePtr(), lower.valuePtr() + lower.nonZeros());
+  const auto& permutation = factor.permutationP().indices();
+  cache_.laplacianPermutation.assign(permutation.data(), permutation.data() + freeNodes);
+  cache_.laplacianValid = true;
+  return true;
+}
+
+Vector NewtonSolver::applyLaplacianInverse(const Vector& r) const {
+  const auto freeNodes = static_cast<size_t>(r.size() / 3);
+  const std::vector<int32_t>& outer = cache_.laplacianOuter;
+  const std::vector<int32_t>& inner = cache_.laplacianInner;
+  const std::vector<double>& value = cache_.laplacianValues;
+  const std::vector<int32_t>& permutation = cache_.laplacianPermutation;
+  // y = P r, then L_f z = y, L_f^T w = z (in place), then x = P^T w; a node's three
+  // components side by side.
+  Vector y(r.size());
+  for (size_t f = 0; f < freeNodes; ++f) {
+    const auto to = 3 * static_cast<Eigen::Index>(permutation[f]);
+    y.segment<3>(to) = r.segment<3>(3 * static_cast<Eigen::Index>(f));
+  }
+  double* v = y.data();
+  for (size_t j = 0; j < freeNodes; ++j) {
+    const auto begin = static_cast<size_t>(outer[j]), end = static_cast<size_t>(outer[j + 1]);
+    const double inverse = 1 / value[begin];
+    double* vj = v + 3 * j;
+    vj[0] *= inverse;
+    vj[1] *= inverse;
+    vj[2] *= inverse;
+    for (size_t p = begin + 1; p < end; ++p) {
+      double* vi = v + 3 * static_cast<size_t>(inner[p]);
+      const double l = value[p];
+      vi[0] -= l * vj[0];
+      vi[1] -= l * vj[1];
+      vi[2] -= l * vj[2];
+    }
+  }
+  for (size_t j = freeNodes; j-- > 0;) {
+    const auto begin = static_cast<size_t>(outer[j]), end = static_cast<size_t>(outer[j + 1]);
+    double* vj = v + 3 * j;
+    double s0 = vj[0], s1 = vj[1], s2 = vj[2];
+    for (size_t p = begin + 1; p < end; ++p) {
+      const double* vi = v + 3 * static_cast<size_t>(inner[p]);
+      const double l = value[p];
+      s0 -= l * vi[0];
+      s1 -= l * vi[1];
+      s2 -= l * vi[2];
+    }
+    const double inverse = 1 / value[begin];
+    vj[0] = s0 * inverse;
+    vj[1] = s1 * inverse;
+    vj[2] = s2 * inverse;
+  }
+  Vector out(r.size());
+  for (size_t f = 0; f < freeNodes; ++f) {
+    const auto from = 3 * static_cast<Eigen::Index>(permutation[f]);
+    out.segment<3>(3 * static_cast<Eigen::Index>(f)) = y.segment<3>(from);
+  }
+  return out;
 }
 
 double NewtonSolver::initialShift() const {

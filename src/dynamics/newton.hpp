@@ -6,6 +6,7 @@
 // direction, and a backtracking line search. Private to the dynamics.
 #pragma once
 
+#include <Eigen/SparseCholesky>
 #include <Eigen/SparseCore>
 #include <cstdint>
 #include <span>
@@ -46,6 +47,21 @@ struct LinearSolverCache {
   uint64_t analyzedLayout = 0;
   BlockCholesky cholesky;
   bool factorized = false;  // cholesky holds a factor (of 3 cholesky.nodeCount() dofs)
+  // The rotation-invariant stand-in of Hess Phi, alpha M + L (x) I3 (see
+  // NewtonSolver::buildLaplacian), factorized: made (laplacianBuilt) for the topology, free
+  // dofs and alpha below, and usable if laplacianValid.
+  // Its Cholesky factor P L P^T = L_f L_f^T as compressed columns (the diagonal first in
+  // each) and the fill-reducing permutation, for a solve on three interleaved right-hand
+  // sides at once.
+  std::vector<int32_t> laplacianOuter, laplacianInner, laplacianPermutation;
+  std::vector<double> laplacianValues;
+  bool laplacianBuilt = false;
+  bool laplacianValid = false;
+  int32_t laplacianSkip = 0;      // solves left that skip the stand-in
+  int32_t laplacianFailures = 0;  // consecutive solves it did not converge in
+  uint64_t laplacianTopology = 0;
+  double laplacianAlpha = 0;
+  std::vector<int> laplacianFree;
 
   void analyze() {
     cholesky.analyze(static_cast<int32_t>(columnBlockOffsets.size() - 1), columnBlockOffsets,
@@ -96,6 +112,47 @@ double boundsDiagonal(std::span<const double> x);
 // "body 'name'", the prefix of the solver's messages.
 std::string labelOf(const Body& body);
 
+// L-BFGS on top of a fixed initial Hessian H0 (the frozen Cholesky factor): the two-loop
+// recursion of Nocedal and Wright, Numerical Optimization (2nd ed.), Algorithm 7.4, with
+// H0^-1 applied by the factor's solve instead of a scaled identity. The pairs
+//   s_k = x_{k+1} - x_k,   y_k = grad Phi(x_{k+1}) - grad Phi(x_k)   (free dofs)
+// come from the solve's frozen iterations; a pair is kept only where s_k . y_k > 0, so the
+// updated inverse stays positive definite and -H_k^-1 g a descent direction. The secant
+// updates correct the stale factor along the directions the iteration has explored (the
+// rotation of a swinging sheet since the factor was made, chiefly), which a frozen factor
+// alone converges on only linearly. With no pairs the direction is H0^-1 (-g), the plain
+// modified Newton step.
+class QuasiNewtonHistory {
+ public:
+  explicit QuasiNewtonHistory(int32_t capacity) : capacity_(static_cast<size_t>(capacity)) {}
+
+  // Remembers the iterate and gradient a frozen step starts from (free dofs of x).
+  void start(std::span<const double> x, const std::vector<int>& freeIndex, const Vector& g);
+  // The pair from the remembered iterate to x, gradient g there; clears `pending`.
+  void record(std::span<const double> x, const std::vector<int>& freeIndex, const Vector& g);
+  // -H^-1 g, with applyInitialInverse(r) = H0^-1 r.
+  template <class InitialInverse>
+  [[nodiscard]] Vector direction(const Vector& g, const InitialInverse& applyInitialInverse) const {
+    Vector q = -g;
+    std::vector<double> a(s_.size());
+    for (size_t k = s_.size(); k-- > 0;) {
+      a[k] = rho_[k] * s_[k].dot(q);
+      q -= a[k] * y_[k];
+    }
+    Vector r = applyInitialInverse(q);
+    for (size_t k = 0; k < s_.size(); ++k) r += (a[k] - rho_[k] * y_[k].dot(r)) * s_[k];
+    return r;
+  }
+
+  bool pending = false;  // start() called, its step accepted, record() not yet
+
+ private:
+  size_t capacity_;
+  Vector startX_, startG_;
+  std::vector<Vector> s_, y_;  // oldest first
+  std::vector<double> rho_;    // 1 / (s_k . y_k)
+};
+
 class NewtonSolver {
  public:
   NewtonSolver(Body& body, const Potential& potential, const NewtonSettings& settings,
@@ -139,6 +196,19 @@ class NewtonSolver {
   // pattern (every free node's diagonal block included, so that tau M can be added in
   // place), block slots and contribution lists. Returns false if the model has no blocks.
   bool buildBlockLayout(uint64_t topology);
+
+  // The stand-in A (x) I3 of Hess Phi on the free nodes, A = alpha M + L, made at x and
+  // factorized, unless already made for this topology, free-dof map and alpha. L is the
+  // graph Laplacian with weight w_t = max(0, -tr(B_t) / 3) for every model block B_t
+  // coupling two different nodes: -tr(B)/3 I3 is the multiple of the identity nearest to
+  // -B (Frobenius), the isotropic part of the coupling (k/3 for a spring of stiffness k
+  // along u, whose block is -k u u^T). Weights to pinned nodes go to the diagonal only.
+  // Rotating the body rotates each block, B -> R B R^T, and keeps its trace: A does not
+  // depend on the orientation. Diagonally dominant with a positive diagonal, so positive
+  // definite where alpha > 0. False if the model has no blocks or the factorization fails.
+  bool buildLaplacian(std::span<const double> x);
+  // L^-1 r for r over the free dofs (3 per free node).
+  Vector applyLaplacianInverse(const Vector& r) const;
 
   // tau_0 = max(alpha, 1e-4 max_i K_ii / m_i).
   double initialShift() const;

@@ -42,6 +42,7 @@ ImplicitSettings implicitSettings(const TimeDef& time) {
   settings.newton.tolerance = time.newtonTolerance;
   settings.newton.maxIterations = time.newtonMaxIterations;
   settings.newton.frozenHessian = time.newtonFrozenHessian;
+  settings.newton.quasiNewton = time.newtonQuasiNewton;
   return settings;
 }
 

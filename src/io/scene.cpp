@@ -370,7 +370,9 @@ TimeDef readTime(ObjectReader& r, Problems& problems) {
   t.newmarkGamma = r.number("newmark_gamma");
   t.newtonTolerance = r.number("newton_tolerance");
   t.newtonMaxIterations = static_cast<int>(r.integer("newton_max_iterations"));
-  t.newtonFrozenHessian = r.choice("newton_hessian") == "frozen";
+  const std::string hessian = r.choice("newton_hessian");
+  t.newtonFrozenHessian = hessian != "exact";
+  t.newtonQuasiNewton = hessian == "quasi_newton";
   t.loadIncrements = r.integer("load_increments");
   // Against the default frame rate too, but not against a bad one, already reported.
   const bool frameRateUsable = frameRate.has_value() || !r.has("frame_rate");

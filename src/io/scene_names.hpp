@@ -16,7 +16,7 @@ inline constexpr std::string_view kPinShapes[] = {"box", "sphere", "vertices"};
 inline constexpr std::string_view kFormats[] = {"ply", "obj", "vtp", "pc2"};
 inline constexpr std::string_view kIntegrators[] = {"verlet", "newmark", "backward_euler",
                                                     "static"};
-inline constexpr std::string_view kNewtonHessians[] = {"frozen", "exact"};
+inline constexpr std::string_view kNewtonHessians[] = {"frozen", "exact", "quasi_newton"};
 inline constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
 inline constexpr std::string_view kRegionShapes[] = {"box", "sphere"};
 inline constexpr std::string_view kOnOff[] = {"on", "off"};

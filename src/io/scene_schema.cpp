@@ -574,7 +574,16 @@ constexpr FieldSpec kTimeFields[] = {
                 "the step continues with exact iterations (modified Newton: several times "
                 "cheaper per step on stiff sheets, a little slower where the Hessian changes "
                 "fast, as in a crushed can). `exact`: the current Hessian at every iteration "
-                "(quadratic convergence)."},
+                "(quadratic convergence). `quasi_newton`: first L-BFGS iterations on a fixed, "
+                "rotation-invariant stand-in of the Hessian (a weighted graph Laplacian of the "
+                "node couplings, factorized once), then `frozen` if those do not converge in "
+                "15 (and later steps skip them while they keep failing): for bodies that swing "
+                "or tumble while stretching dominates bending, with a loose "
+                "`newton_tolerance` such as 1e-3. On bench_bullet's soft hanging sheet "
+                "(backward Euler, 1/240 s) that is 4.7 times fewer ms per simulated second "
+                "than `frozen` at the default 1e-6, the nodes within 0.3 mm of exact Newton "
+                "(a fiber sheet's soft free corners within 1 cm). Stiff plates gain nothing: "
+                "bending, which the stand-in lacks, dominates them."},
 };
 
 constexpr FieldSpec kOutputFields[] = {

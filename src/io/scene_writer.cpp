@@ -175,7 +175,9 @@ Json toJson(const TimeDef& t) {
           {"newmark_gamma", t.newmarkGamma},
           {"newton_tolerance", t.newtonTolerance},
           {"newton_max_iterations", t.newtonMaxIterations},
-          {"newton_hessian", t.newtonFrozenHessian ? "frozen" : "exact"},
+          {"newton_hessian", t.newtonQuasiNewton     ? "quasi_newton"
+                             : t.newtonFrozenHessian ? "frozen"
+                                                     : "exact"},
           {"load_increments", t.loadIncrements}};
 }
 

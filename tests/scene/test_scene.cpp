@@ -850,8 +850,13 @@ TEST(SceneDiscreteShell, OptionsAreReadAndCheckedAndIntegratorsToo) {
   EXPECT_EQ(s.time.newmarkGamma, 0.6);
   EXPECT_EQ(s.time.newmarkBeta, 0.25);
   EXPECT_TRUE(s.time.newtonFrozenHessian);
+  EXPECT_FALSE(s.time.newtonQuasiNewton);
   scene["time"]["newton_hessian"] = "exact";
   EXPECT_FALSE(parseScene(scene.dump(), "scene.json", ".").time.newtonFrozenHessian);
+  scene["time"]["newton_hessian"] = "quasi_newton";
+  const TimeDef quasiNewton = parseScene(scene.dump(), "scene.json", ".").time;
+  EXPECT_TRUE(quasiNewton.newtonQuasiNewton);
+  EXPECT_TRUE(quasiNewton.newtonFrozenHessian);  // what it falls back on
 
   scene["bodies"][0]["discrete_shell"] = {{"stretch_stiffness", -1}, {"hessian", "psd"}};
   scene["time"]["integrator"] = "implicit";
@@ -863,7 +868,7 @@ TEST(SceneDiscreteShell, OptionsAreReadAndCheckedAndIntegratorsToo) {
         "bodies[0].discrete_shell.hessian = \"psd\": must be one of 'exact', 'projected'",
         "time.integrator = \"implicit\": must be one of 'verlet', 'newmark', 'backward_euler'",
         "time.newmark_beta = 0.7: must be in [0, 0.5]",
-        "time.newton_hessian = \"lagged\": must be one of 'frozen', 'exact'"}) {
+        "time.newton_hessian = \"lagged\": must be one of 'frozen', 'exact', 'quasi_newton'"}) {
     EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n" << message;
   }
 }
@@ -945,6 +950,9 @@ TEST(SceneWriter, NonDefaultValuesOfEveryKindSurviveTheRoundTrip) {
   scene.output.formats = {OutputFormat::kVtp, OutputFormat::kObj};
   const SceneDef back = parseScene(sceneToJson(scene), "written.json", scene.sceneFolder);
   EXPECT_EQ(back, scene);
+  scene.time.newtonFrozenHessian = true;
+  scene.time.newtonQuasiNewton = true;
+  EXPECT_EQ(parseScene(sceneToJson(scene), "written.json", scene.sceneFolder), scene);
 }
 
 TEST(DefinitionChecks, ABodyMadeInCodeIsCheckedAsTheSceneReaderChecksAFile) {
