@@ -40,10 +40,15 @@ void halfKick(Body& body, double dt) {
   });
 }
 
-void drift(Body& body, double dt) {
+// halfKick, then x <- x + dt v, in one pass over the nodes (the same operations per dof).
+void kickAndDrift(Body& body, double dt) {
+  const double decay = std::exp(-body.damping * 0.5 * dt);
   forEachNode(body, [&](size_t i) {
     if (body.pinned[i]) return;
-    for (size_t c = 3 * i; c < 3 * i + 3; ++c) body.positions[c] += dt * body.velocities[c];
+    for (size_t c = 3 * i; c < 3 * i + 3; ++c) {
+      body.velocities[c] = decay * (body.velocities[c] + 0.5 * dt * body.accelerations[c]);
+      body.positions[c] += dt * body.velocities[c];
+    }
   });
 }
 
@@ -268,10 +273,7 @@ void step(World& world, double dt, PhaseTimes& times) {
 void proposeStep(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.integrate);
-    for (Body& body : world.bodies) {
-      halfKick(body, dt);
-      drift(body, dt);
-    }
+    for (Body& body : world.bodies) kickAndDrift(body, dt);
     kickFreeObstacles(world, 0.5 * dt);
     driftFreeObstacles(world, dt);
     world.time += dt;
@@ -362,7 +364,7 @@ void checkState(const World& world) {
         problem = "position is not finite";
       } else if (!v.allFinite()) {
         problem = "velocity is not finite";
-      } else if (v.norm() > kMaxNodeSpeed) {
+      } else if (v.squaredNorm() > kMaxNodeSpeed * kMaxNodeSpeed) {
         problem = "speed exceeds 1000 m/s (the simulation blew up; try a smaller time_step)";
       }
       if (problem != nullptr) {
