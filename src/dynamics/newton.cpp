@@ -25,6 +25,18 @@ constexpr double kFrozenContraction = 0.5;
 // Factor by which the mass shift tau grows after a failed factorization or line search.
 constexpr double kShiftGrowth = 4;
 
+// The free node index of each node, -1 for pinned ones (all three dofs of a node are free
+// or pinned together); *count gets the number of free nodes.
+std::vector<int32_t> freeNodeIndices(const FreeDofs& free, int32_t* count) {
+  const size_t nodes = free.index.size() / 3;
+  std::vector<int32_t> freeNode(nodes, -1);
+  *count = 0;
+  for (size_t i = 0; i < nodes; ++i) {
+    if (free.index[3 * i] >= 0) freeNode[i] = (*count)++;
+  }
+  return freeNode;
+}
+
 }  // namespace
 
 FreeDofs freeDofs(const Body& body) {
@@ -377,13 +389,8 @@ bool NewtonSolver::buildBlockLayout(uint64_t topology) {
   const std::vector<int32_t> pairs = body_.model->hessianBlockNodes();
   if (pairs.empty()) return false;
   const size_t modelBlocks = pairs.size() / 2;
-  // Free node index of each node (all three dofs of a node are free or pinned together).
-  const size_t nodes = free_.index.size() / 3;
-  std::vector<int32_t> freeNode(nodes, -1);
   int32_t freeNodes = 0;
-  for (size_t i = 0; i < nodes; ++i) {
-    if (free_.index[3 * i] >= 0) freeNode[i] = freeNodes++;
-  }
+  const std::vector<int32_t> freeNode = freeNodeIndices(free_, &freeNodes);
   // (column, row, model block) of every free-free block, plus the diagonal blocks.
   struct Entry {
     int32_t column, row, block;
@@ -475,12 +482,9 @@ bool NewtonSolver::buildLaplacian(std::span<const double> x) {
   if (pairs.empty()) return false;
   std::vector<double> values(pairs.size() / 2 * 9);
   if (!body_.model->hessianBlocks(x, values)) return false;
-  const size_t nodes = free_.index.size() / 3;
-  std::vector<int32_t> freeNode(nodes, -1);
   int32_t freeNodes = 0;
-  for (size_t i = 0; i < nodes; ++i) {
-    if (free_.index[3 * i] >= 0) freeNode[i] = freeNodes++;
-  }
+  const std::vector<int32_t> freeNode = freeNodeIndices(free_, &freeNodes);
+  const size_t nodes = freeNode.size();
   std::vector<double> diagonal(static_cast<size_t>(freeNodes), 0.0);
   for (size_t i = 0; i < nodes; ++i) {
     if (freeNode[i] >= 0) diagonal[static_cast<size_t>(freeNode[i])] = potential_.alpha * mass_[i];

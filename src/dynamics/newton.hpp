@@ -112,16 +112,16 @@ double boundsDiagonal(std::span<const double> x);
 // "body 'name'", the prefix of the solver's messages.
 std::string labelOf(const Body& body);
 
-// L-BFGS on top of a fixed initial Hessian H0 (the frozen Cholesky factor): the two-loop
-// recursion of Nocedal and Wright, Numerical Optimization (2nd ed.), Algorithm 7.4, with
-// H0^-1 applied by the factor's solve instead of a scaled identity. The pairs
+// L-BFGS on top of a fixed initial Hessian H0 (the Laplacian stand-in, then the frozen
+// Cholesky factor; NewtonSettings::quasiNewton): the two-loop recursion of Nocedal and
+// Wright, Numerical Optimization (2nd ed.), Algorithm 7.4, with H0^-1 applied by a
+// factor's solve instead of a scaled identity. The pairs
 //   s_k = x_{k+1} - x_k,   y_k = grad Phi(x_{k+1}) - grad Phi(x_k)   (free dofs)
-// come from the solve's frozen iterations; a pair is kept only where s_k . y_k > 0, so the
-// updated inverse stays positive definite and -H_k^-1 g a descent direction. The secant
-// updates correct the stale factor along the directions the iteration has explored (the
-// rotation of a swinging sheet since the factor was made, chiefly), which a frozen factor
-// alone converges on only linearly. With no pairs the direction is H0^-1 (-g), the plain
-// modified Newton step.
+// come from the solve's iterations without a fresh factor; a pair is kept only where
+// s_k . y_k > 0, so the updated inverse stays positive definite and -H_k^-1 g a descent
+// direction. The secant updates correct H0 along the directions the iteration has
+// explored. With no pairs (capacity 0: the default solver) the direction is H0^-1 (-g),
+// the plain modified Newton step.
 class QuasiNewtonHistory {
  public:
   explicit QuasiNewtonHistory(int32_t capacity) : capacity_(static_cast<size_t>(capacity)) {}

@@ -29,25 +29,16 @@ void forEachNode(const Body& body, const Function& function) {
       });
 }
 
-// v <- exp(-c dt/2) (v + dt/2 a) on free nodes.
+// v <- exp(-c dt/2) (v + dt/2 a) on free nodes; with kDrift then x <- x + dt v, in the same
+// pass over the nodes.
+template <bool kDrift = false>
 void halfKick(Body& body, double dt) {
   const double decay = std::exp(-body.damping * 0.5 * dt);
   forEachNode(body, [&](size_t i) {
     if (body.pinned[i]) return;
     for (size_t c = 3 * i; c < 3 * i + 3; ++c) {
       body.velocities[c] = decay * (body.velocities[c] + 0.5 * dt * body.accelerations[c]);
-    }
-  });
-}
-
-// halfKick, then x <- x + dt v, in one pass over the nodes (the same operations per dof).
-void kickAndDrift(Body& body, double dt) {
-  const double decay = std::exp(-body.damping * 0.5 * dt);
-  forEachNode(body, [&](size_t i) {
-    if (body.pinned[i]) return;
-    for (size_t c = 3 * i; c < 3 * i + 3; ++c) {
-      body.velocities[c] = decay * (body.velocities[c] + 0.5 * dt * body.accelerations[c]);
-      body.positions[c] += dt * body.velocities[c];
+      if constexpr (kDrift) body.positions[c] += dt * body.velocities[c];
     }
   });
 }
@@ -273,7 +264,7 @@ void step(World& world, double dt, PhaseTimes& times) {
 void proposeStep(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.integrate);
-    for (Body& body : world.bodies) kickAndDrift(body, dt);
+    for (Body& body : world.bodies) halfKick</*kDrift=*/true>(body, dt);
     kickFreeObstacles(world, 0.5 * dt);
     driftFreeObstacles(world, dt);
     world.time += dt;
