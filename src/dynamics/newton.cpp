@@ -523,48 +523,34 @@ Vector NewtonSolver::applyLaplacianInverse(const Vector& r) const {
   const std::vector<double>& value = cache_.laplacianValues;
   const std::vector<int32_t>& permutation = cache_.laplacianPermutation;
   // y = P r, then L_f z = y, L_f^T w = z (in place), then x = P^T w; a node's three
-  // components side by side.
-  Vector y(r.size());
+  // components side by side, padded to four so that a term is one vector multiply-add.
+  std::vector<Eigen::Vector4d> v(freeNodes);
   for (size_t f = 0; f < freeNodes; ++f) {
-    const auto to = 3 * static_cast<Eigen::Index>(permutation[f]);
-    y.segment<3>(to) = r.segment<3>(3 * static_cast<Eigen::Index>(f));
+    v[static_cast<size_t>(permutation[f])] << r.segment<3>(3 * static_cast<Eigen::Index>(f)), 0.0;
   }
-  double* v = y.data();
   for (size_t j = 0; j < freeNodes; ++j) {
     const auto begin = static_cast<size_t>(outer[j]), end = static_cast<size_t>(outer[j + 1]);
-    const double inverse = 1 / value[begin];
-    double* vj = v + 3 * j;
-    vj[0] *= inverse;
-    vj[1] *= inverse;
-    vj[2] *= inverse;
-    for (size_t p = begin + 1; p < end; ++p) {
-      double* vi = v + 3 * static_cast<size_t>(inner[p]);
-      const double l = value[p];
-      vi[0] -= l * vj[0];
-      vi[1] -= l * vj[1];
-      vi[2] -= l * vj[2];
-    }
+    v[j] /= value[begin];
+    const Eigen::Vector4d vj = v[j];
+    for (size_t p = begin + 1; p < end; ++p) v[static_cast<size_t>(inner[p])] -= value[p] * vj;
   }
+  // The back substitution's sums in two halves (even and odd entries), so that the
+  // subtractions do not each wait on the one before.
   for (size_t j = freeNodes; j-- > 0;) {
     const auto begin = static_cast<size_t>(outer[j]), end = static_cast<size_t>(outer[j + 1]);
-    double* vj = v + 3 * j;
-    double s0 = vj[0], s1 = vj[1], s2 = vj[2];
-    for (size_t p = begin + 1; p < end; ++p) {
-      const double* vi = v + 3 * static_cast<size_t>(inner[p]);
-      const double l = value[p];
-      s0 -= l * vi[0];
-      s1 -= l * vi[1];
-      s2 -= l * vi[2];
+    Eigen::Vector4d even = Eigen::Vector4d::Zero(), odd = Eigen::Vector4d::Zero();
+    size_t p = begin + 1;
+    for (; p + 1 < end; p += 2) {
+      even += value[p] * v[static_cast<size_t>(inner[p])];
+      odd += value[p + 1] * v[static_cast<size_t>(inner[p + 1])];
     }
-    const double inverse = 1 / value[begin];
-    vj[0] = s0 * inverse;
-    vj[1] = s1 * inverse;
-    vj[2] = s2 * inverse;
+    if (p < end) even += value[p] * v[static_cast<size_t>(inner[p])];
+    v[j] = (v[j] - (even + odd)) / value[begin];
   }
   Vector out(r.size());
   for (size_t f = 0; f < freeNodes; ++f) {
-    const auto from = 3 * static_cast<Eigen::Index>(permutation[f]);
-    out.segment<3>(3 * static_cast<Eigen::Index>(f)) = y.segment<3>(from);
+    out.segment<3>(3 * static_cast<Eigen::Index>(f)) =
+        v[static_cast<size_t>(permutation[f])].head<3>();
   }
   return out;
 }

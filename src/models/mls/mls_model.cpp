@@ -6,6 +6,7 @@
 #include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -28,8 +29,9 @@ constexpr double kSupportOverReach = 1.25;
 constexpr double kMaxMomentCondition = 1e8;
 
 struct MlsWorkspace : ModelWorkspace {
-  std::vector<double> energies;  // (nPhyxels)
-  std::vector<double> slots;     // (nEntries, 3)
+  std::vector<double> energies;                     // (nPhyxels)
+  std::vector<double> slots;                        // (nEntries, 3)
+  std::vector<Eigen::Vector4d> paddedDisplacement;  // (nPhyxels): u, 0, m; one vector load
 };
 
 // The weighted least-squares fit of a displacement component over a stencil (muller2004
@@ -527,6 +529,59 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
   worstCondition_ = *std::max_element(worstCondition.begin(), worstCondition.end());
   quadraticCount_ = std::count(quadraticFits.begin(), quadraticFits.end(), 1);
   incidence_ = buildIncidence(stencilNodes_, nodeCount_);
+  assembleMisfit();
+}
+
+void MlsSolidModel::assembleMisfit() {
+  const auto count = static_cast<size_t>(nodeCount_);
+  misfitRowOffsets_.assign(count + 1, 0);
+  misfitColumns_.clear();
+  misfitValues_.clear();
+  if (!(hourglassScale_ > 0)) return;
+  // Row r sums Q_i(m, k) over the stencils i holding r in slot m, in the incidence's order (the
+  // stencils ascending), so the values do not depend on the thread count.
+  std::vector<std::vector<std::pair<int32_t, double>>> rows(count);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t row = r.begin(); row != r.end(); ++row) {
+          std::vector<std::pair<int32_t, double>>& terms = rows[row];
+          for (int32_t e = incidence_.offsets[row]; e < incidence_.offsets[row + 1]; ++e) {
+            const auto entry = incidence_.entries[static_cast<size_t>(e)];
+            const auto stencil = static_cast<size_t>(
+                std::upper_bound(stencilOffsets_.begin(), stencilOffsets_.end(), entry) -
+                stencilOffsets_.begin() - 1);
+            const auto begin = static_cast<size_t>(stencilOffsets_[stencil]);
+            const auto n = static_cast<size_t>(stencilOffsets_[stencil + 1]) - begin;
+            const auto m = static_cast<size_t>(entry) - begin;
+            const double* Q = &misfit_[static_cast<size_t>(squareOffsets_[stencil])];
+            for (size_t k = 0; k < n; ++k)
+              terms.emplace_back(stencilNodes_[begin + k], Q[m + k * n]);
+          }
+          std::stable_sort(terms.begin(), terms.end(),
+                           [](const auto& a, const auto& b) { return a.first < b.first; });
+          size_t kept = 0;
+          for (size_t t = 0; t < terms.size(); ++t) {
+            if (kept > 0 && terms[kept - 1].first == terms[t].first) {
+              terms[kept - 1].second += terms[t].second;
+            } else {
+              terms[kept++] = terms[t];
+            }
+          }
+          terms.resize(kept);
+        }
+      });
+  for (size_t row = 0; row < count; ++row) {
+    misfitRowOffsets_[row + 1] = misfitRowOffsets_[row] + static_cast<int32_t>(rows[row].size());
+  }
+  misfitColumns_.resize(static_cast<size_t>(misfitRowOffsets_[count]));
+  misfitValues_.resize(misfitColumns_.size());
+  for (size_t row = 0; row < count; ++row) {
+    auto at = static_cast<size_t>(misfitRowOffsets_[row]);
+    for (const auto& [column, value] : rows[row]) {
+      misfitColumns_[at] = column;
+      misfitValues_[at++] = value;
+    }
+  }
 }
 
 void MlsSolidModel::computeStableStep() {
@@ -700,21 +755,35 @@ std::unique_ptr<ModelWorkspace> MlsSolidModel::makeWorkspace() const {
   return std::make_unique<MlsWorkspace>();
 }
 
-double MlsSolidModel::phyxelEnergy(size_t p, std::span<const double> x, double* g) const {
+double MlsSolidModel::phyxelEnergy(size_t p, const Eigen::Vector4d* u, double* g) const {
   const auto begin = static_cast<size_t>(stencilOffsets_[p]);
   const auto n = static_cast<size_t>(stencilOffsets_[p + 1]) - begin;
   const int32_t* nodes = &stencilNodes_[begin];
   // Displacements relative to the phyxel's, u_m - u_i: F = I + sum_m (u_m - u_i) d_m^T
-  // (eq. 14), exactly I at rest, and the misfit's quadratic form is the same in them (Q
-  // annihilates every affine field, the rest positions included).
-  const Vec3 centre = displacement(x, static_cast<size_t>(nodes[0]));
-  Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor, 64, 3> relative(n, 3);
-  mls::Mat3 F = mls::Mat3::Identity();
-  relative.row(0).setZero();
-  for (size_t m = 1; m < n; ++m) {
-    const Vec3 ur = displacement(x, static_cast<size_t>(nodes[m])) - centre;
-    relative.row(static_cast<Eigen::Index>(m)) = ur.transpose();
-    F.noalias() += ur * row(shape_, begin + m).transpose();
+  // (eq. 14), exactly I at rest. Column c of F - I sums (u_m - u_i) d_m[c]; two partial sums
+  // per column keep the multiply-adds from waiting on each other.
+  const Eigen::Vector4d centre = u[nodes[0]];
+  std::array<Eigen::Vector4d, 6> columns;
+  for (auto& column : columns) column.setZero();
+  size_t entry = 1;
+  const auto accumulate = [&](size_t slot, size_t half) {
+    const Eigen::Vector4d du = u[nodes[slot]] - centre;
+    const double* d = &shape_[3 * (begin + slot)];
+    columns[half] += du * d[0];
+    columns[half + 2] += du * d[1];
+    columns[half + 4] += du * d[2];
+  };
+  for (; entry + 1 < n; entry += 2) {
+    accumulate(entry, 0);
+    accumulate(entry + 1, 1);
+  }
+  if (entry < n) accumulate(entry, 0);
+  mls::Mat3 F;
+  for (int c = 0; c < 3; ++c) {
+    const Eigen::Vector4d column =
+        columns[2 * static_cast<size_t>(c)] + columns[2 * static_cast<size_t>(c) + 1];
+    F.col(c) = column.head<3>();
+    F(c, c) += 1.0;
   }
   mls::Mat3 P, plastic;
   Eigen::Vector3d normal;
@@ -723,27 +792,32 @@ double MlsSolidModel::phyxelEnergy(size_t p, std::span<const double> x, double* 
                                                g != nullptr ? &P : nullptr, nullptr, volumeScale(p),
                                                sheetNormalAt(p, normal));
   if (g != nullptr) {
+    const mls::Mat3 vP = v * P;
     for (size_t m = 0; m < n; ++m) {
-      const Vec3 gm = v * P * row(shape_, begin + m);
+      const Vec3 gm = vP * row(shape_, begin + m);
       g[3 * m] = gm.x();
       g[3 * m + 1] = gm.y();
       g[3 * m + 2] = gm.z();
     }
   }
-  if (hourglassScale_ > 0) {
-    const Eigen::Map<const Eigen::MatrixXd> Q(&misfit_[static_cast<size_t>(squareOffsets_[p])],
-                                              static_cast<Eigen::Index>(n),
-                                              static_cast<Eigen::Index>(n));
-    const Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor, 64, 3> y = Q * relative;
-    energy += 0.5 * relative.cwiseProduct(y).sum();
-    if (g != nullptr) {
-      for (size_t m = 0; m < n; ++m) {
-        for (int c = 0; c < 3; ++c)
-          g[3 * m + static_cast<size_t>(c)] += y(static_cast<Eigen::Index>(m), c);
-      }
+  return energy;
+}
+
+Eigen::Vector4d MlsSolidModel::misfitForce(size_t p, const Eigen::Vector4d* u) const {
+  // Four partial sums keep the multiply-adds from waiting on each other; their order is fixed.
+  std::array<Eigen::Vector4d, 4> partial;
+  for (auto& sum : partial) sum.setZero();
+  auto at = static_cast<size_t>(misfitRowOffsets_[p]);
+  const auto end = static_cast<size_t>(misfitRowOffsets_[p + 1]);
+  for (; at + 3 < end; at += 4) {
+    for (size_t lane = 0; lane < 4; ++lane) {
+      partial[lane] += misfitValues_[at + lane] * u[static_cast<size_t>(misfitColumns_[at + lane])];
     }
   }
-  return energy;
+  for (size_t lane = 0; at < end; ++at, ++lane) {
+    partial[lane] += misfitValues_[at] * u[static_cast<size_t>(misfitColumns_[at])];
+  }
+  return (partial[0] + partial[1]) + (partial[2] + partial[3]);
 }
 
 EnergyParts MlsSolidModel::energy(std::span<const double> x, ModelWorkspace* workspace) const {
@@ -759,12 +833,24 @@ EnergyParts MlsSolidModel::addGradient(std::span<const double> x, std::span<doub
   const bool wantGradient = !gradient.empty();
   w.energies.resize(count);
   if (wantGradient) w.slots.resize(3 * stencilNodes_.size());
+  const bool misfit = !misfitValues_.empty();
+  w.paddedDisplacement.resize(count);
+  for (size_t p = 0; p < count; ++p) w.paddedDisplacement[p] << displacement(x, p), 0.0;
+  const Eigen::Vector4d* u = w.paddedDisplacement.data();
+  // Each phyxel's elastic energy and its stencil's gradient slots, and its row of the misfit
+  // penalties (written to the gradient directly: the gather below adds to it).
   tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, count, 64), [&](const tbb::blocked_range<size_t>& r) {
+      tbb::blocked_range<size_t>(0, count, 32), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t p = r.begin(); p != r.end(); ++p) {
           double* g =
               wantGradient ? &w.slots[3 * static_cast<size_t>(stencilOffsets_[p])] : nullptr;
-          w.energies[p] = phyxelEnergy(p, x, g);
+          w.energies[p] = phyxelEnergy(p, u, g);
+          if (!misfit) continue;
+          const Eigen::Vector4d force = misfitForce(p, u);
+          w.energies[p] += 0.5 * u[p].dot(force);
+          if (wantGradient) {
+            for (int c = 0; c < 3; ++c) gradient[3 * p + static_cast<size_t>(c)] += force(c);
+          }
         }
       });
   if (wantGradient) gatherIncidentGradients<3, 1>(incidence_, w.slots, gradient);
