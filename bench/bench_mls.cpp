@@ -1,7 +1,8 @@
 // Table 1 of muller2004 on this machine, with the bunny for the paper's Max Planck bust:
 // milliseconds of physics per frame (1/30 s simulated) for 200 and 400 phyxels, explicit
-// (velocity Verlet at half the stable step) and implicit (backward Euler at 1/120 s, the
-// Newton solve of appendix B), the bunny dropped on a floor; and the surfel update (eq. 27
+// (velocity Verlet at half the stable step, and at the step itself) and implicit (backward
+// Euler at 1/120 s, the Newton solve of appendix B, and a quasi-Newton one), the bunny
+// dropped on a floor; and the surfel update (eq. 27
 // with the normals, section 5.1) for 10k, 20k and 100k surfels on 200 phyxels. The floor is
 // a penalty obstacle (backward Euler over a projection floor gains energy at the impact and
 // the run retries it at a quarter of the step). The paper's
@@ -27,8 +28,14 @@
 
 namespace {
 
-std::string bunnyScene(int phyxels, bool implicit, double young) {
+// The integrators of the Table 1 rows: explicit at the default step (half the stable
+// estimate), explicit at the estimate itself, backward Euler at 1/120 s with the default
+// frozen-factor Newton, and with the quasi-Newton start at a residual of 1e-3.
+enum class Table1Run : int64_t { kExplicit, kExplicitAtEstimate, kImplicit, kImplicitQuasiNewton };
+
+std::string bunnyScene(int phyxels, Table1Run run, double young, double timeStep) {
   std::ostringstream s;
+  s.precision(17);
   s << R"({"gravity": [0, 0, -9.81], "obstacles": [{"type": "plane", "point": [0, 0, 0],
     "normal": [0, 0, 1], "friction": 0.5, "response": "penalty"}], "bodies": [{"name": "bunny", "file": ")"
     << SHELLSIM_DATA_DIR << R"(/stanford-bunny.obj", "transform": {"scale": 2,
@@ -36,21 +43,36 @@ std::string bunnyScene(int phyxels, bool implicit, double young) {
     "mls_solid": {"phyxel_count": )"
     << phyxels << R"(}, "material": {"young_modulus": )" << young
     << R"(, "poisson": 0.3, "density": 1000,
-    "internal_damping": 10}}], "time": {"duration": 100, "frame_rate": 30)"
-    << (implicit ? R"(, "integrator": "backward_euler", "time_step": 0.008333333333333333)" : "")
-    << R"(}, "output": {"folder": "out", "formats": ["ply"], "checkpoint_every": 0}})";
+    "internal_damping": 10}}], "time": {"duration": 100, "frame_rate": 30)";
+  if (run == Table1Run::kImplicit || run == Table1Run::kImplicitQuasiNewton) {
+    s << R"(, "integrator": "backward_euler", "time_step": 0.008333333333333333)";
+  }
+  if (run == Table1Run::kImplicitQuasiNewton) {
+    s << R"(, "newton_hessian": "quasi_newton", "newton_tolerance": 1e-3)";
+  }
+  if (timeStep > 0) s << R"(, "time_step": )" << timeStep;
+  s << R"(}, "output": {"folder": "out", "formats": ["ply"], "checkpoint_every": 0}})";
   return s.str();
 }
 
-// (phyxels, implicit, threads, soft): E = 5e5 Pa, or with soft = 1 E = 1e4 Pa, where the
-// explicit run takes about the paper's 15-20 steps per frame (its E is lost in the OCR).
+// (phyxels, run, threads, soft): run a Table1Run; E = 5e5 Pa, or with soft = 1 E = 1e4 Pa,
+// where the explicit run at the default step takes about the paper's 15-20 steps per frame
+// (19 for 200 phyxels; its E is lost in the OCR). The explicit step at the estimate is 0.7 of
+// the Verlet limit 2 / omega_max (Lanczos at rest): the soft bunny of 200 phyxels ran 3 s
+// without a rejected step at 0.96 of the limit and blew up at 1.15.
 void BM_MullerTable1Physics(benchmark::State& state) {
   const shellsim::ThreadLimit limit(static_cast<int>(state.range(2)));
-  const bool implicit = state.range(1) != 0;
-  const shellsim::SceneDef def = shellsim::parseScene(
-      bunnyScene(static_cast<int>(state.range(0)), implicit, state.range(3) != 0 ? 1e4 : 5e5),
-      "bunny.json", std::filesystem::temp_directory_path());
-  shellsim::Simulation sim(def);
+  const auto phyxels = static_cast<int>(state.range(0));
+  const auto run = static_cast<Table1Run>(state.range(1));
+  const double young = state.range(3) != 0 ? 1e4 : 5e5;
+  const auto parse = [&](double timeStep) {
+    return shellsim::parseScene(bunnyScene(phyxels, run, young, timeStep), "bunny.json",
+                                std::filesystem::temp_directory_path());
+  };
+  double timeStep = 0;
+  if (run == Table1Run::kExplicitAtEstimate)
+    timeStep = shellsim::Simulation(parse(0)).stableTimeStep();
+  shellsim::Simulation sim(parse(timeStep));
   double seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
@@ -59,14 +81,15 @@ void BM_MullerTable1Physics(benchmark::State& state) {
   }
   const shellsim::StepStatistics steps = sim.statistics();
   const double frames = static_cast<double>(state.iterations());
+  const auto stepCount = static_cast<double>(steps.steps);
   state.counters["phyxels"] = static_cast<double>(sim.masses(0).size());
-  state.counters["steps_per_frame"] =
-      static_cast<double>(steps.steps) / static_cast<double>(state.iterations());
+  state.counters["steps_per_frame"] = stepCount / frames;
+  state.counters["newton_per_step"] = static_cast<double>(steps.newtonIterations) / stepCount;
   state.counters["ms_per_frame"] = 1e3 * seconds / frames;
   state.counters["ms_per_simulated_s"] = 1e3 * seconds / (frames / 30.0);
 }
 BENCHMARK(BM_MullerTable1Physics)
-    ->ArgsProduct({{200, 400}, {0, 1}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{200, 400}, {0, 1, 2, 3}, {1, 2}, {0, 1}})
     ->Iterations(30)
     ->Unit(benchmark::kMillisecond);
 

@@ -30,7 +30,7 @@ constexpr double kMaxMomentCondition = 1e8;
 
 struct MlsWorkspace : ModelWorkspace {
   std::vector<double> energies;                     // (nPhyxels)
-  std::vector<double> slots;                        // (nEntries, 3)
+  std::vector<Eigen::Vector4d> stress;              // (nPhyxels, 3): v_p P_p's columns, N m
   std::vector<Eigen::Vector4d> paddedDisplacement;  // (nPhyxels): u, 0, m; one vector load
 };
 
@@ -529,6 +529,11 @@ void MlsSolidModel::buildStencils(bool firstBuild, bool shepardVolumes) {
   worstCondition_ = *std::max_element(worstCondition.begin(), worstCondition.end());
   quadraticCount_ = std::count(quadraticFits.begin(), quadraticFits.end(), 1);
   incidence_ = buildIncidence(stencilNodes_, nodeCount_);
+  entryStencil_.resize(stencilNodes_.size());
+  for (size_t i = 0; i < count; ++i) {
+    std::fill(entryStencil_.begin() + stencilOffsets_[i],
+              entryStencil_.begin() + stencilOffsets_[i + 1], static_cast<int32_t>(i));
+  }
   assembleMisfit();
 }
 
@@ -755,7 +760,8 @@ std::unique_ptr<ModelWorkspace> MlsSolidModel::makeWorkspace() const {
   return std::make_unique<MlsWorkspace>();
 }
 
-double MlsSolidModel::phyxelEnergy(size_t p, const Eigen::Vector4d* u, double* g) const {
+double MlsSolidModel::phyxelEnergy(size_t p, const Eigen::Vector4d* u,
+                                   Eigen::Vector4d* stress) const {
   const auto begin = static_cast<size_t>(stencilOffsets_[p]);
   const auto n = static_cast<size_t>(stencilOffsets_[p + 1]) - begin;
   const int32_t* nodes = &stencilNodes_[begin];
@@ -789,16 +795,10 @@ double MlsSolidModel::phyxelEnergy(size_t p, const Eigen::Vector4d* u, double* g
   Eigen::Vector3d normal;
   const double v = volume_[p];
   double energy = v * mls::strainEnergyDensity(F, elasticity_, plasticAt(p, plastic),
-                                               g != nullptr ? &P : nullptr, nullptr, volumeScale(p),
-                                               sheetNormalAt(p, normal));
-  if (g != nullptr) {
-    const mls::Mat3 vP = v * P;
-    for (size_t m = 0; m < n; ++m) {
-      const Vec3 gm = vP * row(shape_, begin + m);
-      g[3 * m] = gm.x();
-      g[3 * m + 1] = gm.y();
-      g[3 * m + 2] = gm.z();
-    }
+                                               stress != nullptr ? &P : nullptr, nullptr,
+                                               volumeScale(p), sheetNormalAt(p, normal));
+  if (stress != nullptr) {
+    for (int c = 0; c < 3; ++c) stress[c] << v * P.col(c), 0.0;
   }
   return energy;
 }
@@ -832,28 +832,49 @@ EnergyParts MlsSolidModel::addGradient(std::span<const double> x, std::span<doub
   const auto count = static_cast<size_t>(nodeCount_);
   const bool wantGradient = !gradient.empty();
   w.energies.resize(count);
-  if (wantGradient) w.slots.resize(3 * stencilNodes_.size());
+  if (wantGradient) w.stress.resize(3 * count);
   const bool misfit = !misfitValues_.empty();
   w.paddedDisplacement.resize(count);
   for (size_t p = 0; p < count; ++p) w.paddedDisplacement[p] << displacement(x, p), 0.0;
   const Eigen::Vector4d* u = w.paddedDisplacement.data();
-  // Each phyxel's elastic energy and its stencil's gradient slots, and its row of the misfit
-  // penalties (written to the gradient directly: the gather below adds to it).
+  // Each phyxel's elastic energy and stress v_p P_p.
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, count, 32), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t p = r.begin(); p != r.end(); ++p) {
-          double* g =
-              wantGradient ? &w.slots[3 * static_cast<size_t>(stencilOffsets_[p])] : nullptr;
-          w.energies[p] = phyxelEnergy(p, u, g);
-          if (!misfit) continue;
-          const Eigen::Vector4d force = misfitForce(p, u);
-          w.energies[p] += 0.5 * u[p].dot(force);
-          if (wantGradient) {
-            for (int c = 0; c < 3; ++c) gradient[3 * p + static_cast<size_t>(c)] += force(c);
-          }
+          w.energies[p] = phyxelEnergy(p, u, wantGradient ? &w.stress[3 * p] : nullptr);
         }
       });
-  if (wantGradient) gatherIncidentGradients<3, 1>(incidence_, w.slots, gradient);
+  // Each phyxel's gradient: sum over the stencils i holding it in slot m of v_i P_i d_im (in
+  // the incidence's order), and its row of the misfit penalties with its share of their
+  // energy.
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, 32), [&](const tbb::blocked_range<size_t>& r) {
+        const Eigen::Vector4d* stress = w.stress.data();
+        for (size_t p = r.begin(); p != r.end(); ++p) {
+          Eigen::Vector4d force = Eigen::Vector4d::Zero();
+          if (misfit) {
+            force = misfitForce(p, u);
+            w.energies[p] += 0.5 * u[p].dot(force);
+          }
+          if (!wantGradient) continue;
+          Eigen::Vector4d even = Eigen::Vector4d::Zero(), odd = Eigen::Vector4d::Zero();
+          auto e = static_cast<size_t>(incidence_.offsets[p]);
+          const auto end = static_cast<size_t>(incidence_.offsets[p + 1]);
+          const auto term = [&](size_t k) -> Eigen::Vector4d {
+            const auto entry = static_cast<size_t>(incidence_.entries[k]);
+            const Eigen::Vector4d* vP = stress + 3 * static_cast<size_t>(entryStencil_[entry]);
+            const double* d = &shape_[3 * entry];
+            return vP[0] * d[0] + vP[1] * d[1] + vP[2] * d[2];
+          };
+          for (; e + 1 < end; e += 2) {
+            even += term(e);
+            odd += term(e + 1);
+          }
+          if (e < end) even += term(e);
+          force += even + odd;
+          for (int c = 0; c < 3; ++c) gradient[3 * p + static_cast<size_t>(c)] += force(c);
+        }
+      });
   EnergyParts parts;
   parts.stretching = deterministicSum(w.energies);
   return parts;

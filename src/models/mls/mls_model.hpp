@@ -181,9 +181,10 @@ class MlsSolidModel : public Model {
 
  private:
   // Elastic energy of phyxel p at the displacements u ((nPhyxels), padded with a zero); writes
-  // v_p P d_k into g (its stencil's slots, (stencil, 3)) when g is not null. The misfit
-  // penalty is addGradient's (misfitValues_).
-  double phyxelEnergy(size_t p, const Eigen::Vector4d* u, double* g) const;
+  // the columns of v_p P (the first Piola-Kirchhoff stress times the volume), padded, to
+  // stress[0..2] when stress is not null. The misfit penalty is addGradient's
+  // (misfitValues_).
+  double phyxelEnergy(size_t p, const Eigen::Vector4d* u, Eigen::Vector4d* stress) const;
   // Row p of the misfit penalties' matrix times the displacements u: (A u)_p, the misfit's
   // gradient at phyxel p (u_p . (A u)_p / 2 its share of the energy). One sparse product
   // instead of each stencil's dense n x n one: a sixth of the multiplications (86 nonzeros per
@@ -251,6 +252,7 @@ class MlsSolidModel : public Model {
   std::vector<int64_t> squareOffsets_;   // (nPhyxels + 1): prefix sums of n_i^2
   std::vector<double> misfit_;  // Q_i, (sum n_i^2): stencil-by-stencil, row-major, Pa m^3/m^2
   Incidence incidence_;         // node -> entries of stencilNodes_
+  std::vector<int32_t> entryStencil_;  // (nEntries): the phyxel whose stencil holds the entry
   // The misfit penalties summed into one matrix over the phyxels, A = sum_i S_i^T Q_i S_i
   // (S_i picks stencil i's phyxels), as compressed rows: E_misfit = sum_c u_c^T A u_c / 2
   // over the displacement components. Constant between stencil rebuilds.
