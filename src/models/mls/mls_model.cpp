@@ -998,24 +998,33 @@ void MlsSolidModel::bindSurface(const Geometry& surface) {
 void MlsSolidModel::carrySurface(std::span<const double> x, std::vector<double>& positions,
                                  std::vector<double>* normals) const {
   const std::vector<double> F = deformationGradients(x);
+  // muller2004 eq. (27), x_s = sum_i w_i (x_i + F_i (X_s - X_i)), regrouped as
+  // sum_i w_i a_i + (sum_i w_i F_i) X_s with a_i = x_i - F_i X_i per phyxel: a binding costs
+  // 12 multiply-adds instead of 24, and the blended F is the normals' anyway.
+  const auto count = static_cast<size_t>(nodeCount_);
+  std::vector<double> offset(3 * count);  // a_i, (nPhyxels, 3), m
+  for (size_t p = 0; p < count; ++p) {
+    const Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>> Fp(&F[9 * p]);
+    setRow(offset, p, row(x, p) - Fp * row(rest_, p));
+  }
   const auto vertices = static_cast<size_t>(restSurface_.vertexCount());
   positions.resize(3 * vertices);
   if (normals != nullptr) normals->resize(3 * vertices);
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, vertices, 256), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t v = r.begin(); v != r.end(); ++v) {
-          // muller2004 eq. (27): x_s = sum_i w_i (x_i + F_i (X_s - X_i)).
-          const Vec3 rest = row(restSurface_.positions, v);
           Vec3 sum = Vec3::Zero();
-          mls::Mat3 blended = mls::Mat3::Zero();
+          Eigen::Matrix<double, 3, 3, Eigen::RowMajor> blended =
+              Eigen::Matrix<double, 3, 3, Eigen::RowMajor>::Zero();
           for (auto b = static_cast<size_t>(bindOffsets_[v]);
                b < static_cast<size_t>(bindOffsets_[v + 1]); ++b) {
             const auto p = static_cast<size_t>(bindPhyxels_[b]);
-            const Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>> Fp(&F[9 * p]);
-            sum += bindWeights_[b] * (row(x, p) + Fp * (rest - row(rest_, p)));
-            if (normals != nullptr) blended += bindWeights_[b] * Fp;
+            const double w = bindWeights_[b];
+            sum += w * row(offset, p);
+            blended +=
+                w * Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(&F[9 * p]);
           }
-          setRow(positions, v, sum);
+          setRow(positions, v, sum + blended * row(restSurface_.positions, v));
           if (normals != nullptr) {
             // A surfel's tangent axes t map to blended F t (section 5.1), so its normal
             // t1' x t2' is along cof(F) n = det(F) F^-T n.
