@@ -9,6 +9,14 @@
 // figures (Pentium 4, 2.8 GHz): 200 phyxels + 10k surfels 15 ms (explicit) and 22 ms
 // (implicit) of physics per frame, 400 + 20k 35 and 60 ms; the surface with rendering 22
 // and 50 ms. Run: build/release/bench/shellsim_bench --benchmark_filter=Muller
+// Measured 2026-11-30 (Release, native, two runs on a shared 2-core VM; soft bunny, ms per
+// frame, 1 / 2 threads): 188 phyxels explicit 1.01-1.26 / 1.02-1.15 (19 steps per frame),
+// at the estimate 0.55-0.58 / 0.52-0.64 (10 steps), backward Euler frozen 10.9-11.1 /
+// 9.6-12.1 (6.25 Newton iterations per step), quasi-Newton 4.1-4.4 / 3.1-3.2 (8.1); 392
+// phyxels 3.6-5.2 / 3.0-3.9 (33 steps), 1.9-2.2 / 1.6-1.9 (17), 85-88 / 67-83 (6.1), 10.8-11.4
+// / 8.8-10.1 (9.8). Surfels on 190 phyxels: 10k 1.05-1.30 / 0.58-0.60 ms, 100k 10.8-13.2 /
+// 5.5-6.4 ms. Per explicit step 52-64 us for 188 phyxels against the paper's 0.75-1 ms
+// (15 ms per frame at its 15-20 steps): 14-19 times.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
