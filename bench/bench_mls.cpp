@@ -16,7 +16,7 @@
 // phyxels 3.6-5.2 / 3.0-3.9 (33 steps), 1.9-2.2 / 1.6-1.9 (17), 85-88 / 67-83 (6.1), 10.8-11.4
 // / 8.8-10.1 (9.8). Surfels on 190 phyxels: 10k 1.05-1.30 / 0.58-0.60 ms, 100k 10.8-13.2 /
 // 5.5-6.4 ms. Per explicit step 52-64 us for 188 phyxels against the paper's 0.75-1 ms
-// (15 ms per frame at its 15-20 steps): 14-19 times.
+// (15 ms per frame at its 15-20 steps): 12-19 times.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
