@@ -552,9 +552,7 @@ void MlsSolidModel::assembleMisfit() {
           std::vector<std::pair<int32_t, double>>& terms = rows[row];
           for (int32_t e = incidence_.offsets[row]; e < incidence_.offsets[row + 1]; ++e) {
             const auto entry = incidence_.entries[static_cast<size_t>(e)];
-            const auto stencil = static_cast<size_t>(
-                std::upper_bound(stencilOffsets_.begin(), stencilOffsets_.end(), entry) -
-                stencilOffsets_.begin() - 1);
+            const auto stencil = static_cast<size_t>(entryStencil_[static_cast<size_t>(entry)]);
             const auto begin = static_cast<size_t>(stencilOffsets_[stencil]);
             const auto n = static_cast<size_t>(stencilOffsets_[stencil + 1]) - begin;
             const auto m = static_cast<size_t>(entry) - begin;

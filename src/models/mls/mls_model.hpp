@@ -232,7 +232,8 @@ class MlsSolidModel : public Model {
   void absorbReference(std::span<const double> x, double stiffening = 0.0);
   // The moduli times MlsPlasticity::solidStiffness when solidified_, else the material's.
   void applyStiffness();
-  // misfitRowOffsets_, misfitColumns_, misfitValues_ from misfit_ and the stencils.
+  // misfitRowOffsets_, misfitColumns_, misfitValues_ from misfit_, the stencils, incidence_
+  // and entryStencil_.
   void assembleMisfit();
 
   int32_t nodeCount_ = 0;
