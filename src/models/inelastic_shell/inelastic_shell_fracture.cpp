@@ -104,22 +104,19 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
   };
   std::vector<NewNode> newNodes;
   std::vector<uint8_t> touched(faceCount, 0);
-  // Every face cut or made this pass, with its parent's elastic strains (in the parent's rest
-  // frame), of which it keeps 1 - absorption after the rebuild.
-  struct Inherited {
-    int32_t face;
-    Mat2 membrane, bending;
-    inelastic_shell::RestFrame parent;
-  };
-  std::vector<Inherited> inherited;
+  // Every face a cut made or split this pass (they wait `refractory_steps` before breaking
+  // again).
+  std::vector<int32_t> children;
   std::vector<int32_t> tips;  // corners the cracks start or end at (fan checks)
-  // Vertex budging (tryBudge): the budges of this pass, the existing edges cut, the faces whose
-  // strain change is absorbed.
   // Vertex budging (notes section 7, reading (ii)): a node moved (rest and current position)
   // to (1 - s) of itself + s of `other`, then the crack runs along an existing edge, which
   // `cutEdges` keeps from joining the fans of its ends.
   std::vector<Budge> budges;
   std::vector<std::pair<int32_t, int32_t>> cutEdges;  // (min, max) node pairs
+  // The faces whose rest data this pass changes, each with the elastic strains it had (in its
+  // rest frame then) and the share of them it keeps: a cut's children 1 - absorption of their
+  // parent's, a budge's faces (tryBudge) theirs. No face is listed twice: both take only
+  // untouched faces and mark what they list touched.
   std::vector<Absorbed> absorbed;
   // Nodes on the mesh boundary at the start of the pass (a crack along an edge opens only
   // where one of its ends is on a boundary or a crack tip).
@@ -222,8 +219,11 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
     // f = (a, b, c) -> (a, b, v0) and (a, v1, c).
     setTriangle(f, a, b, v0);
     setTriangle(next, a, v1, c);
-    inherited.push_back({static_cast<int32_t>(f), cand.membrane, cand.bending, frameF});
-    inherited.push_back({static_cast<int32_t>(next), cand.membrane, cand.bending, frameF});
+    const double kept = 1 - params.absorption;
+    for (const size_t child : {f, next}) {
+      absorbed.push_back({static_cast<int32_t>(child), cand.membrane, cand.bending, kept, frameF});
+      children.push_back(static_cast<int32_t>(child));
+    }
     ++next;
     if (across >= 0) {
       // g = (d, c, b) -> (d, c, v1) and (d, v0, b).
@@ -231,9 +231,11 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
       const inelastic_shell::RestFrame frameG = faceRestFrame(g);
       setTriangle(g, d, c, v1);
       setTriangle(next, d, v0, b);
-      inherited.push_back({static_cast<int32_t>(g), neighbour.membrane, neighbour.bending, frameG});
-      inherited.push_back(
-          {static_cast<int32_t>(next), neighbour.membrane, neighbour.bending, frameG});
+      for (const size_t child : {g, next}) {
+        absorbed.push_back(
+            {static_cast<int32_t>(child), neighbour.membrane, neighbour.bending, kept, frameG});
+        children.push_back(static_cast<int32_t>(child));
+      }
       tips.push_back(d);
     }
     tips.push_back(a);
@@ -358,14 +360,10 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
   // the stencil, not with any motion: left alone, a cut raised the elastic energy as often as
   // it lowered it (+-1-5 mJ per cut on a glass bulb), which an explicit run accumulated into
   // runaway shattering.
+  for (const int32_t child : children)
+    refractory_[static_cast<size_t>(child)] = params.refractorySteps;
   std::vector<uint8_t> settled(facesAfter, 0);
   for (const Absorbed& a : absorbed) settled[static_cast<size_t>(a.face)] = 1;
-  for (const Inherited& h : inherited) {
-    refractory_[static_cast<size_t>(h.face)] = params.refractorySteps;
-    if (settled[static_cast<size_t>(h.face)] != 0) continue;
-    settled[static_cast<size_t>(h.face)] = 1;
-    absorbed.push_back({h.face, h.membrane, h.bending, 1 - params.absorption, h.parent});
-  }
   const size_t width = stencilWidth();
   const auto firstCopy = static_cast<int32_t>(nodesBefore + static_cast<int32_t>(newNodes.size()));
   const auto original = [&](int32_t node) {  // a copy stands where its source does

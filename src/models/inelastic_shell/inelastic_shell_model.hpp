@@ -263,7 +263,8 @@ class InelasticShellModel : public Model {
   };
   struct Absorbed {
     int32_t face;
-    Eigen::Matrix2d membrane, bending;  // in `frame`, the face's rest frame before the budge
+    Eigen::Matrix2d membrane, bending;  // in `frame`: the face's rest frame before the edit
+                                        // (a cut's child: its parent's)
     double kept;
     inelastic_shell::RestFrame frame;
   };
