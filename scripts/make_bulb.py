@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Writes a light bulb mesh for gingold2004 Fig. 1 (a bulb shattered by a projectile). No
-scene uses it yet: on it, a ball shot through the globe (glass, strain limit 1e-4 to 1e-3)
-blasts a hole of tiny shards and leaves the bulb whole, not the caption's shards of every
-size (issue 17's note of 2026-11-27 has the runs).
+"""Writes a light bulb mesh for gingold2004 Fig. 1 (a bulb shattered by a projectile):
+scenes/meshes/bulb.obj, for scenes/inelastic_bulb_shatter.json. By the strain limit alone
+a ball shot through the globe (glass, strain limit 1e-4 to 1e-3) blasts holes of tiny shards
+and leaves the globe whole; with the cracks' ends running at glass's toughness
+(inelastic_shell.toughness) it shatters into shards of every size.
 
 A glass bulb as a surface of revolution about z: a globe of radius 3 cm centred at the
 origin, from its top pole down to 130 degrees, a neck that narrows smoothly to a radius of

@@ -72,6 +72,7 @@ struct TearShape {
   int slivers = 0;
   int64_t faces = 0, inTwoLargest = 0;
   size_t pieces = 0;
+  std::vector<int64_t> sizes;  // faces of each piece, largest first
 };
 TearShape tearShape(const Simulation& sim) {
   const Geometry surface = sim.surface(0);
@@ -98,6 +99,7 @@ TearShape tearShape(const Simulation& sim) {
   std::sort(sizes.rbegin(), sizes.rend());
   shape.pieces = sizes.size();
   shape.inTwoLargest = sizes[0] + (sizes.size() > 1 ? sizes[1] : 0);
+  shape.sizes = sizes;
   return shape;
 }
 
@@ -239,6 +241,40 @@ TEST(InelasticScenesSlow, BowlShattersWhenItsCracksCanRun) {
   EXPECT_LT(static_cast<double>(shattered.inTwoLargest),
             0.5 * static_cast<double>(shattered.faces));
   EXPECT_GT(static_cast<double>(cratered.inTwoLargest), 0.8 * static_cast<double>(cratered.faces));
+}
+
+// Fig. 1: "the shattering of a lightbulb ... Observe the high variance in the size of the
+// shards". A glass bulb (0.5 mm, strain limit 1e-3, its collar held) hit by a 17 g steel ball
+// at 30 m/s, its cracks' ends running on at glass's toughness (0.75 MPa m^1/2): within 6 ms
+// the globe parts around its middle into a dome and the neck, with shards of a few percent
+// at the entry and a spray of specks at the exit. Without the toughness the cracks stop
+// where the ball loads the glass: it punches two holes and the globe stays whole (at 3 ms,
+// after both). Measured in Release: 125 pieces, the largest two 39 % and 37 % of the area,
+// eight over 1 %; without, the largest 94 %. About 3 minutes in Release.
+TEST(InelasticScenesSlow, BulbShattersIntoShardsOfEverySizeAtGlasssToughness) {
+  const auto shot = [](double toughness, double duration) {
+    SceneDef scene =
+        loadScene(fs::path(SHELLSIM_SOURCE_DIR) / "scenes" / "inelastic_bulb_shatter.json");
+    scene.bodies[0].options<InelasticShellDef>().toughness = toughness;
+    Simulation sim(scene);
+    sim.advance(duration);
+    return tearShape(sim);
+  };
+  const TearShape shattered = shot(0.75e6, 0.006);
+  const TearShape holed = shot(0.0, 0.003);
+  const auto share = [](const TearShape& shape, size_t k) {
+    return k < shape.sizes.size()
+               ? static_cast<double>(shape.sizes[k]) / static_cast<double>(shape.faces)
+               : 0.0;
+  };
+  std::cout << "[ measured ] with the toughness " << shattered.pieces << " pieces, the largest "
+            << share(shattered, 0) << ", " << share(shattered, 1) << ", " << share(shattered, 2)
+            << ", " << share(shattered, 3) << " of the faces; without " << holed.pieces
+            << " pieces, the largest " << share(holed, 0) << "\n";
+  EXPECT_LT(share(shattered, 0), 0.6) << "the globe parts";
+  EXPECT_GT(share(shattered, 3), 0.02) << "into shards of a few percent";
+  EXPECT_GT(shattered.pieces, 30U) << "and specks";
+  EXPECT_GT(share(holed, 0), 0.85) << "without the toughness the globe holds";
 }
 
 // The can of the grinspun2003 slides, done properly: an aluminium can with lids (0.3 mm,

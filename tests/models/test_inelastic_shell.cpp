@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <Eigen/Sparse>
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -896,6 +897,236 @@ TEST(InelasticShellFracture, CracksMeetingTheFringeNearAVertexRunAlongTheEdgeUnm
 // The step search (gingold2004 sections 4.1-4.2): a step at whose end a face breaks, or whose
 // largest node force grows by more than the ratio, is rejected to be resolved in time (and
 // accepted at the deepest split); a step that changes little is accepted.
+// A plate of width w (x) and height 2 w (y) in z = 0, cells of `cell` split along
+// alternating diagonals, with a centre crack from x = -a to a along y = 0: the nodes strictly
+// between its ends are doubled, the faces above the slit taking the copies.
+Geometry centreCrackedPlate(double w, double a, double cell) {
+  const auto columns = static_cast<int>(std::lround(w / cell));
+  const auto rows = 2 * columns;
+  Geometry plate;
+  const auto id = [&](int i, int j) { return j * (columns + 1) + i; };
+  for (int j = 0; j <= rows; ++j) {
+    for (int i = 0; i <= columns; ++i) {
+      plate.positions.insert(plate.positions.end(), {-w / 2 + i * cell, -w + j * cell, 0.0});
+    }
+  }
+  std::vector<int32_t> copyOf(plate.positions.size() / 3, -1);
+  for (int i = 0; i <= columns; ++i) {
+    const int node = id(i, columns);
+    if (std::abs(plate.positions[3 * static_cast<size_t>(node)]) < a - 1e-9) {
+      copyOf[static_cast<size_t>(node)] = plate.vertexCount();
+      plate.positions.insert(plate.positions.end(), {plate.positions[3 * node], 0.0, 0.0});
+    }
+  }
+  for (int j = 0; j < rows; ++j) {
+    for (int i = 0; i < columns; ++i) {
+      const bool above = j >= columns;
+      const auto at = [&](int ii, int jj) {
+        const int node = id(ii, jj);
+        return above && copyOf[static_cast<size_t>(node)] >= 0 ? copyOf[static_cast<size_t>(node)]
+                                                               : node;
+      };
+      if ((i + j) % 2 == 0) {
+        plate.triangles.insert(plate.triangles.end(), {at(i, j), at(i + 1, j), at(i + 1, j + 1)});
+        plate.triangles.insert(plate.triangles.end(), {at(i, j), at(i + 1, j + 1), at(i, j + 1)});
+      } else {
+        plate.triangles.insert(plate.triangles.end(), {at(i, j), at(i + 1, j), at(i, j + 1)});
+        plate.triangles.insert(plate.triangles.end(),
+                               {at(i + 1, j), at(i + 1, j + 1), at(i, j + 1)});
+      }
+    }
+  }
+  return plate;
+}
+
+// The plate's equilibrium in its plane (z held) with its bottom row held and its top row
+// pulled along y by `force` in all (shares by edge length), from one linear solve with the
+// Hessian at rest: the strains are about 1e-4.
+std::vector<double> pulledInPlane(const InelasticShellModel& model, std::span<const double> rest,
+                                  double cell, double force) {
+  const size_t nodes = rest.size() / 3;
+  double bottom = 1e300, top = -1e300;
+  for (size_t n = 0; n < nodes; ++n) {
+    bottom = std::min(bottom, rest[3 * n + 1]);
+    top = std::max(top, rest[3 * n + 1]);
+  }
+  double left = 1e300, right = -1e300;
+  for (size_t n = 0; n < nodes; ++n) {
+    left = std::min(left, rest[3 * n]);
+    right = std::max(right, rest[3 * n]);
+  }
+  std::vector<int> dof(3 * nodes, -1);
+  int count = 0;
+  for (size_t n = 0; n < nodes; ++n) {
+    if (rest[3 * n + 1] < bottom + 1e-9) continue;
+    dof[3 * n] = count++;
+    dof[3 * n + 1] = count++;
+  }
+  std::vector<Eigen::Triplet<double>> all, reduced;
+  EXPECT_TRUE(model.addHessian(rest, all));
+  for (const auto& t : all) {
+    const int r = dof[static_cast<size_t>(t.row())], c = dof[static_cast<size_t>(t.col())];
+    if (r >= 0 && c >= 0) reduced.emplace_back(r, c, t.value());
+  }
+  Eigen::SparseMatrix<double> k(count, count);
+  k.setFromTriplets(reduced.begin(), reduced.end());
+  Eigen::VectorXd f = Eigen::VectorXd::Zero(count);
+  const double width = right - left;
+  for (size_t n = 0; n < nodes; ++n) {
+    if (rest[3 * n + 1] < top - 1e-9) continue;
+    const bool corner = rest[3 * n] < left + 1e-9 || rest[3 * n] > right - 1e-9;
+    f[dof[3 * n + 1]] = force * (corner ? 0.5 : 1.0) * cell / width;
+  }
+  const Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> solver(k);
+  EXPECT_EQ(solver.info(), Eigen::Success);
+  const Eigen::VectorXd u = solver.solve(f);
+  std::vector<double> x(rest.begin(), rest.end());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (dof[i] >= 0) x[i] += u[dof[i]];
+  }
+  return x;
+}
+
+// Crack ends meet linear fracture mechanics [ours]: a centre crack of 2a in a plate of width
+// w = 10 a pulled by a remote stress sigma has K = sigma sqrt(pi a) sqrt(sec(pi a / w))
+// (Feddersen; Tada, Paris and Irwin) and the T-stress sigma_xx = -sigma along the crack. The
+// plate's two crack ends are found; at equilibrium under sigma their fans' mean strain across
+// the crack (the overstrain the fracture pass reads, times the limit) is the tip field's
+// mean over a disc of the fan's area, K c(nu) / (E sqrt(2 pi l)), plus the T-stress's
+// -nu T / E, times the discrete fan's factor 1.12 within 5 % on the grid at a / h = 5 and 10
+// and on a grid whose nodes moved by up to 0.3 h at a / h = 10, and the same within 1 % at
+// a / h = 5 and 10: a crack runs at the K_c the scene names whatever the mesh. Measured:
+// 1.115 and 1.116 times on the grid (without the T-stress term 1.38 and 1.31, its share
+// falling as sqrt(h / a)), 1.09-1.16 on the jittered one (its two ends differ). The face it
+// would cut holds the end as its corner and the crack runs on along the slit.
+TEST(InelasticShellFracture, CrackEndMeanStrainMeetsTheTipField) {
+  const double a = 0.02, w = 10 * a, toughness = 1e6;
+  std::vector<double> ratioAt;
+  for (const auto& [perA, jitter] : {std::pair{5, 0.0}, std::pair{10, 0.0}, std::pair{10, 0.3}}) {
+    const double cell = a / perA;
+    Geometry plate = centreCrackedPlate(w, a, cell);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<double> unit(-1, 1);
+    for (size_t n = 0; n < plate.positions.size() / 3 && jitter > 0; ++n) {
+      double& px = plate.positions[3 * n];
+      double& py = plate.positions[3 * n + 1];
+      if (std::abs(py) < 1e-9 || std::abs(std::abs(px) - w / 2) < 1e-9 ||
+          std::abs(std::abs(py) - w) < 1e-9) {
+        continue;  // the slit's line and the plate's edges stay straight
+      }
+      px += jitter * cell * unit(rng);
+      py += jitter * cell * unit(rng);
+    }
+    InelasticShellParams params = fractureParams();
+    params.fracture->strainLimit = 1;  // only the ends break
+    params.fracture->toughness = toughness;
+    const MaterialDef material = aluminium();
+    InelasticShellModel model(plate, material, params);
+    ASSERT_EQ(model.crackEnds().size(), 2u);
+    for (const auto& end : model.crackEnds()) {
+      EXPECT_NEAR(std::abs(model.restPositions()[3 * static_cast<size_t>(end.node)]), a, 1e-12);
+      EXPECT_NEAR(std::abs(end.back.x()), 1.0, 1e-12) << "into the slit";
+    }
+    const double sigma = 1e7;  // Pa
+    const std::vector<double> x =
+        pulledInPlane(model, plate.positions, cell, sigma * w * material.thickness);
+    const double k = sigma * std::sqrt(std::numbers::pi * a / std::cos(std::numbers::pi * a / w));
+    const auto candidates = model.fractureCandidates(x);
+    const double nu = material.poisson;
+    std::vector<double> ratios;
+    for (const auto& end : model.crackEnds()) {
+      const double area = std::accumulate(end.weight.begin(), end.weight.end(), 0.0);
+      const double radius = std::sqrt(area / std::numbers::pi);
+      const double expected =
+          k * 3.2 * (3 - 2 * nu) / (3 * std::numbers::pi) /
+              (material.youngModulus * std::sqrt(2 * std::numbers::pi * radius)) +
+          nu * sigma / material.youngModulus;
+      constexpr double kDiscreteTipFactor = 1.12;  // inelastic_shell_fracture.cpp
+      double worst = 0;
+      int32_t face = -1;
+      for (const int32_t f : end.fan) {
+        const auto& c = candidates[static_cast<size_t>(f)];
+        if (c.corner >= 0 && c.overstrain > worst) {
+          worst = c.overstrain;
+          face = f;
+        }
+      }
+      ASSERT_GE(face, 0);
+      const double measured = worst * end.limit;
+      std::cout << "[ measured ] a / h = " << perA << ", jitter " << jitter
+                << ": crack end mean strain " << measured << ", the tip field's with the T-stress "
+                << expected << " (ratio " << measured / expected << ")\n";
+      EXPECT_NEAR(measured / (kDiscreteTipFactor * expected), 1.0, 0.05)
+          << "a / h = " << perA << ", jitter " << jitter;
+      ratios.push_back(measured / expected);
+      const auto& c = candidates[static_cast<size_t>(face)];
+      EXPECT_EQ(model.faceStencils()[model.stencilWidth() * static_cast<size_t>(face) +
+                                     static_cast<size_t>(c.corner)],
+                end.node);
+      const auto corner = [&](size_t i) {
+        return row(model.restPositions(),
+                   static_cast<size_t>(
+                       model.faceStencils()[model.stencilWidth() * static_cast<size_t>(face) + i]));
+      };
+      const Vec3 axisA = (corner(1) - corner(0)).normalized();
+      const Vec3 axisB = Vec3::UnitZ().cross(axisA);
+      const Vec3 across = c.direction.x() * axisA + c.direction.y() * axisB;
+      EXPECT_GT(std::abs(across.y()), 0.99) << "the crack runs on along the slit";
+    }
+    ratioAt.push_back(ratios.front());
+  }
+  EXPECT_NEAR(ratioAt[0] / ratioAt[1], 1.0, 0.01) << "the same at a / h = 5 and 10";
+}
+
+// The cut at a crack's end [ours]: the centre-cracked plate (a / h = 5) pulled to K = 0.9
+// K_c breaks nothing; pulled to 1.1 K_c it breaks at its ends, each cut starting at the end
+// node and running on along the slit's line, so the crack grows at both ends (two cuts:
+// max_cracks_per_step 2) and its new ends lie farther out on y = 0.
+TEST(InelasticShellFracture, ACrackRunsOnFromItsEndsOnceKPassesTheToughness) {
+  const double a = 0.02, w = 10 * a, cell = a / 5, toughness = 1e6;
+  const Geometry plate = centreCrackedPlate(w, a, cell);
+  InelasticShellParams params = fractureParams(2);
+  params.fracture->strainLimit = 1;
+  params.fracture->toughness = toughness;
+  params.fracture->budgeLimit = 0;
+  const MaterialDef material = aluminium();
+  // sigma_c from one solve at sigma0 (linear; the ends' overstrain is reported once past 1).
+  const double sigma0 = 1e7;
+  InelasticShellModel probe(plate, material, params);
+  const std::vector<double> pulled =
+      pulledInPlane(probe, plate.positions, cell, sigma0 * w * material.thickness);
+  double overstrain = 0;
+  for (const auto& c : probe.fractureCandidates(pulled)) {
+    overstrain = std::max(overstrain, c.overstrain);
+  }
+  const double sigmaCritical = sigma0 / overstrain;
+  const double k =
+      sigmaCritical * std::sqrt(std::numbers::pi * a / std::cos(std::numbers::pi * a / w));
+  std::cout << "[ measured ] the ends break at K = " << k / toughness << " K_c\n";
+  // At a / h = 5 the T-stress adds a quarter to the ends' mean strain (the test above).
+  EXPECT_NEAR(k / toughness, 0.8, 0.05);
+  const auto scaled = [&](double factor) {
+    std::vector<double> x(plate.positions.begin(), plate.positions.end());
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] += factor * sigmaCritical / sigma0 * (pulled[i] - x[i]);
+    }
+    return x;
+  };
+  {
+    InelasticShellModel model(plate, material, params);
+    EXPECT_EQ(model.updateInelastic(scaled(0.9), 1e-6).brokenElements, 0);
+  }
+  InelasticShellModel model(plate, material, params);
+  const InelasticReport report = model.updateInelastic(scaled(1.1), 1e-6);
+  EXPECT_EQ(report.brokenElements, 2);
+  ASSERT_EQ(model.crackEnds().size(), 2u);
+  for (const auto& end : model.crackEnds()) {
+    const Vec3 at = row(model.restPositions(), static_cast<size_t>(end.node));
+    EXPECT_NEAR(at.y(), 0.0, 1e-12) << "on the slit's line";
+    EXPECT_GT(std::abs(at.x()), a + 0.5 * cell) << "farther out";
+  }
+}
+
 TEST(InelasticShellStepSearch, RejectsFractureEventsAndForceJumps) {
   const Geometry lattice = makeEquilateralLattice(8, 9, 0.01);
   InelasticShellParams params = fractureParams();

@@ -27,6 +27,7 @@ struct InelasticShellDef {
   int32_t maxCracksPerStep = 1;       // faces cut in one step at most
   bool waveSpacing = false;           // cuts of one step farther apart than the wave travels
   double budgeLimit = 0.2;            // budge a vertex when the crack ends within t of it
+  double toughness = 0;               // K_c at crack ends, Pa m^1/2; 0: no crack ends
   std::optional<double> stepSearch;   // the step search's force ratio (> 1); none: off
   bool projectHessian = false;        // clamp each face's Hessian to PSD
   bool operator==(const InelasticShellDef&) const = default;

@@ -42,10 +42,12 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
   if (fracture_ && (!(fracture_->strainLimit > 0) || !std::isfinite(fracture_->strainLimit) ||
                     !(fracture_->absorption >= 0 && fracture_->absorption <= 1) ||
                     fracture_->refractorySteps < 0 || fracture_->maxCracksPerStep < 1 ||
-                    !(fracture_->minimumSplit > 0 && fracture_->minimumSplit < 0.5))) {
+                    !(fracture_->minimumSplit > 0 && fracture_->minimumSplit < 0.5) ||
+                    !(fracture_->toughness >= 0) || !std::isfinite(fracture_->toughness))) {
     throw InputError(
         "inelastic_shell: fracture needs a strain limit > 0, an absorption in [0, 1], "
-        "refractory steps >= 0, a minimum split in (0, 0.5) and at least 1 crack per step");
+        "refractory steps >= 0, a minimum split in (0, 0.5), at least 1 crack per step and a "
+        "toughness >= 0");
   }
   if (stepSearch_ && !(stepSearch_->forceRatio > 1 && std::isfinite(stepSearch_->forceRatio))) {
     throw InputError("inelastic_shell: the step search needs a force ratio > 1");
@@ -170,6 +172,7 @@ void InelasticShellModel::buildTopology() {
   mass_ = lumpedMasses(triangles_, topology.restArea, material_.density * material_.thickness,
                        nodeCount_);
   incidence_ = buildIncidence(faceStencil_, nodeCount_);
+  findCrackEnds();
 }
 
 // The quadratic patch of face f (inelastic_shell_kernel.hpp): the nodes of the faces within

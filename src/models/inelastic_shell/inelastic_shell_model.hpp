@@ -98,6 +98,15 @@ struct InelasticShellFracture {
   // budgeLimit from one of its ends, that vertex moves onto the crack line instead (its strain
   // change absorbed plastically) and the crack runs along the existing edge; 0: never.
   double budgeLimit = 0.2;
+  // Fracture toughness K_c > 0 (Pa m^1/2) [ours, beyond the paper]: a crack's end breaks on
+  // once the mean strain of the faces around it reaches what the tip field of linear fracture
+  // mechanics at K_c puts there, K_c (3.2 (3 - 2 nu) / (3 pi)) / (E sqrt(2 pi l)) (l the
+  // radius of a disc of their area), if that is below the strain limit; the crack then runs
+  // on from the end, perpendicular to that mean strain's principal direction. A face's strain
+  // at a tip on a mesh of edge h is O(K / sqrt(h)), not the tip's unbounded stress, so
+  // without this a crack runs only where the load alone breaks the faces (a glass globe hit
+  // by a ball cracks under the ball and nowhere else). 0: no crack ends (the paper).
+  double toughness = 0;
 };
 
 // The time-step search of gingold2004 sections 4.1-4.2 (Model::inspectStep): a proposed step
@@ -196,7 +205,23 @@ class InelasticShellModel : public Model {
     double overstrain = 0;
     Eigen::Vector2d direction = Eigen::Vector2d::Zero();
     Eigen::Matrix2d membrane = Eigen::Matrix2d::Zero(), bending = Eigen::Matrix2d::Zero();
+    int32_t corner = -1;  // the crack starts at this corner (a crack's end), or where it fits
   };
+  // A crack's end [ours] (InelasticShellFracture::toughness): a node on the boundary whose
+  // faces turn more than 3/4 of a full turn around it in the rest shape (a cut's last node,
+  // or a notch of the input), the faces around it (`fan`, rest areas `weight`), the strain
+  // its fan's mean breaks it at, the outward normal, a tangent and the direction from the
+  // node into the crack (the mean of its boundary edges), in the rest shape.
+  struct CrackEnd {
+    int32_t node = 0;
+    double limit = 0;
+    Vec3 normal = Vec3::Zero(), tangent = Vec3::Zero(), back = Vec3::Zero();
+    std::vector<int32_t> fan;
+    std::vector<double> weight;
+  };
+  [[nodiscard]] const std::vector<CrackEnd>& crackEnds() const { return crackEnds_; }
+  // The overstrain of every face at x as the fracture pass measures it (0 while refractory).
+  [[nodiscard]] std::vector<FractureCandidate> fractureCandidates(std::span<const double> x) const;
   // Plastic strains P_m (1) and P_c (1/m) of face f, 2x2 row-major in its rest frame.
   void plasticStrains(size_t f, double (&membrane)[4], double (&bending)[4]) const;
   // The yield norm F of face f at x (inelastic_shell_plasticity.hpp): F - eps0 > 0 outside
@@ -253,7 +278,8 @@ class InelasticShellModel : public Model {
   };
   [[nodiscard]] Strains strainsOf(std::span<const double> x, size_t f) const;
 
-  [[nodiscard]] std::vector<FractureCandidate> fractureCandidates(std::span<const double> x) const;
+  // crackEnds_ for the current mesh (with a toughness; else none).
+  void findCrackEnds();
   // Vertex budging within a fracture pass (inelastic_shell_fracture.cpp): a node moved (rest
   // and current position) to (1 - s) of itself + s of `other`; a face whose rest data that
   // changed, its elastic strains before and the share of them it keeps.
@@ -296,6 +322,7 @@ class InelasticShellModel : public Model {
   // dt / refractoryStep_, so that the step search's split steps do not shorten the wait.
   std::vector<double> refractory_;
   std::vector<double> refractoryStep_{0.0};  // (1): the longest step so far, s
+  std::vector<CrackEnd> crackEnds_;
   uint64_t topologyVersion_ = 0;
   // The elastic rest values l_i^2 (m^2) and phi(theta0_i) of every face, (nFaces, 3) each,
   // and the plastic triples p_i (m^2) and q_i (1), (nFaces, 3) each (zero when elastic).
