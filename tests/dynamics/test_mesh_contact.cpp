@@ -438,7 +438,11 @@ TEST(MeshContact, FollowsFractureAndLeavesTheCrackSidesAlone) {
 // at 0.039 s on the tough board). The crushed can (explicit, self contact on) through its crush and
 // release: its plastic hinges fold faces within a ring of each other through one another (up to 22
 // pairs, 8 once released; the mesh cannot bend sharper than its edges), pairs this count leaves out
-// as rest-shape neighbours, as contact does; no pair farther apart crosses.
+// as rest-shape neighbours, as contact does; no pair farther apart crosses. The two eggs (the
+// unsearched one's crater of shards included) and the shattered bowl need no mesh contact:
+// no pair crosses in any of their frames. Not here either: the glass bulb (at its contact
+// stiffness 1 one or two pairs cross between 1.3 and 2.3 ms; at 4 with a 1.5 mm touching
+// distance none do, at 2.5 times the cost) and the fine tear (not measured).
 TEST(MeshContactSlow, TheInelasticScenesWriteFramesWithoutIntersections) {
   struct Case {
     const char* scene;
@@ -447,7 +451,9 @@ TEST(MeshContactSlow, TheInelasticScenesWriteFramesWithoutIntersections) {
   for (const Case& c :
        {Case{"inelastic_sheet_puncture.json", 6}, Case{"inelastic_sheet_puncture_crater.json", 6},
         Case{"inelastic_sheet_puncture_shatter.json", 6}, Case{"inelastic_tube_drop.json", 12},
-        Case{"inelastic_sheet_tear.json", 15}, Case{"inelastic_can_crush.json", 35}}) {
+        Case{"inelastic_sheet_tear.json", 15}, Case{"inelastic_can_crush.json", 35},
+        Case{"inelastic_egg_drop.json", 30}, Case{"inelastic_egg_drop_no_search.json", 30},
+        Case{"inelastic_bowl_shatter.json", 12}}) {
     const SceneDef scene =
         loadScene(std::filesystem::path(SHELLSIM_SOURCE_DIR) / "scenes" / c.scene);
     World world = buildWorld(scene);
