@@ -541,6 +541,7 @@ std::vector<InelasticShellModel::FractureCandidate> InelasticShellModel::fractur
                         overstrain(c, *fracture_, halfThickness);
                       }
                     });
+  std::vector<inelastic_shell::RestFrame> frames;  // of the end's fan, read by both passes
   for (const CrackEnd& end : crackEnds_) {
     // The fan's mean elastic strain at z = +-h/2, each face's tensor carried into 3D
     // (A E A^T, A = [a b] its rest axes) and the mean into the node's tangent plane.
@@ -549,12 +550,15 @@ std::vector<InelasticShellModel::FractureCandidate> InelasticShellModel::fractur
       continue;  // the fan has not settled since a cut reached it (the crack's pace)
     }
     const Vec3 t1 = end.tangent, t2 = end.normal.cross(t1);
+    frames.clear();
+    for (const int32_t f : end.fan) frames.push_back(faceRestFrame(static_cast<size_t>(f)));
+    const Vec3 at = row(restPositions_, static_cast<size_t>(end.node));
     for (const double side : {-1.0, 1.0}) {
       Mat2 mean = Mat2::Zero();
       double total = 0;
       for (size_t i = 0; i < end.fan.size(); ++i) {
         const auto f = static_cast<size_t>(end.fan[i]);
-        const inelastic_shell::RestFrame frame = faceRestFrame(f);
+        const inelastic_shell::RestFrame& frame = frames[i];
         Eigen::Matrix<double, 2, 2> q;  // tangent axes in the face's axes
         q << t1.dot(frame.a), t2.dot(frame.a), t1.dot(frame.b), t2.dot(frame.b);
         const Mat2 strain = candidates[f].membrane + side * halfThickness * candidates[f].bending;
@@ -569,12 +573,11 @@ std::vector<InelasticShellModel::FractureCandidate> InelasticShellModel::fractur
       const Vec2 d = eigen.eigenvectors().col(1);
       Vec3 ray = end.normal.cross(d.x() * t1 + d.y() * t2);
       if (ray.dot(end.back) > 0) ray = -ray;
-      for (const int32_t fi : end.fan) {
-        const auto f = static_cast<size_t>(fi);
+      for (size_t i = 0; i < end.fan.size(); ++i) {
+        const auto f = static_cast<size_t>(end.fan[i]);
         int corner = 0;
         while (triangles_[3 * f + static_cast<size_t>(corner)] != end.node) ++corner;
-        const inelastic_shell::RestFrame frame = faceRestFrame(f);
-        const Vec3 at = row(restPositions_, static_cast<size_t>(end.node));
+        const inelastic_shell::RestFrame& frame = frames[i];
         Eigen::Matrix2d edges;
         edges.col(0) = frame.of(row(restPositions_,
                                     static_cast<size_t>(triangles_[3 * f + (corner + 1) % 3]))) -
