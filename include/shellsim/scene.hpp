@@ -42,6 +42,11 @@ struct ObstacleDef {
   // it. A free obstacle needs the penalty response and no path.
   double mass = 0;          // kg, >= 0
   Vec3d velocity{0, 0, 0};  // m/s, of a free obstacle at time 0
+  // kappa of this penalty obstacle's springs, as ContactDef::stiffness (k = kappa m /
+  // dt_s^2), > 0 (< 4 with an explicit integrator); 0: ContactDef::stiffness. A projectile
+  // much heavier than the nodes it meets needs kappa of about its mass over theirs, which
+  // would make the meshes' own contact needlessly stiff.
+  double stiffness = 0;
   // Optional scripted motion of the whole obstacle (translation only).
   struct Keyframe {
     double time = 0;

@@ -163,6 +163,13 @@ class Simulation {
   [[nodiscard]] int32_t pieceCount(int32_t body) const;
   [[nodiscard]] int64_t brokenElements(int32_t body) const;  // so far
   [[nodiscard]] int32_t cracks(int32_t body) const;          // crack planes so far
+  // Triangle pairs of the bodies' meshes, within a body and between bodies, that intersect
+  // at the current positions (exact predicates; gingold2004 section 4.3's "no triangle pair
+  // intersects"), leaving out the pairs mesh contact leaves out: those sharing a node and
+  // those within one edge length plus the two bodies' mean material thickness of each
+  // other in the rest shape, and triangles moving with a rigid fragment. Counted whether or
+  // not the scene's contact is on; 0 without triangle meshes (the fiber model's points).
+  [[nodiscard]] int64_t intersectingTrianglePairs() const;
   // Pieces handed to Bullet as rigid bodies so far (BodyDef::rigidFragments), and for each
   // node the one it moves with, -1 while it deforms, (nNodes); empty before the first.
   [[nodiscard]] int32_t rigidFragmentCount(int32_t body) const;

@@ -90,7 +90,8 @@ void stickToPenaltyObstacle(const World& world, Body& body, const Obstacle& obst
   const Vec3 offset = obstacle.offset(world.time);
   const Vec3 velocity = obstacle.velocity(world.time);
   const double clearance = world.contact.obstacleClearance(body);
-  const double stick = 0.5 * obstacle.def.friction * world.contact.stiffnessPerMass() * dt * dt;
+  const double stick =
+      0.5 * obstacle.def.friction * world.contact.stiffnessPerMass(obstacle.def) * dt * dt;
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, static_cast<size_t>(body.nodeCount()), kAssemblyGrain),
       [&](const tbb::blocked_range<size_t>& r) {
@@ -199,7 +200,7 @@ bool hasPenaltyObstacles(const World& world) {
 
 ObstaclePenalty obstaclePenalty(const World& world, const Body& body) {
   return {world.obstacles, world.time, world.contact.stiffnessPerMass(),
-          world.contact.obstacleClearance(body)};
+          world.contact.stiffnessPerKappa(), world.contact.obstacleClearance(body)};
 }
 
 namespace {
@@ -209,17 +210,22 @@ constexpr size_t kPenaltyChunk = 1024;
 
 // A penalty obstacle where it is at one time.
 struct PenaltyPlace {
-  size_t index = 0;  // in the world's obstacles
-  Vec3 offset;       // m
-  Vec3 velocity;     // m/s
+  size_t index = 0;           // in the world's obstacles
+  Vec3 offset;                // m
+  Vec3 velocity;              // m/s
+  double stiffnessPerMass{};  // s_o, 1/s^2
 };
 
-// The penalty obstacles' places at `time`, in the obstacles' order.
-std::vector<PenaltyPlace> penaltyPlaces(std::span<const Obstacle> obstacles, double time) {
+// The penalty obstacles' places at `time`, in the obstacles' order; s_o from
+// `stiffnessPerMass` (s of an obstacle without its own kappa) and `stiffnessPerKappa`.
+std::vector<PenaltyPlace> penaltyPlaces(std::span<const Obstacle> obstacles, double time,
+                                        double stiffnessPerMass, double stiffnessPerKappa) {
   std::vector<PenaltyPlace> places;
   for (size_t o = 0; o < obstacles.size(); ++o) {
-    if (obstacles[o].isPenalty())
-      places.push_back({o, obstacles[o].offset(time), obstacles[o].velocity(time)});
+    if (!obstacles[o].isPenalty()) continue;
+    const double kappa = obstacles[o].def.stiffness;
+    places.push_back({o, obstacles[o].offset(time), obstacles[o].velocity(time),
+                      kappa > 0 ? kappa * stiffnessPerKappa : stiffnessPerMass});
   }
   return places;
 }
@@ -261,7 +267,8 @@ double dampingRatio(double restitution) {
 double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
                           std::span<const double> x, std::span<double> gradient,
                           std::span<double> diagonal, std::span<Vec3> reactions) {
-  const std::vector<PenaltyPlace> places = penaltyPlaces(penalty.obstacles, penalty.time);
+  const std::vector<PenaltyPlace> places = penaltyPlaces(
+      penalty.obstacles, penalty.time, penalty.stiffnessPerMass, penalty.stiffnessPerKappa);
   if (places.empty()) return 0.0;
   const auto mass = body.model->nodeMasses();
   const size_t chunks = penaltyChunks(x.size() / 3);
@@ -274,7 +281,7 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
     forEachPenaltyContact(
         penalty.obstacles, places, penalty.clearance, body, x, c,
         [&](size_t i, const PenaltyPlace& place, double depth, const Vec3& normal) {
-          const double k = penalty.stiffnessPerMass * mass[i];
+          const double k = place.stiffnessPerMass * mass[i];
           energy += 0.5 * k * depth * depth;
           if (!reactions.empty()) chunkReactions[c * obstacles + place.index] -= k * depth * normal;
           if (!gradient.empty()) {
@@ -295,16 +302,17 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
 }
 
 void dampObstaclePenalty(World& world, double dt) {
-  std::vector<PenaltyPlace> places = penaltyPlaces(world.obstacles, world.time);
+  std::vector<PenaltyPlace> places =
+      penaltyPlaces(world.obstacles, world.time, world.contact.stiffnessPerMass(),
+                    world.contact.stiffnessPerKappa());
   if (places.empty()) return;
-  const double s = world.contact.stiffnessPerMass();
-  const double omega = std::sqrt(s);
   const size_t obstacles = world.obstacles.size();
-  // Per obstacle: the factor a step leaves of the normal velocity (the damper).
+  // Per obstacle: the factor a step leaves of the normal velocity (the damper on the
+  // spring's frequency omega = sqrt(s_o)).
   std::vector<double> normalDecay(obstacles, 1.0);
   for (const PenaltyPlace& place : places) {
     const double zeta = dampingRatio(world.obstacles[place.index].def.restitution);
-    normalDecay[place.index] = std::exp(-2 * zeta * omega * dt);
+    normalDecay[place.index] = std::exp(-2 * zeta * std::sqrt(place.stiffnessPerMass) * dt);
   }
   const bool anyFree = std::any_of(world.obstacles.begin(), world.obstacles.end(),
                                    [](const Obstacle& o) { return o.isFree(); });
@@ -326,8 +334,8 @@ void dampObstaclePenalty(World& world, double dt) {
             const double vn = relative.dot(normal);
             const Vec3 tangential = relative - vn * normal;
             const double tangentialSpeed = tangential.norm();
-            const double slowdown =
-                std::min(tangentialSpeed, obstacle.def.friction * s * depth * dt);
+            const double slowdown = std::min(
+                tangentialSpeed, obstacle.def.friction * place.stiffnessPerMass * depth * dt);
             Vec3 newRelative = vn * normalDecay[place.index] * normal + tangential;
             if (tangentialSpeed > 0) newRelative -= slowdown / tangentialSpeed * tangential;
             if (obstacle.isFree())

@@ -47,7 +47,8 @@ void applyContactVelocities(World& world);
 // Penalty obstacles (ObstacleResponse::kPenalty; gingold2004 section 4.3, where the floor,
 // boxes and projectiles share the meshes' penalty). For every free node i of a body and
 // every penalty obstacle with signed distance phi_i < delta at x:
-//   E = sum_i 1/2 k_i (delta - phi_i)^2,  k_i = s m_i  (s = MeshContact::stiffnessPerMass),
+//   E = sum_i 1/2 k_i (delta - phi_i)^2,  k_i = s_o m_i  (s_o = MeshContact::stiffnessPerMass
+//   of obstacle o: its own kappa, ObstacleDef::stiffness, or the meshes'),
 //   dE/dx_i = -k_i (delta - phi_i) n_i  (grad phi = n wherever phi is differentiable),
 //   Gauss-Newton Hessian block k_i n_i n_i^T. The exact Hessian adds
 //   -k_i (delta - phi_i) Hess(phi), negative semidefinite for the convex shapes (plane,
@@ -56,7 +57,8 @@ void applyContactVelocities(World& world);
 struct ObstaclePenalty {
   std::span<const Obstacle> obstacles;  // all of the world's; projection ones are skipped
   double time = 0;                      // s, where the scripted obstacles are
-  double stiffnessPerMass = 0;          // s, 1/s^2
+  double stiffnessPerMass = 0;          // s_o of an obstacle without its own kappa, 1/s^2
+  double stiffnessPerKappa = 0;         // 1 / dt_s^2, 1/s^2: s_o = kappa_o times this
   double clearance = 0;                 // delta, m
 };
 [[nodiscard]] bool hasPenaltyObstacles(const World& world);

@@ -308,6 +308,12 @@ int32_t Simulation::addObstacle(const ObstacleDef& obstacle) {
   Impl& impl = *impl_;
   const size_t index = impl.world.obstacles.size();
   validateObstacle(obstacle, "obstacles[" + std::to_string(index) + "]");
+  const TimeDef& time = impl.settings.time;
+  if (obstacle.stiffness >= 4 && !isImplicit(time) && time.integrator != Integrator::kStatic) {
+    throw InputError("shellsim: obstacles[" + std::to_string(index) +
+                     "].stiffness must be < 4 with an explicit integrator (the penalty springs "
+                     "would be unstable at the stable step)");
+  }
   impl.world.obstacles.emplace_back(obstacle);
   SceneDef probe;
   probe.obstacles.push_back(obstacle);
@@ -1206,6 +1212,11 @@ std::vector<int32_t> Simulation::nodePieces(int32_t body) const {
 
 int32_t Simulation::pieceCount(int32_t body) const {
   return shellsim::pieceCount(impl_->body(body));
+}
+
+int64_t Simulation::intersectingTrianglePairs() const {
+  MeshContact counter(ContactDef{.enabled = true}, 1.0);  // the step only scales stiffness
+  return counter.countIntersections(impl_->world.bodies);
 }
 
 int64_t Simulation::brokenElements(int32_t body) const {

@@ -123,6 +123,11 @@ ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problem
   o.response = toEnum(r.choice("response"), kObstacleResponses, ObstacleResponse::kProjection);
   o.mass = r.number("mass");
   o.velocity = r.vec3("velocity");
+  o.stiffness = r.number("stiffness");
+  if (o.stiffness > 0 && o.response != ObstacleResponse::kPenalty) {
+    problems.add(r.pathOf("stiffness"), *r.find("stiffness"),
+                 "is the stiffness of penalty springs: it needs \"response\": \"penalty\"");
+  }
   o.path = readPath(r, problems);
   if (o.mass > 0 && o.response != ObstacleResponse::kPenalty) {
     problems.add(r.pathOf("mass"), *r.find("mass"),
@@ -462,8 +467,8 @@ SceneDef readScene(const Json& root, const fs::path& sceneFolder, Problems& prob
   scene.sceneFolder = sceneFolder;
   ObjectReader r(&root, "", kSceneSpec, problems);
   scene.gravity = r.vec3("gravity");
-  for (const auto& o : r.objectList("obstacles"))
-    scene.obstacles.push_back(readObstacle(o, problems));
+  const auto obstacles = r.objectList("obstacles");
+  for (const auto& o : obstacles) scene.obstacles.push_back(readObstacle(o, problems));
 
   const auto bodies = r.objectList("bodies");
   if (const Json* list = r.find("bodies"); list != nullptr && list->is_array() && list->empty()) {
@@ -489,6 +494,15 @@ SceneDef readScene(const Json& root, const fs::path& sceneFolder, Problems& prob
   {
     ObjectReader cr = r.object("contact", kContactSpec);
     scene.contact = readContact(cr, problems, scene.time);
+  }
+  if (!isImplicit(scene.time) && scene.time.integrator != Integrator::kStatic) {
+    for (size_t i = 0; i < obstacles.size() && i < scene.obstacles.size(); ++i) {
+      if (scene.obstacles[i].stiffness >= 4) {
+        problems.add(obstacles[i].path + ".stiffness", Json(scene.obstacles[i].stiffness),
+                     "must be < 4 with an explicit integrator (the penalty springs would be "
+                     "unstable at the stable step); implicit integrators take any value");
+      }
+    }
   }
   {
     ObjectReader outr = r.object("output", kOutputSpec);

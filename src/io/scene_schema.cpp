@@ -100,7 +100,8 @@ constexpr FieldSpec kObstacleFields[] = {
                 "at rest, but the jump strains a stiff shell). `penalty`: a spring "
                 "1/2 k (delta - d)^2 on each node closer than delta = half the contact "
                 "thickness (contact.thickness, else the body's material thickness), "
-                "k = contact.stiffness m / dt_s^2 as for mesh contact (gingold2004 section "
+                "k = kappa m / dt_s^2 with kappa the obstacle's `stiffness` or else "
+                "contact.stiffness, as for mesh contact (gingold2004 section "
                 "4.3: floor, boxes and projectiles share the meshes' penalty); restitution "
                 "becomes a normal damper of ratio -ln e / sqrt(pi^2 + ln^2 e), friction a "
                 "Coulomb limit on the spring's impulse. Use it for stiff shells (metal, "
@@ -121,6 +122,15 @@ constexpr FieldSpec kObstacleFields[] = {
      .unit = "m/s",
      .vec = {0, 0, 0},
      .meaning = "Velocity of a thrown obstacle (mass > 0) at time 0."},
+    {.key = "stiffness",
+     .number = 0.0,
+     .range = Range::atLeast(0),
+     .rule = "> 0 needs response penalty; < 4 with an explicit integrator",
+     .meaning = "Penalty stiffness kappa of this obstacle's springs, in the units of "
+                "contact.stiffness (k = kappa m / dt_s^2); 0: contact.stiffness. A projectile "
+                "much heavier than the nodes it meets needs kappa of about its mass over "
+                "theirs to be stopped, which would make the meshes' own contact (and the "
+                "floor) needlessly stiff for Newton's method."},
     {.key = "path",
      .kind = FieldKind::kObjectList,
      .object = "keyframe",

@@ -147,6 +147,7 @@ Json toJson(const ObstacleDef& o) {
               {"response", word(o.response, scene_names::kObstacleResponses)},
               {"mass", o.mass},
               {"velocity", vec(o.velocity)},
+              {"stiffness", o.stiffness},
               {"path", path(o.path)}};
   switch (o.type) {
     case ObstacleType::kPlane:

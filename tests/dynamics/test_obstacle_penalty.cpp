@@ -39,6 +39,7 @@ TEST(ObstaclePenalty, GradientMatchesFiniteDifferences) {
   box.type = ObstacleType::kBox;
   box.center = {-0.05, 0.04, 0};
   box.halfExtents = {0.06, 0.03, 0.05};
+  ball.stiffness = 3;  // its own kappa: 6e4 per mass below
   scene.obstacles = {plane, ball, box};
   World world = buildWorld(scene);
   const Body& body = world.bodies[0];
@@ -48,6 +49,7 @@ TEST(ObstaclePenalty, GradientMatchesFiniteDifferences) {
   for (double& c : x) c = spread(rng);
   ObstaclePenalty penalty = obstaclePenalty(world, body);
   penalty.stiffnessPerMass = 1e4;
+  penalty.stiffnessPerKappa = 2e4;
   penalty.clearance = 0.02;
   std::vector<double> gradient(x.size(), 0.0);
   const double energy = addObstaclePenalty(penalty, body, x, gradient, {});
@@ -103,18 +105,21 @@ TEST(ObstaclePenalty, PlaneBlocksAreTheHessian) {
 // than its speed over the spring's frequency, v / sqrt(s).
 // Returns the mean vertical velocity at the end; `deepest`: the lowest node of any frame
 // minus the clearance, over v / omega (0 at the clearance, -1 at the undamped bound).
-double reboundSpeed(double restitution, Integrator integrator, double* deepest) {
+// `floorKappa`: the floor's own kappa (ObstacleDef::stiffness; 0: the contact's).
+double reboundSpeed(double restitution, Integrator integrator, double* deepest,
+                    double floorKappa = 0) {
   BodyDef sheet = sheetBody(4);
   sheet.transform.translation = {0, 0, 0.01};
   sheet.initialVelocity = {0, 0, -1};
   SceneDef scene = sceneWith(sheet);
   scene.gravity = {0, 0, 0};
   scene.obstacles = {penaltyFloor(restitution, 0.5)};
+  scene.obstacles[0].stiffness = floorKappa;
   scene.time.integrator = integrator;
   scene.time.duration = 0.1;
   scene.time.frameRate = 100;
   if (integrator != Integrator::kVerlet) scene.time.timeStep = 1e-4;
-  const double omega = std::sqrt(buildWorld(scene).contact.stiffnessPerMass());
+  const double omega = std::sqrt(buildWorld(scene).contact.stiffnessPerMass(scene.obstacles[0]));
   Simulation sim(scene);
   double lowest = 1;
   for (int frame = 0; frame < 100; ++frame) {
@@ -129,15 +134,19 @@ double reboundSpeed(double restitution, Integrator integrator, double* deepest) 
   return mean / static_cast<double>(v.size() / 3);
 }
 
+// With the contact's kappa (0.25) and with the floor's own (2: a spring eight times stiffer,
+// its damper on its own frequency).
 TEST(ObstaclePenalty, FlatImpactReboundsWithTheRestitution) {
-  for (const double e : {0.0, 0.5, 1.0}) {
-    double deepest = 0;
-    const double rebound = reboundSpeed(e, Integrator::kVerlet, &deepest);
-    EXPECT_NEAR(rebound, e, 0.03) << "restitution " << e;
-    // The clearance is half the 1 mm thickness; the spring stops 1 m/s within 1 / omega
-    // (less with damping), sampled every millisecond.
-    EXPECT_GT(deepest, -1.05) << "restitution " << e;
-    EXPECT_LT(deepest, e == 1.0 ? -0.8 : 0.0) << "restitution " << e;
+  for (const double kappa : {0.0, 2.0}) {
+    for (const double e : {0.0, 0.5, 1.0}) {
+      double deepest = 0;
+      const double rebound = reboundSpeed(e, Integrator::kVerlet, &deepest, kappa);
+      EXPECT_NEAR(rebound, e, 0.03) << "restitution " << e << ", kappa " << kappa;
+      // The clearance is half the 1 mm thickness; the spring stops 1 m/s within 1 / omega
+      // (less with damping), sampled every millisecond.
+      EXPECT_GT(deepest, -1.05) << "restitution " << e << ", kappa " << kappa;
+      EXPECT_LT(deepest, e == 1.0 ? -0.8 : 0.0) << "restitution " << e << ", kappa " << kappa;
+    }
   }
 }
 
@@ -152,18 +161,25 @@ TEST(ObstaclePenalty, ImplicitImpactReboundsAndStopsAbove) {
 
 // Under gravity, backward Euler at 1/240 s: the sheet settles where the spring holds its
 // weight, delta - g / s, every node, with the floor's friction holding it in place; with
-// kappa 2 (0.34 mm of sag) and 200 (3.4 um), which only implicit integrators allow.
+// kappa 2 (0.34 mm of sag) and 200 (3.4 um), which only implicit integrators allow, as the
+// contact's kappa or as the floor's own (over a contact kappa of 2).
 TEST(ObstaclePenalty, ImplicitSheetRestsWhereTheSpringHoldsItsWeight) {
-  for (const double kappa : {2.0, 200.0}) {
-    SCOPED_TRACE(kappa);
+  struct Case {
+    double contactKappa, floorKappa, kappa;
+  };
+  for (const Case c : {Case{2.0, 0.0, 2.0}, Case{200.0, 0.0, 200.0}, Case{2.0, 200.0, 200.0}}) {
+    const double kappa = c.kappa;
+    SCOPED_TRACE(::testing::Message()
+                 << "contact " << c.contactKappa << ", floor " << c.floorKappa);
     BodyDef sheet = sheetBody(6);
     sheet.transform.translation = {0, 0, 0.02};
     SceneDef scene = sceneWith(sheet);
     scene.obstacles = {penaltyFloor(0, 0.5)};
+    scene.obstacles[0].stiffness = c.floorKappa;
     scene.time.integrator = Integrator::kBackwardEuler;
     scene.time.timeStep = 1.0 / 240;
     scene.time.frameRate = 30;
-    scene.contact.stiffness = kappa;
+    scene.contact.stiffness = c.contactKappa;
     Simulation sim(scene);
     sim.advance(1.0);
     const double dtRef = 1.0 / 240;  // the planned step, above the stable one

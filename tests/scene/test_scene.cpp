@@ -481,6 +481,30 @@ TEST(SceneErrors, ContactStiffnessOf4OrMoreNeedsAnImplicitIntegrator) {
   EXPECT_EQ(parseScene(scene.dump(), "scene.json", ".").contact.stiffness, 50.0);
 }
 
+// An obstacle's own kappa: penalty springs only, bounded by 4 as the contact's is.
+TEST(SceneErrors, AnObstaclesOwnStiffnessNeedsThePenaltyAndBelow4AnExplicitIntegrator) {
+  json scene = minimalScene();
+  scene["obstacles"][0]["stiffness"] = 2;
+  scene["obstacles"][1]["stiffness"] = 300;
+  scene["obstacles"][1]["response"] = "penalty";
+  std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("scene.json: obstacles[0].stiffness = 2: is the stiffness of penalty "
+                         "springs: it needs \"response\": \"penalty\""),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("scene.json: obstacles[1].stiffness = 300: must be < 4 with an "
+                         "explicit integrator"),
+            std::string::npos)
+      << message;
+  scene["obstacles"][0].erase("stiffness");
+  scene["time"] = {{"integrator", "backward_euler"}};
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.obstacles[0].stiffness, 0.0);
+  EXPECT_EQ(s.obstacles[1].stiffness, 300.0);
+  // Written and read back.
+  EXPECT_EQ(parseScene(sceneToJson(s), "scene.json", ".").obstacles, s.obstacles);
+}
+
 TEST(SceneErrors, NonFiniteNumbersAreRejected) {
   const std::string text =
       "{\"bodies\": [{\"primitive\": {\"type\": \"sheet\"},\n"
