@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dynamics/contact.hpp"
 #include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/world.hpp"
+#include "shellsim/errors.hpp"
 #include "shellsim/parallel.hpp"
 #include "shellsim/world.hpp"
 
@@ -192,6 +194,30 @@ TEST(ObstaclePenalty, ImplicitSheetRestsWhereTheSpringHoldsItsWeight) {
       EXPECT_LT(std::hypot(v[3 * i], v[3 * i + 1], v[3 * i + 2]), 1e-3) << "node " << i;
     }
   }
+}
+
+// An obstacle added through the API meets the scene reader's bound: its own kappa of 4 or
+// more would make explicit steps unstable, so an explicit simulation refuses it by name; an
+// implicit one takes it.
+TEST(ObstaclePenalty, TheApiRefusesAnOwnStiffnessOf4OrMoreWithExplicitSteps) {
+  ObstacleDef floor = penaltyFloor(0, 0.5);
+  floor.stiffness = 5;
+  SceneDef scene = sceneWith(sheetBody(2));
+  Simulation explicitSim(scene);
+  try {
+    (void)explicitSim.addObstacle(floor);
+    FAIL() << "an own stiffness of 5 was taken with explicit steps";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("obstacles[0].stiffness must be < 4"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(explicitSim.obstacleCount(), 0);
+  scene.time.integrator = Integrator::kBackwardEuler;
+  scene.time.timeStep = 1e-3;
+  Simulation implicitSim(scene);
+  EXPECT_EQ(implicitSim.addObstacle(floor), 0);
+  floor.response = ObstacleResponse::kProjection;  // an own stiffness needs the penalty
+  EXPECT_THROW((void)implicitSim.addObstacle(floor), InputError);
 }
 
 // The energy's sum is chunked, not reduced across threads: the same frames bit for bit.
