@@ -328,9 +328,10 @@ struct SceneDef {
 // [0, 0.5)". validateBody skips the geometry keys when `geometryGiven` (a mesh in memory
 // takes the place of file / primitive); otherwise the body needs exactly one of them.
 void validateBody(const BodyDef& body, const std::string& path, bool geometryGiven);
-void validateObstacle(const ObstacleDef& obstacle, const std::string& path);
 void validateTime(const TimeDef& time, const std::string& path);
-// `time`: the integrator, which bounds the stiffness (below 4 for explicit ones).
+// `time`: the integrator, which bounds a penalty stiffness (below 4 for explicit ones).
+void validateObstacle(const ObstacleDef& obstacle, const std::string& path,
+                      const TimeDef& time = {});
 void validateContact(const ContactDef& contact, const std::string& path, const TimeDef& time = {});
 
 // One definition from JSON text in the scene file's format, an object each

@@ -89,9 +89,10 @@ void stickToPenaltyObstacle(const World& world, Body& body, const Obstacle& obst
   if (obstacle.def.friction <= 0 || obstacle.moves()) return;
   const Vec3 offset = obstacle.offset(world.time);
   const Vec3 velocity = obstacle.velocity(world.time);
-  const double clearance = world.contact.obstacleClearance(body);
+  const ObstaclePenalty penalty = obstaclePenalty(world, body);
+  const double clearance = penalty.clearance;
   const double stick =
-      0.5 * obstacle.def.friction * world.contact.stiffnessPerMass(obstacle.def) * dt * dt;
+      0.5 * obstacle.def.friction * penalty.stiffnessPerMassOf(obstacle.def) * dt * dt;
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, static_cast<size_t>(body.nodeCount()), kAssemblyGrain),
       [&](const tbb::blocked_range<size_t>& r) {
@@ -198,9 +199,15 @@ bool hasPenaltyObstacles(const World& world) {
                      [](const Obstacle& o) { return o.isPenalty(); });
 }
 
-ObstaclePenalty obstaclePenalty(const World& world, const Body& body) {
+ObstaclePenalty obstaclePenalty(const World& world) {
   return {world.obstacles, world.time, world.contact.stiffnessPerMass(),
-          world.contact.stiffnessPerKappa(), world.contact.obstacleClearance(body)};
+          world.contact.stiffnessPerKappa(), 0.0};
+}
+
+ObstaclePenalty obstaclePenalty(const World& world, const Body& body) {
+  ObstaclePenalty penalty = obstaclePenalty(world);
+  penalty.clearance = world.contact.obstacleClearance(body);
+  return penalty;
 }
 
 namespace {
@@ -216,16 +223,14 @@ struct PenaltyPlace {
   double stiffnessPerMass{};  // s_o, 1/s^2
 };
 
-// The penalty obstacles' places at `time`, in the obstacles' order; s_o from
-// `stiffnessPerMass` (s of an obstacle without its own kappa) and `stiffnessPerKappa`.
-std::vector<PenaltyPlace> penaltyPlaces(std::span<const Obstacle> obstacles, double time,
-                                        double stiffnessPerMass, double stiffnessPerKappa) {
+// The penalty obstacles' places at the penalty's time, in the obstacles' order.
+std::vector<PenaltyPlace> penaltyPlaces(const ObstaclePenalty& penalty) {
   std::vector<PenaltyPlace> places;
-  for (size_t o = 0; o < obstacles.size(); ++o) {
-    if (!obstacles[o].isPenalty()) continue;
-    const double kappa = obstacles[o].def.stiffness;
-    places.push_back({o, obstacles[o].offset(time), obstacles[o].velocity(time),
-                      kappa > 0 ? kappa * stiffnessPerKappa : stiffnessPerMass});
+  for (size_t o = 0; o < penalty.obstacles.size(); ++o) {
+    const Obstacle& obstacle = penalty.obstacles[o];
+    if (!obstacle.isPenalty()) continue;
+    places.push_back({o, obstacle.offset(penalty.time), obstacle.velocity(penalty.time),
+                      penalty.stiffnessPerMassOf(obstacle.def)});
   }
   return places;
 }
@@ -267,8 +272,7 @@ double dampingRatio(double restitution) {
 double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
                           std::span<const double> x, std::span<double> gradient,
                           std::span<double> diagonal, std::span<Vec3> reactions) {
-  const std::vector<PenaltyPlace> places = penaltyPlaces(
-      penalty.obstacles, penalty.time, penalty.stiffnessPerMass, penalty.stiffnessPerKappa);
+  const std::vector<PenaltyPlace> places = penaltyPlaces(penalty);
   if (places.empty()) return 0.0;
   const auto mass = body.model->nodeMasses();
   const size_t chunks = penaltyChunks(x.size() / 3);
@@ -302,9 +306,7 @@ double addObstaclePenalty(const ObstaclePenalty& penalty, const Body& body,
 }
 
 void dampObstaclePenalty(World& world, double dt) {
-  std::vector<PenaltyPlace> places =
-      penaltyPlaces(world.obstacles, world.time, world.contact.stiffnessPerMass(),
-                    world.contact.stiffnessPerKappa());
+  std::vector<PenaltyPlace> places = penaltyPlaces(obstaclePenalty(world));
   if (places.empty()) return;
   const size_t obstacles = world.obstacles.size();
   // Per obstacle: the factor a step leaves of the normal velocity (the damper on the

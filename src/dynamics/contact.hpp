@@ -47,8 +47,8 @@ void applyContactVelocities(World& world);
 // Penalty obstacles (ObstacleResponse::kPenalty; gingold2004 section 4.3, where the floor,
 // boxes and projectiles share the meshes' penalty). For every free node i of a body and
 // every penalty obstacle with signed distance phi_i < delta at x:
-//   E = sum_i 1/2 k_i (delta - phi_i)^2,  k_i = s_o m_i  (s_o = MeshContact::stiffnessPerMass
-//   of obstacle o: its own kappa, ObstacleDef::stiffness, or the meshes'),
+//   E = sum_i 1/2 k_i (delta - phi_i)^2,  k_i = s_o m_i  (s_o = stiffnessPerMassOf
+//   obstacle o: its own kappa, ObstacleDef::stiffness, or the meshes'),
 //   dE/dx_i = -k_i (delta - phi_i) n_i  (grad phi = n wherever phi is differentiable),
 //   Gauss-Newton Hessian block k_i n_i n_i^T. The exact Hessian adds
 //   -k_i (delta - phi_i) Hess(phi), negative semidefinite for the convex shapes (plane,
@@ -60,9 +60,17 @@ struct ObstaclePenalty {
   double stiffnessPerMass = 0;          // s_o of an obstacle without its own kappa, 1/s^2
   double stiffnessPerKappa = 0;         // 1 / dt_s^2, 1/s^2: s_o = kappa_o times this
   double clearance = 0;                 // delta, m
+
+  // s_o of one obstacle, 1/s^2: its own kappa (ObstacleDef::stiffness) or the meshes'.
+  [[nodiscard]] double stiffnessPerMassOf(const ObstacleDef& obstacle) const {
+    return obstacle.stiffness > 0 ? obstacle.stiffness * stiffnessPerKappa : stiffnessPerMass;
+  }
 };
 [[nodiscard]] bool hasPenaltyObstacles(const World& world);
+// The world's penalty obstacles touching `body` (its clearance), or any body (clearance 0,
+// for what needs only the springs' stiffness).
 [[nodiscard]] ObstaclePenalty obstaclePenalty(const World& world, const Body& body);
+[[nodiscard]] ObstaclePenalty obstaclePenalty(const World& world);
 // E at the body's positions x, (nNodes, 3); adds dE/dx into `gradient` and the
 // Gauss-Newton blocks into `diagonal`, (nNodes, 3, 3), and the springs' forces on each
 // obstacle, -k_i (delta - phi_i) n_i (= -dE/d offset), into `reactions`, (nObstacles),

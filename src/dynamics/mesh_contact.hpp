@@ -76,11 +76,6 @@ class MeshContact {
   [[nodiscard]] double stiffnessPerMass() const { return def_.stiffness / stableStepSquared_; }
   // 1 / dt_s^2, 1/s^2: the stiffness per mass of kappa = 1.
   [[nodiscard]] double stiffnessPerKappa() const { return 1.0 / stableStepSquared_; }
-  // The stiffness per mass of a penalty obstacle's springs: its own kappa
-  // (ObstacleDef::stiffness) or the meshes'.
-  [[nodiscard]] double stiffnessPerMass(const ObstacleDef& obstacle) const {
-    return obstacle.stiffness > 0 ? obstacle.stiffness * stiffnessPerKappa() : stiffnessPerMass();
-  }
   // Where a body's mid-surface touches a penalty obstacle, m: half its touching thickness.
   [[nodiscard]] double obstacleClearance(const Body& body) const;
   // The largest touching distance any pair of these bodies can have, m.

@@ -307,13 +307,7 @@ int32_t Simulation::addBody(BodyDef def) {
 int32_t Simulation::addObstacle(const ObstacleDef& obstacle) {
   Impl& impl = *impl_;
   const size_t index = impl.world.obstacles.size();
-  validateObstacle(obstacle, "obstacles[" + std::to_string(index) + "]");
-  const TimeDef& time = impl.settings.time;
-  if (obstacle.stiffness >= 4 && !isImplicit(time) && time.integrator != Integrator::kStatic) {
-    throw InputError("shellsim: obstacles[" + std::to_string(index) +
-                     "].stiffness must be < 4 with an explicit integrator (the penalty springs "
-                     "would be unstable at the stable step)");
-  }
+  validateObstacle(obstacle, "obstacles[" + std::to_string(index) + "]", impl.settings.time);
   impl.world.obstacles.emplace_back(obstacle);
   SceneDef probe;
   probe.obstacles.push_back(obstacle);

@@ -101,7 +101,23 @@ std::vector<ObstacleDef::Keyframe> readPath(ObjectReader& parent, Problems& prob
       [](ObjectReader& r, ObstacleDef::Keyframe& key) { key.offset = r.vec3("offset"); });
 }
 
-ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problems) {
+// A penalty kappa (`key` of `r`, read as `kappa`) against the integrator of `time`: explicit
+// steps bound it below 4, where the springs' own period still spans the stable step.
+void boundPenaltyStiffness(ObjectReader& r, Problems& problems, const TimeDef& time,
+                           const char* key, double kappa) {
+  // A static solve has no steps to make unstable.
+  const bool explicitSteps = !isImplicit(time) && time.integrator != Integrator::kStatic;
+  if (explicitSteps && kappa >= 4 && r.has(key)) {
+    problems.add(r.pathOf(key), *r.find(key),
+                 "must be < 4 with an explicit integrator (the penalty springs would be "
+                 "unstable at the stable step); implicit integrators take any value");
+  }
+}
+
+// `time`: the scene's, whose integrator bounds an own stiffness; null where the obstacle is
+// read alone (parseObstacleDef), to be checked again when it is added to a simulation.
+ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problems,
+                         const TimeDef* time) {
   ObjectReader r(element.value, element.path, kObstacleSpec, problems);
   ObstacleDef o;
   const std::string type = r.choice("type");
@@ -128,6 +144,7 @@ ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problem
     problems.add(r.pathOf("stiffness"), *r.find("stiffness"),
                  "is the stiffness of penalty springs: it needs \"response\": \"penalty\"");
   }
+  if (time != nullptr) boundPenaltyStiffness(r, problems, *time, "stiffness", o.stiffness);
   o.path = readPath(r, problems);
   if (o.mass > 0 && o.response != ObstacleResponse::kPenalty) {
     problems.add(r.pathOf("mass"), *r.find("mass"),
@@ -402,13 +419,7 @@ ContactDef readContact(ObjectReader& r, Problems& problems, const TimeDef& time)
   c.self = r.choice("self") == "on";
   c.thickness = r.number("thickness");
   c.stiffness = r.number("stiffness");
-  // A static solve has no steps to make unstable.
-  const bool explicitSteps = !isImplicit(time) && time.integrator != Integrator::kStatic;
-  if (explicitSteps && c.stiffness >= 4 && r.has("stiffness")) {
-    problems.add(r.pathOf("stiffness"), *r.find("stiffness"),
-                 "must be < 4 with an explicit integrator (the penalty springs would be "
-                 "unstable at the stable step); implicit integrators take any value");
-  }
+  boundPenaltyStiffness(r, problems, time, "stiffness", c.stiffness);
   c.rejectIntersections = r.choice("reject_intersections") == "on";
   r.finish();
   return c;
@@ -467,8 +478,14 @@ SceneDef readScene(const Json& root, const fs::path& sceneFolder, Problems& prob
   scene.sceneFolder = sceneFolder;
   ObjectReader r(&root, "", kSceneSpec, problems);
   scene.gravity = r.vec3("gravity");
-  const auto obstacles = r.objectList("obstacles");
-  for (const auto& o : obstacles) scene.obstacles.push_back(readObstacle(o, problems));
+  {
+    // First: it bounds the penalty stiffness of the contact and of the obstacles.
+    ObjectReader tr = r.object("time", kTimeSpec);
+    scene.time = readTime(tr, problems);
+  }
+  for (const auto& o : r.objectList("obstacles")) {
+    scene.obstacles.push_back(readObstacle(o, problems, &scene.time));
+  }
 
   const auto bodies = r.objectList("bodies");
   if (const Json* list = r.find("bodies"); list != nullptr && list->is_array() && list->empty()) {
@@ -488,21 +505,8 @@ SceneDef readScene(const Json& root, const fs::path& sceneFolder, Problems& prob
     scene.bodies.push_back(std::move(body));
   }
   {
-    ObjectReader tr = r.object("time", kTimeSpec);
-    scene.time = readTime(tr, problems);
-  }
-  {
     ObjectReader cr = r.object("contact", kContactSpec);
     scene.contact = readContact(cr, problems, scene.time);
-  }
-  if (!isImplicit(scene.time) && scene.time.integrator != Integrator::kStatic) {
-    for (size_t i = 0; i < obstacles.size() && i < scene.obstacles.size(); ++i) {
-      if (scene.obstacles[i].stiffness >= 4) {
-        problems.add(obstacles[i].path + ".stiffness", Json(scene.obstacles[i].stiffness),
-                     "must be < 4 with an explicit integrator (the penalty springs would be "
-                     "unstable at the stable step); implicit integrators take any value");
-      }
-    }
   }
   {
     ObjectReader outr = r.object("output", kOutputSpec);
@@ -577,11 +581,11 @@ void validateBody(const BodyDef& body, const std::string& path, bool geometryGiv
   problems.throwIfAny();
 }
 
-void validateObstacle(const ObstacleDef& obstacle, const std::string& path) {
+void validateObstacle(const ObstacleDef& obstacle, const std::string& path, const TimeDef& time) {
   Problems problems(kApiSource);
   const Json json = scene_writer::toJson(obstacle);
   const ObjectReader::Element element{&json, path, 0};
-  (void)readObstacle(element, problems);
+  (void)readObstacle(element, problems, &time);
   problems.throwIfAny();
 }
 
@@ -655,7 +659,7 @@ auto parseWith(const std::string& jsonText, const std::string& path, const Read&
 
 ObstacleDef parseObstacleDef(const std::string& jsonText, const std::string& path) {
   return parseWith(jsonText, path, [&](const Json& json, Problems& problems) {
-    return readObstacle(ObjectReader::Element{&json, path, 0}, problems);
+    return readObstacle(ObjectReader::Element{&json, path, 0}, problems, nullptr);
   });
 }
 

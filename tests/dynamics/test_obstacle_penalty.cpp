@@ -121,7 +121,8 @@ double reboundSpeed(double restitution, Integrator integrator, double* deepest,
   scene.time.duration = 0.1;
   scene.time.frameRate = 100;
   if (integrator != Integrator::kVerlet) scene.time.timeStep = 1e-4;
-  const double omega = std::sqrt(buildWorld(scene).contact.stiffnessPerMass(scene.obstacles[0]));
+  const double omega =
+      std::sqrt(obstaclePenalty(buildWorld(scene)).stiffnessPerMassOf(scene.obstacles[0]));
   Simulation sim(scene);
   double lowest = 1;
   for (int frame = 0; frame < 100; ++frame) {
@@ -208,7 +209,9 @@ TEST(ObstaclePenalty, TheApiRefusesAnOwnStiffnessOf4OrMoreWithExplicitSteps) {
     (void)explicitSim.addObstacle(floor);
     FAIL() << "an own stiffness of 5 was taken with explicit steps";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("obstacles[0].stiffness must be < 4"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "obstacles[0].stiffness = 5: must be < 4 with an explicit integrator"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_EQ(explicitSim.obstacleCount(), 0);

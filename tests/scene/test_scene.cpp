@@ -247,10 +247,11 @@ TEST(SceneErrors, ThreeMistakesAreAllListedWithTheirPaths) {
   }],
   "time": {"frame_rate": "fast"}
 })";
+  // In reading order: the time first (it bounds the obstacles' and the contact's stiffness).
   EXPECT_EQ(errorOf(text),
+            "scene.json: time.frame_rate = \"fast\": must be a number\n"
             "scene.json: bodies[0].material.poisson = 0.7: must be in [0, 0.5)\n"
-            "scene.json: bodies[0].material.densty: unknown key; did you mean 'density'?\n"
-            "scene.json: time.frame_rate = \"fast\": must be a number");
+            "scene.json: bodies[0].material.densty: unknown key; did you mean 'density'?");
 }
 
 TEST(SceneErrors, UnknownKeysSuggestTheClosestKnownKey) {
