@@ -1147,6 +1147,38 @@ TEST(InelasticShellStepSearch, RejectsFractureEventsAndForceJumps) {
       unsearched.inspectStep(calm, stretchedAlongX(lattice.positions, 0.013), 1e-4).accepted);
 }
 
+// The plastic step limit (ours): in pure shear s past the onset eps0 / sqrt 2 the return
+// mapping moves the plastic strain by (sqrt 2 s - eps0) / (1 + gamma) in the yield norm, so a
+// step ending there is rejected exactly when that passes limit eps0; a step that ends inside
+// the yield surface, or a model without the limit, is accepted.
+TEST(InelasticShellStepSearch, RejectsAStepWhosePlasticFlowPassesTheLimit) {
+  const double eps0 = 2e-3, gamma = 0.5, limit = 0.25;
+  const Geometry flat = singleTriangle(Vec3(0, 0, 0), Vec3(0.1, 0, 0), Vec3(0.03, 0.08, 0));
+  InelasticShellParams params = plasticParams(eps0, gamma);
+  params.plasticity->stepLimit = limit;
+  const InelasticShellModel model(flat, aluminium(), params);
+  const InelasticShellModel unlimited(flat, aluminium(), plasticParams(eps0, gamma));
+  const auto shearedTo = [&](double increment) {
+    const double s = (eps0 + (1 + gamma) * increment * eps0) / std::sqrt(2.0);
+    Eigen::Matrix2d e;
+    e << 0, s, s, 0;
+    return withGreenStrain(flat, e);
+  };
+  const std::vector<double> rest = flat.positions;
+  EXPECT_TRUE(model.inspectStep(rest, shearedTo(-0.5), 1e-4).accepted) << "inside the surface";
+  EXPECT_TRUE(model.inspectStep(rest, shearedTo(0.9 * limit), 1e-4).accepted);
+  const StepVerdict flows = model.inspectStep(rest, shearedTo(1.1 * limit), 1e-4);
+  EXPECT_FALSE(flows.accepted);
+  EXPECT_TRUE(flows.acceptAtFinest);
+  EXPECT_NE(flows.reason.find("the plastic strain of face 0 would grow by 0.27"), std::string::npos)
+      << flows.reason;
+  EXPECT_TRUE(unlimited.inspectStep(rest, shearedTo(10 * limit), 1e-4).accepted);
+  // The estimate is the return mapping's own increment: one update from rest moves P by it.
+  InelasticShellModel updated(flat, aluminium(), plasticParams(eps0, gamma));
+  (void)updated.updateInelastic(shearedTo(1.1 * limit), 1e-4);
+  EXPECT_NEAR(std::sqrt(2.0) * plasticMembraneOf(updated)(0, 1), 1.1 * limit * eps0, 1e-9 * eps0);
+}
+
 // A torn lattice (ten cuts) written to bytes and put into a freshly built model: the same
 // mesh, energy and gradient bit for bit; a state of another mesh does not fit and leaves the
 // model as it was.

@@ -13,6 +13,7 @@
 #include "shellsim/errors.hpp"
 #include "shellsim/models/discrete_shell.hpp"
 #include "shellsim/models/fiber.hpp"
+#include "shellsim/models/inelastic_shell.hpp"
 #include "shellsim/scene.hpp"
 #include "temp_folder.hpp"
 
@@ -467,6 +468,24 @@ TEST(SceneErrors, AThrownObstacleNeedsThePenaltyAndNoPath) {
   const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
   EXPECT_EQ(s.obstacles[1].mass, 0.5);
   EXPECT_EQ(s.obstacles[1].velocity, (Vec3d{0, 0, 3}));
+}
+
+// The plastic step limit bounds the flow of plasticity, so it needs a yield strain.
+TEST(SceneErrors, APlasticStepNeedsAYieldStrain) {
+  json scene = minimalScene();
+  scene["bodies"][0]["model"] = "inelastic_shell";
+  scene["bodies"][0]["inelastic_shell"] = {{"plastic_step", 0.25}};
+  const std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("scene.json: bodies[0].inelastic_shell.plastic_step = 0.25: bounds the "
+                         "plastic flow of a step: it needs \"yield_strain\""),
+            std::string::npos)
+      << message;
+  scene["bodies"][0]["inelastic_shell"]["yield_strain"] = 1e-3;
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.bodies[0].options<InelasticShellDef>().plasticStep, 0.25);
+  scene["bodies"][0]["inelastic_shell"]["plastic_step"] = 0;
+  EXPECT_NE(errorOfJson(scene).find("plastic_step = 0: must be > 0"), std::string::npos)
+      << errorOfJson(scene);
 }
 
 // The penalty's kappa is bounded by 4 only where explicit steps would make it unstable.

@@ -29,7 +29,10 @@ struct InelasticShellDef {
   double budgeLimit = 0.2;            // budge a vertex when the crack ends within t of it
   double toughness = 0;               // K_c at crack ends, Pa m^1/2; 0: no crack ends
   std::optional<double> stepSearch;   // the step search's force ratio (> 1); none: off
-  bool projectHessian = false;        // clamp each face's Hessian to PSD
+  // The step search's bound on a face's plastic increment in one step, in yield strains
+  // (> 0; needs yieldStrain); none: off.
+  std::optional<double> plasticStep;
+  bool projectHessian = false;  // clamp each face's Hessian to PSD
   bool operator==(const InelasticShellDef&) const = default;
 };
 

@@ -2,10 +2,12 @@
 // accepted step, and the state that carries them (inelastic_shell_model.hpp).
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "models/inelastic_shell/inelastic_shell_model.hpp"
 #include "models/inelastic_shell/inelastic_shell_plasticity.hpp"
@@ -113,6 +115,21 @@ double InelasticShellModel::yieldNorm(std::span<const double> x, size_t f) const
                                             material_.poisson, material_.thickness};
   return inelastic_shell::yieldNorm(elastic.membrane, elastic.bending, plasticMembrane(f),
                                     plasticBending(f), params);
+}
+
+std::pair<double, size_t> InelasticShellModel::largestYieldNorm(std::span<const double> x) const {
+  using Largest = std::pair<double, size_t>;
+  const auto larger = [](const Largest& a, const Largest& b) {
+    return b.first > a.first || (b.first == a.first && b.second < a.second) ? b : a;
+  };
+  return tbb::parallel_reduce(
+      tbb::blocked_range<size_t>(0, faceParams_.size(), 256), Largest{0.0, 0},
+      [&](const tbb::blocked_range<size_t>& r, Largest largest) {
+        for (size_t f = r.begin(); f != r.end(); ++f)
+          largest = larger(largest, {yieldNorm(x, f), f});
+        return largest;
+      },
+      larger);
 }
 
 InelasticReport InelasticShellModel::updateInelastic(std::span<const double> x, double dt,

@@ -36,8 +36,11 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
       stepSearch_(params.stepSearch),
       material_(material) {
   if (plasticity_ && (!(plasticity_->yieldStrain > 0) || !std::isfinite(plasticity_->yieldStrain) ||
-                      !(plasticity_->hardening >= 0) || !std::isfinite(plasticity_->hardening))) {
-    throw InputError("inelastic_shell: plasticity needs a yield strain > 0 and a hardening >= 0");
+                      !(plasticity_->hardening >= 0) || !std::isfinite(plasticity_->hardening) ||
+                      !(plasticity_->stepLimit >= 0) || !std::isfinite(plasticity_->stepLimit))) {
+    throw InputError(
+        "inelastic_shell: plasticity needs a yield strain > 0, a hardening >= 0 and a plastic "
+        "step limit >= 0");
   }
   if (fracture_ && (!(fracture_->strainLimit > 0) || !std::isfinite(fracture_->strainLimit) ||
                     !(fracture_->absorption >= 0 && fracture_->absorption <= 1) ||

@@ -59,6 +59,7 @@
 #include <Eigen/Core>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/assembler.hpp"
@@ -71,6 +72,10 @@ namespace shellsim {
 struct InelasticShellPlasticity {
   double yieldStrain = 0;  // eps0 > 0: the RMS deviatoric elastic strain at yield, 1
   double hardening = 0;    // gamma >= 0: kinematic hardening h_kin / (2 mu), 1
+  // [ours] > 0: a proposed step is rejected, and retried in halves (Model::inspectStep), when
+  // the return mapping at its end would move some face's plastic strain by more than
+  // stepLimit eps0 (in the yield norm); 0: every step's flow accepted.
+  double stepLimit = 0;
 };
 
 struct InelasticShellFracture {
@@ -227,6 +232,9 @@ class InelasticShellModel : public Model {
   // The yield norm F of face f at x (inelastic_shell_plasticity.hpp): F - eps0 > 0 outside
   // the yield surface. Needs plasticity.
   [[nodiscard]] double yieldNorm(std::span<const double> x, size_t f) const;
+  // The largest yield norm of all faces at x and its face (the lowest index among equals:
+  // the same on any number of threads). Needs plasticity.
+  [[nodiscard]] std::pair<double, size_t> largestYieldNorm(std::span<const double> x) const;
 
   // With plasticity: the return mapping on every face (in parallel, each face its own), the
   // faces' rest values moved by their new plastic strains. With fracture: then one pass of
@@ -235,7 +243,8 @@ class InelasticShellModel : public Model {
   InelasticReport updateInelastic(std::span<const double> x, double dt,
                                   ModelWorkspace* workspace) override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
-  // With the step search (InelasticShellStepSearch).
+  // With the step search (InelasticShellStepSearch) or the plastic step limit
+  // (InelasticShellPlasticity::stepLimit).
   [[nodiscard]] StepVerdict inspectStep(std::span<const double> before,
                                         std::span<const double> after, double dt) const override;
   [[nodiscard]] bool changesNodeCount() const override { return fracture_.has_value(); }
