@@ -1,12 +1,18 @@
 // The gingold2004 scenes as a user runs them: time per step and per simulated second.
 //
 // BM_TubeDrop: scenes/inelastic_tube_drop.json (Fig. 12; 880 nodes, 1,680 faces, Newmark
-// at 20 us, penalty obstacles), the first 30 ms: the fall onto the box edge, the dent and
-// the rebound, one 10 ms frame (500 steps) per iteration. The paper gives 11 minutes for its
+// at 20 us with plastic_step 0.25, penalty obstacles), the first 30 ms: the fall onto the
+// box edge, the dent and the rebound, one 10 ms frame (500 planned steps, split while the
+// dent flows) per iteration. The paper gives 11 minutes for its
 // whole tube run on a 1.7 GHz P4, without its length or mesh.
 // Run (Release build):
 //   build/release/bench/shellsim_bench --benchmark_filter=TubeDrop
-// Measured 2026-11-27 16:14 on the 2-core Xeon, 2 threads: 13.0 ms per step (4.08 Newton
+// Measured 2026-11-30 17:12, 2 threads, idle: 2,326 steps, 21.5 ms per step, 4.41 Newton
+// iterations, 1,666 s per simulated second; the whole scene 7 min 15 s (`shellsim run`:
+// 18,601 steps, 171 rejected). The same 30 ms without plastic_step (the dent five times too
+// deep) took 45.3 s, 1,500 steps at 6.1 Newton iterations, against 47.8 s with it
+// (/tmp/probe/sstat, 2 threads). Earlier, with fewer Newton iterations per step (not traced),
+// measured 2026-11-27 16:14 on the 2-core Xeon, 2 threads: 13.0 ms per step (4.08 Newton
 // iterations, 0.39 factorizations), 648 s per simulated second; the whole 0.35 s scene
 // about 4 minutes. perf (1 thread, 20 ms of it): 49 % in the block Cholesky factorization
 // (about 33 ms each, the 12-node quadratic-patch stencils couple nodes four rings apart),

@@ -114,6 +114,8 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
   auto steps = static_cast<int64_t>(count);
   double dt = interval / count;
   acceptedCrossings_ = -1;  // the state may have been restored or edited since
+  sustainedDepth_ = 0;
+  acceptedSinceSustained_ = 0;
   const bool follow = stepPerStableStep_ > 0;
   double remaining = interval;
   for (int64_t s = 0; s < steps; ++s) {
@@ -139,6 +141,12 @@ void TimeIntegrator::advance(World& world, double interval, double endTime, Phas
 }
 
 void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTimes& times) {
+  if (depth < sustainedDepth_) {
+    // A sustained cause needed a finer step a moment ago: split without proposing this one.
+    stepWithRetry(world, dt / 2, depth + 1, times);
+    stepWithRetry(world, dt / 2, depth + 1, times);
+    return;
+  }
   StepStart& start = starts_[static_cast<size_t>(depth)];
   save(world, start);
   const bool rejectIntersections =
@@ -175,9 +183,17 @@ void TimeIntegrator::stepWithRetry(World& world, double dt, int depth, PhaseTime
     updateInelastic(world, dt, times);  // commit: plasticity, fracture
     if (topologySum(world) != topology) acceptedCrossings_ = -1;
     ++counts_.accepted;
+    if (sustainedDepth_ > 0 && ++acceptedSinceSustained_ >= kSustainedRelaxSteps) {
+      --sustainedDepth_;
+      acceptedSinceSustained_ = 0;
+    }
     return;
   }
   ++counts_.rejected;
+  if (rejection.sustained && !finest) {
+    sustainedDepth_ = std::max(sustainedDepth_, depth + 1);
+    acceptedSinceSustained_ = 0;
+  }
   what << "rejected: " << rejection.reason;
   if (finest) {
     what << " (after " << kMaxStepSplits << " splits into halves)";
@@ -216,6 +232,7 @@ TimeIntegrator::Rejection TimeIntegrator::proposeAndInspect(World& world, double
       rejection.reason +=
           "body '" + body.name + "' (" + body.model->name() + "): " + verdict.reason;
       rejection.acceptAtFinest = rejection.acceptAtFinest && verdict.acceptAtFinest;
+      rejection.sustained = rejection.sustained || verdict.sustained;
       // A rejection that must be resolved decides: the other bodies need not be asked.
       if (!rejection.acceptAtFinest) break;
     }

@@ -16,7 +16,12 @@
 // they were at t) and retried as two steps of h/2, each of them again proposed,
 // inspected and possibly split, down to h / 2^kMaxStepSplits. The halves end where the
 // whole step would have ended, so a rejection never moves a frame's time. Each split is
-// local: the next step takes the planned length again. A step that still fails at the
+// local: the next step takes the planned length again, except after a sustained rejection
+// (StepVerdict::sustained, e.g. plastic flow over a long impact; ours): then the following
+// steps start at the depth that resolved it, one level coarser after every
+// kSustainedRelaxSteps accepted steps without another, and from the planned step at each
+// advance (a frame's steps do not hang on hidden state: a resumed run takes the same ones).
+// A step that still fails at the
 // deepest split throws NumericalError; the caller (Simulation, include/shellsim/world.hpp)
 // then recomputes the whole interval from its checkpoint with half the planned step, the
 // last resort.
@@ -53,6 +58,9 @@ struct StepCounts {
 
 // A rejected step is split into halves at most this many times (down to 1/64 of it).
 inline constexpr int kMaxStepSplits = 6;
+
+// Accepted steps after which a sustained split depth relaxes by one level (doubles the step).
+inline constexpr int kSustainedRelaxSteps = 8;
 
 // More steps than this in one advance means the step is hopelessly small for the interval.
 inline constexpr double kMaxStepsPerAdvance = 1e10;
@@ -137,6 +145,7 @@ class TimeIntegrator {
   struct Rejection {
     std::string reason;
     bool acceptAtFinest = false;
+    bool sustained = false;  // some rejecting model's cause lasts (StepVerdict::sustained)
   };
   // Proposes one step from `start` and inspects it.
   Rejection proposeAndInspect(World& world, double dt, const StepStart& start, PhaseTimes& times);
@@ -158,6 +167,10 @@ class TimeIntegrator {
   // changed a topology), and in the last proposal.
   int64_t acceptedCrossings_ = -1;
   int64_t proposedCrossings_ = 0;
+  // The split depth the last sustained rejection needed (0: none), and the steps accepted
+  // since it or since it last relaxed.
+  int sustainedDepth_ = 0;
+  int acceptedSinceSustained_ = 0;
   std::function<void(const std::string&)> warn_;
   StepCounts counts_;
   std::vector<StepStart> starts_;            // (kMaxStepSplits + 1)

@@ -77,6 +77,10 @@ struct StepVerdict {
   // force changes, fracture events): at the deepest split the step is accepted instead of
   // failing the run (the paper's k > k_max).
   bool acceptAtFinest = false;
+  // [ours] The cause lasts over many steps (plastic flow, not an event): the following steps
+  // start at the split that resolved it instead of proposing the whole step again
+  // (step_pipeline.hpp).
+  bool sustained = false;
 };
 
 // Scratch of a model's energy passes, owned by whoever evaluates the model (a body:

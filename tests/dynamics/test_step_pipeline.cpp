@@ -32,6 +32,7 @@ class PickyModel : public Model {
 
   int failingEvaluations = 0;
   bool acceptAtFinest = false;  // its rejections only ask to resolve an event in time
+  bool sustained = false;       // its rejections' cause lasts (StepVerdict::sustained)
   mutable int inspections = 0;
 
   [[nodiscard]] std::string name() const override { return "picky " + inner_->name(); }
@@ -84,7 +85,7 @@ class PickyModel : public Model {
     EXPECT_EQ(before.size(), after.size());
     ++inspections;
     if (dt > longestStep_ * (1 + 1e-12)) {
-      return {false, "longer than the picky model allows", acceptAtFinest};
+      return {false, "longer than the picky model allows", acceptAtFinest, sustained};
     }
     return {};
   }
@@ -110,36 +111,69 @@ World swingingSheet(double longestStep) {
   return world;
 }
 
+// The swinging sheet advanced by `interval` in plain steps of h: no model rejects any.
+World plainRun(double h, double interval) {
+  World plain = swingingSheet(0);
+  TimeIntegrator small(TimeDef{}, h);
+  PhaseTimes times;
+  small.advance(plain, interval, interval, times);
+  EXPECT_EQ(small.counts().rejected, 0);
+  return plain;
+}
+
+// Bit for bit the same node positions.
+void expectSamePositions(const World& a, const World& b) {
+  const auto& x = a.bodies[0].positions;
+  const auto& y = b.bodies[0].positions;
+  ASSERT_EQ(x.size(), y.size());
+  EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(double)), 0);
+}
+
 TEST(StepPipeline, ARejectedStepIsRetriedAsHalvesThatLandOnTheSameTime) {
   // Planned step 4h, the model accepts at most h: every step is rejected, its halves (2h)
   // rejected again, and the quarters accepted. That is the run with step h, bit for bit:
   // the same code, and h = (4h) / 2 / 2 exactly.
   const double h = 1e-4;
   World picky = swingingSheet(h);
-  World plain = swingingSheet(0);
   std::vector<std::string> warnings;
   TimeIntegrator splitting(TimeDef{}, 4 * h, [&](const std::string& w) { warnings.push_back(w); });
-  TimeIntegrator small(TimeDef{}, h);
   PhaseTimes times;
   const double interval = 8 * 4 * h;
   splitting.advance(picky, interval, interval, times);
-  small.advance(plain, interval, interval, times);
 
   EXPECT_EQ(picky.time, interval);
   EXPECT_EQ(splitting.counts().accepted, 32);
   EXPECT_EQ(splitting.counts().rejected, 8 * 3);  // each 4h step once, its two 2h halves once
-  EXPECT_EQ(small.counts().accepted, 32);
-  EXPECT_EQ(small.counts().rejected, 0);
-  const auto& a = picky.bodies[0].positions;
-  const auto& b = plain.bodies[0].positions;
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0);
-  EXPECT_LT(a[3 * 20 + 2], -1e-5) << "the sheet fell";
+  expectSamePositions(picky, plainRun(h, interval));
+  EXPECT_LT(picky.bodies[0].positions[3 * 20 + 2], -1e-5) << "the sheet fell";
   // One warning, naming the body, the reason and what was done.
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("body 'sheet'"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("longer than the picky model allows"), std::string::npos);
   EXPECT_NE(warnings[0].find("two half steps"), std::string::npos);
+}
+
+// A sustained rejection (plastic flow, not an event): the following steps start at the depth
+// that resolved it and relax one level after kSustainedRelaxSteps (8) accepted steps. Planned
+// 4h, the model takes at most h, 8 planned steps: the first is rejected at 4h and 2h (depth
+// 2); the next four quarter steps relax it to depth 1 after 8 accepted in all, so every
+// second planned step probes 2h once more (planned steps 3, 5 and 7): 2 + 3 rejections
+// against 24 for an event. The same steps h as the plain run, so bit for bit its state.
+TEST(StepPipeline, ASustainedRejectionKeepsItsSplitForTheFollowingSteps) {
+  const double h = 1e-4;
+  World picky = swingingSheet(h);
+  dynamic_cast<PickyModel&>(*picky.bodies[0].model).sustained = true;
+  TimeIntegrator splitting(TimeDef{}, 4 * h);
+  PhaseTimes times;
+  const double interval = 8 * 4 * h;
+  splitting.advance(picky, interval, interval, times);
+  EXPECT_EQ(picky.time, interval);
+  EXPECT_EQ(splitting.counts().accepted, 32);
+  EXPECT_EQ(splitting.counts().rejected, 2 + 3);
+  expectSamePositions(picky, plainRun(h, interval));
+  // Each advance starts from the planned step: the next one probes 4h and 2h again.
+  splitting.advance(picky, 4 * h, interval + 4 * h, times);
+  EXPECT_EQ(splitting.counts().rejected, 2 + 3 + 2);
 }
 
 TEST(StepPipeline, AStepWhoseForcesBlowUpIsUndoneAndRetried) {

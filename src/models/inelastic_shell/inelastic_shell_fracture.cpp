@@ -721,7 +721,7 @@ StepVerdict InelasticShellModel::inspectStep(std::span<const double> before,
                   std::to_string(increment / plasticity_->yieldStrain) +
                   " yield strains within the step (plastic_step " +
                   std::to_string(plasticity_->stepLimit) + ")",
-              true};
+              true, true};
     }
   }
   if (!stepSearch_) return {};

@@ -141,8 +141,9 @@ constexpr FieldSpec kInelasticShellFields[] = {
                 "each step (section 3.3) lets a long step answer an impact elastically and then "
                 "take the whole overstress plastically, so a dent grows with the step: the "
                 "tube of Fig. 12 kept 5 times the converged plastic strain at 20 us steps. "
-                "0.25 narrows the steps only while a face flows. Needs yield_strain; works with "
-                "or without step_search. Absent: every step's flow accepted."},
+                "0.25 narrows the steps only while a face flows: the following steps keep the "
+                "split and take one level coarser after every 8 accepted. Needs yield_strain; "
+                "works with or without step_search. Absent: every step's flow accepted."},
     {.key = "hessian",
      .kind = FieldKind::kChoice,
      .text = "exact",
