@@ -101,14 +101,13 @@ std::vector<ObstacleDef::Keyframe> readPath(ObjectReader& parent, Problems& prob
       [](ObjectReader& r, ObstacleDef::Keyframe& key) { key.offset = r.vec3("offset"); });
 }
 
-// A penalty kappa (`key` of `r`, read as `kappa`) against the integrator of `time`: explicit
-// steps bound it below 4, where the springs' own period still spans the stable step.
-void boundPenaltyStiffness(ObjectReader& r, Problems& problems, const TimeDef& time,
-                           const char* key, double kappa) {
+// A penalty kappa (the "stiffness" of `r`, read as `kappa`) against the integrator of `time`:
+// explicit steps bound it below 4, where the springs' own period still spans the stable step.
+void boundPenaltyStiffness(ObjectReader& r, Problems& problems, const TimeDef& time, double kappa) {
   // A static solve has no steps to make unstable.
   const bool explicitSteps = !isImplicit(time) && time.integrator != Integrator::kStatic;
-  if (explicitSteps && kappa >= 4 && r.has(key)) {
-    problems.add(r.pathOf(key), *r.find(key),
+  if (explicitSteps && kappa >= 4 && r.has("stiffness")) {
+    problems.add(r.pathOf("stiffness"), *r.find("stiffness"),
                  "must be < 4 with an explicit integrator (the penalty springs would be "
                  "unstable at the stable step); implicit integrators take any value");
   }
@@ -144,7 +143,7 @@ ObstacleDef readObstacle(const ObjectReader::Element& element, Problems& problem
     problems.add(r.pathOf("stiffness"), *r.find("stiffness"),
                  "is the stiffness of penalty springs: it needs \"response\": \"penalty\"");
   }
-  if (time != nullptr) boundPenaltyStiffness(r, problems, *time, "stiffness", o.stiffness);
+  if (time != nullptr) boundPenaltyStiffness(r, problems, *time, o.stiffness);
   o.path = readPath(r, problems);
   if (o.mass > 0 && o.response != ObstacleResponse::kPenalty) {
     problems.add(r.pathOf("mass"), *r.find("mass"),
@@ -419,7 +418,7 @@ ContactDef readContact(ObjectReader& r, Problems& problems, const TimeDef& time)
   c.self = r.choice("self") == "on";
   c.thickness = r.number("thickness");
   c.stiffness = r.number("stiffness");
-  boundPenaltyStiffness(r, problems, time, "stiffness", c.stiffness);
+  boundPenaltyStiffness(r, problems, time, c.stiffness);
   c.rejectIntersections = r.choice("reject_intersections") == "on";
   r.finish();
   return c;

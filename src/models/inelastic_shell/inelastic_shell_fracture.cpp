@@ -716,12 +716,13 @@ StepVerdict InelasticShellModel::inspectStep(std::span<const double> before,
     const auto [largest, face] = largestYieldNorm(after);
     const double increment = (largest - plasticity_->yieldStrain) / (1 + plasticity_->hardening);
     if (increment > plasticity_->stepLimit * plasticity_->yieldStrain) {
-      return {false,
-              "the plastic strain of face " + std::to_string(face) + " would grow by " +
-                  std::to_string(increment / plasticity_->yieldStrain) +
-                  " yield strains within the step (plastic_step " +
-                  std::to_string(plasticity_->stepLimit) + ")",
-              true, true};
+      return {.accepted = false,
+              .reason = "the plastic strain of face " + std::to_string(face) + " would grow by " +
+                        std::to_string(increment / plasticity_->yieldStrain) +
+                        " yield strains within the step (plastic_step " +
+                        std::to_string(plasticity_->stepLimit) + ")",
+              .acceptAtFinest = true,
+              .sustained = true};
     }
   }
   if (!stepSearch_) return {};
