@@ -108,6 +108,48 @@ std::vector<double> meshPointAreas(const Geometry& mesh) {
   return areas;
 }
 
+// The mixed Voronoi areas of Meyer, Desbrun, Schroeder and Barr ("Discrete differential-
+// geometry operators for triangulated 2-manifolds", 2003, fig. 4): in a triangle without an
+// obtuse angle each corner gets the part of the triangle nearer to it than to the other
+// corners, 1/8 (|ab|^2 cot C + |ac|^2 cot B) at corner a; in an obtuse triangle the obtuse
+// corner gets half the area and the others a quarter each. A right angle counts as not obtuse
+// (its Voronoi parts are exact there).
+std::vector<double> meshVoronoiAreas(const Geometry& mesh) {
+  const size_t n = static_cast<size_t>(mesh.vertexCount());
+  std::vector<double> areas(n, 0.0);  // (nVertices)
+  const auto& t = mesh.triangles;
+  for (size_t f = 0; f < t.size() / 3; ++f) {
+    const std::array<Vec3, 3> corner = {row3(mesh.positions, static_cast<size_t>(t[3 * f])),
+                                        row3(mesh.positions, static_cast<size_t>(t[3 * f + 1])),
+                                        row3(mesh.positions, static_cast<size_t>(t[3 * f + 2]))};
+    const double area = (corner[1] - corner[0]).cross(corner[2] - corner[0]).norm() / 2;
+    std::array<double, 3> share{};
+    // dot[k]: the corner k's edges' dot product; < 0 at an obtuse angle.
+    std::array<double, 3> dot{};
+    for (size_t k = 0; k < 3; ++k) {
+      dot[k] = (corner[(k + 1) % 3] - corner[k]).dot(corner[(k + 2) % 3] - corner[k]);
+    }
+    const auto obtuse = static_cast<size_t>(std::min_element(dot.begin(), dot.end()) - dot.begin());
+    if (!(area > 0)) {
+      share = {area / 3, area / 3, area / 3};
+    } else if (dot[obtuse] < 0) {
+      for (size_t k = 0; k < 3; ++k) share[k] = k == obtuse ? area / 2 : area / 4;
+    } else {
+      // cot of the angle at corner k = dot[k] / (2 area); the edge opposite corner k runs
+      // between the other two, so corner k gets 1/8 of (edge to k+1)^2 cot(k+2) + (edge to
+      // k+2)^2 cot(k+1).
+      for (size_t k = 0; k < 3; ++k) {
+        const size_t next = (k + 1) % 3, last = (k + 2) % 3;
+        share[k] = ((corner[next] - corner[k]).squaredNorm() * dot[last] +
+                    (corner[last] - corner[k]).squaredNorm() * dot[next]) /
+                   (16 * area);
+      }
+    }
+    for (size_t k = 0; k < 3; ++k) areas[static_cast<size_t>(t[3 * f + k])] += share[k];
+  }
+  return areas;
+}
+
 // Area of the convex polygon `poly` clipped to the half-plane x . dir <= offset
 // (Sutherland-Hodgman against one edge); `poly` is replaced by the clipped polygon.
 void clipHalfPlane(std::vector<Eigen::Vector2d>& poly, const Eigen::Vector2d& dir, double offset,
@@ -557,6 +599,11 @@ NodeSampling makeNodes(const Surface& s, std::vector<int32_t>& order,
 std::vector<double> pointAreas(const Geometry& surface) {
   validateSurface(surface, "pointAreas");
   return surface.isPointCloud() ? cloudPointAreas(surface) : meshPointAreas(surface);
+}
+
+std::vector<double> voronoiAreas(const Geometry& surface) {
+  validateSurface(surface, "voronoiAreas");
+  return surface.isPointCloud() ? cloudPointAreas(surface) : meshVoronoiAreas(surface);
 }
 
 NodeSampling clusterSurface(const Geometry& surface, const SamplingParams& params) {

@@ -62,6 +62,17 @@ inline constexpr int kRelaxationIterations = 8;
 // cloud with fewer than 3 points.
 [[nodiscard]] std::vector<double> pointAreas(const Geometry& surface);
 
+// Area each input point represents as a node of a meshless model, m^2, (nVertices): for a mesh
+// the mixed Voronoi areas of Meyer, Desbrun, Schroeder and Barr (2003): the part of each
+// triangle nearer to the corner than to the other two, or in an obtuse triangle half of it to
+// the obtuse corner and a quarter to each other one; they sum to the mesh area and follow where
+// the vertices are, not how the triangles pair them. Barycentric areas do not: on a grid whose
+// diagonals alternate they are 4/3 and 2/3 of a cell in a checkerboard, and a model whose
+// stiffness follows the node's area then lets a checkerboard ripple relax its bending (the
+// fiber model's plates sagged 3.5 % more than Kirchhoff's at any resolution). A point cloud's
+// as pointAreas. Throws as pointAreas.
+[[nodiscard]] std::vector<double> voronoiAreas(const Geometry& surface);
+
 struct NodeSampling {
   std::vector<double> positions;        // node positions, (nNodes, 3), m: the member point
                                         // nearest the cluster's area-weighted centroid

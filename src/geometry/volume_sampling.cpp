@@ -254,7 +254,7 @@ VolumeSampling sampleSheetLayers(const Geometry& mesh, double thickness, int32_t
   const std::vector<double> weight =
       layers == 2 ? std::vector<double>{1, 1} : std::vector<double>{5.0 / 9, 8.0 / 9, 5.0 / 9};
   const auto vertices = static_cast<size_t>(mesh.vertexCount());
-  const std::vector<double> area = pointAreas(mesh);  // a third of each triangle's
+  const std::vector<double> area = voronoiAreas(mesh);
   Geometry oriented = mesh;
   computeVertexNormals(oriented);
   const auto L = static_cast<size_t>(layers);

@@ -4,14 +4,17 @@
 // residual per increment; resume; a membrane without bending hangs from its clamp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "shellsim/errors.hpp"
+#include "shellsim/models/fiber.hpp"
 #include "shellsim/run.hpp"
 #include "shellsim/scene.hpp"
 #include "shellsim/world.hpp"
@@ -93,37 +96,57 @@ TEST(StaticCantilever, InelasticShellAgainstTheElastica) {
 }
 
 // The fiber strip against the elastica (issue 20's calibration), the scene's strip refined to
-// `resolution` cells along (8 across at 84, 16 at 168): the tip deflection within `tolerance`
-// of the elastica's, relative, the shortening (second order, and more sensitive to the root's
-// rotation) within twice that. Measured (8 neighbours, over the elastica's - 1, k = 1 / 2 / 4):
-// w/L +3.9 / +2.9 / +1.8 % at 84 cells, +2.9 / +2.1 / +1.3 % at 168; -u/L +7.5 / +5.7 / +3.7 %
-// and +5.8 / +4.4 / +2.8 %. The strip is now slightly soft, converging slowly: the clamp of
-// a rotation-free shell by rows of pins lets the root turn by O(cell) (a fiber centred on the
-// last pinned row reaches one cell into the free part), as on the clamped plates. Before the
-// edge calibration and the Poisson blend (fiber_model.hpp (b)) the edge nodes were 2.7 times
-// too stiff along the edge and bending acted as nu = 1/3 whatever the material's (here 0): w/L
-// -36 % on the scene's own strip (2 cells across). That strip, with one interior row, is now
-// +8 % at k = 1.
-void expectFiberElastica(int resolution, double tolerance) {
+// `resolution` cells along (8 across at 84, 16 at 168), with `neighbours` per node: the tip
+// deflection within `tolerance` of the elastica's, relative, the shortening (second order, and
+// more sensitive to the root's rotation) within twice that. Returns the tip deflections over
+// the elastica's at k = 1, 2, 4. Measured (w/L over the elastica's - 1, k = 1 / 2 / 4; the
+// test's increments, k of them): 84 cells, 8 neighbours +1.7 / +1.4 / +1.1 % (-u/L +2.9 / +2.3 /
+// +1.7 %); 168 cells, 8 / 12 / 16 neighbours: +0.9 / +0.7 / +0.5 %, -1.6 / -1.0 / -0.4 %,
+// -0.2 / -0.0 / +0.2 % (-u/L +1.4 / +1.2 / +0.8 %, -3.8 / -2.8 / -1.6 %, -0.8 / -0.5 / -0.2 %);
+// the counts 2.5 % apart at most (k = 1). With 8 neighbours the strip
+// converges from the soft side as the clamp by rows of pins lets the root turn by O(cell), as on
+// the clamped plates. Before the Voronoi node areas and the fitted weights
+// (test_fiber_accuracy.cpp) 8 neighbours gave +3.9 / +2.9 / +1.8 % at 84 cells and +2.9 / +2.1 /
+// +1.3 % at 168, and at 84 cells, k = 1, 12 neighbours -10.9 % and 16 -1.0 % (now -3.2 and -1.2 %);
+// before the edge calibration and the Poisson blend (fiber_model.hpp (b)) the edge nodes were 2.7
+// times too stiff along the edge and bending acted as nu = 1/3 whatever the material's (here 0):
+// w/L -36 % on the scene's own strip (2 cells across).
+std::vector<double> expectFiberElastica(int resolution, int neighbours, double tolerance) {
+  std::vector<double> ratios;
   for (size_t c = 0; c < std::size(kLoads); ++c) {
     SceneDef scene = cantilever("fiber", kLoads[c]);
     scene.bodies[0].primitive->resolution = resolution;
+    scene.bodies[0].options<FiberDef>().neighbours = neighbours;
     const Tip tip = solve(scene);
-    std::cout << "[ measured ] fiber, " << resolution << " cells, k = " << kLoads[c] << ": -u/L "
-              << tip.shortening << " (elastica " << kElastica[c].shortening << "), w/L "
-              << tip.deflection << " (elastica " << kElastica[c].deflection << ")\n";
-    EXPECT_NEAR(tip.deflection / kElastica[c].deflection, 1.0, tolerance) << "k = " << kLoads[c];
+    std::cout << "[ measured ] fiber, " << resolution << " cells, " << neighbours
+              << " neighbours, k = " << kLoads[c] << ": -u/L " << tip.shortening << " (elastica "
+              << kElastica[c].shortening << "), w/L " << tip.deflection << " (elastica "
+              << kElastica[c].deflection << ")\n";
+    ratios.push_back(tip.deflection / kElastica[c].deflection);
+    EXPECT_NEAR(ratios.back(), 1.0, tolerance) << "k = " << kLoads[c];
     EXPECT_NEAR(tip.shortening / kElastica[c].shortening, 1.0, 2 * tolerance)
         << "k = " << kLoads[c];
   }
+  return ratios;
 }
 
-TEST(StaticCantilever, FiberMeetsTheElasticaWithinFivePercent) {
-  expectFiberElastica(84, 0.045);
+TEST(StaticCantilever, FiberMeetsTheElasticaWithinThreePercent) {
+  (void)expectFiberElastica(84, 8, 0.03);
 }
 
-TEST(StaticCantileverSlow, FiberMeetsTheElasticaWithinThreeAndAHalfPercentAtTwiceTheResolution) {
-  expectFiberElastica(168, 0.035);
+// Every neighbour count within 3 % of the elastica at 168 cells, and within 3 % of each other.
+TEST(StaticCantileverSlow, FiberMeetsTheElasticaWhateverTheNeighbourCountAtTwiceTheResolution) {
+  std::vector<std::vector<double>> byCount;
+  for (const int neighbours : {8, 12, 16})
+    byCount.push_back(expectFiberElastica(168, neighbours, 0.03));
+  for (size_t c = 0; c < std::size(kLoads); ++c) {
+    double lo = 10, hi = 0;
+    for (const std::vector<double>& ratios : byCount) {
+      lo = std::min(lo, ratios[c]);
+      hi = std::max(hi, ratios[c]);
+    }
+    EXPECT_LT(hi / lo - 1, 0.03) << "k = " << kLoads[c];
+  }
 }
 
 TEST(StaticCantilever, KTenConvergesInTenIncrementsWhateverTheDensity) {

@@ -108,6 +108,58 @@ TEST(SamplingPointAreas, SphereMeshSumsToMeshArea) {
   for (double a : areas) EXPECT_GT(a, 0);
 }
 
+// The sheet primitive's diagonals alternate, so a third of each triangle gives its vertices
+// 4/3 and 2/3 of a cell in a checkerboard; the Voronoi areas are the cells (a half at an
+// edge, a quarter at a corner) whatever the diagonals.
+TEST(SamplingVoronoiAreas, GridVerticesGetTheirCellsWhateverTheDiagonals) {
+  const Geometry s = sheet(8);
+  const double cell = 1.0 / 64;
+  const std::vector<double> barycentric = pointAreas(s);
+  const std::vector<double> voronoi = voronoiAreas(s);
+  ASSERT_EQ(voronoi.size(), barycentric.size());
+  EXPECT_NEAR(sum(voronoi), 1.0, 1e-12);
+  double smallest = 1, largest = 0;
+  for (size_t v = 0; v < voronoi.size(); ++v) {
+    const int onEdges = (std::abs(std::abs(s.positions[3 * v]) - 0.5) < 1e-9 ? 1 : 0) +
+                        (std::abs(std::abs(s.positions[3 * v + 1]) - 0.5) < 1e-9 ? 1 : 0);
+    EXPECT_NEAR(voronoi[v], cell / (1 << onEdges), 1e-15) << "vertex " << v;
+    if (onEdges == 0) {
+      smallest = std::min(smallest, barycentric[v]);
+      largest = std::max(largest, barycentric[v]);
+    }
+  }
+  EXPECT_NEAR(smallest, 2 * cell / 3, 1e-15);
+  EXPECT_NEAR(largest, 4 * cell / 3, 1e-15);
+}
+
+// An obtuse triangle gives half its area to the obtuse corner and a quarter to each other
+// (its Voronoi parts would reach outside it); an equilateral one a third to each; a right
+// one its Voronoi parts, 1/8 (|PQ|^2 cot R + |PR|^2 cot Q) at corner P.
+TEST(SamplingVoronoiAreas, ObtuseTrianglesSplitByHalvesAndQuarters) {
+  Geometry obtuse;
+  obtuse.positions = {0, 0, 0, 4, 0, 0, 2, 0.5, 0};
+  obtuse.triangles = {0, 1, 2};
+  const std::vector<double> a = voronoiAreas(obtuse);
+  EXPECT_NEAR(a[2], 0.5, 1e-15);  // area 1
+  EXPECT_NEAR(a[0], 0.25, 1e-15);
+  EXPECT_NEAR(a[1], 0.25, 1e-15);
+  Geometry equilateral;
+  equilateral.positions = {0, 0, 0, 1, 0, 0, 0.5, std::sqrt(3.0) / 2, 0};
+  equilateral.triangles = {0, 1, 2};
+  for (const double area : voronoiAreas(equilateral)) {
+    EXPECT_NEAR(area, std::sqrt(3.0) / 12, 1e-15);
+  }
+  // Legs 1 and 2: the right corner 1/8 (1 * 2 + 4 * 1/2) = 1/2, the others 1/8 (1 * 2 + 5 * 0)
+  // and 1/8 (4 * 1/2 + 5 * 0) = 1/4.
+  Geometry right;
+  right.positions = {0, 0, 0, 1, 0, 0, 0, 2, 0};
+  right.triangles = {0, 1, 2};
+  const std::vector<double> r = voronoiAreas(right);
+  EXPECT_NEAR(r[0], 0.5, 1e-15);
+  EXPECT_NEAR(r[1], 0.25, 1e-15);
+  EXPECT_NEAR(r[2], 0.25, 1e-15);
+}
+
 // On a regular grid the tangent-plane Voronoi cell of an interior point is the grid cell.
 TEST(SamplingPointAreas, CloudOfRegularGridIsExactInside) {
   Geometry cloud = sheet(32);

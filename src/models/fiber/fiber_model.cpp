@@ -12,6 +12,7 @@
 #include <numbers>
 #include <optional>
 #include <random>
+#include <span>
 
 #include "core/lanczos.hpp"
 #include "core/union_find.hpp"
@@ -75,6 +76,89 @@ std::optional<double> freeEdgeOutward(std::vector<double>& angles) {
   if (gap <= kEdgeGap) return std::nullopt;
   return start + gap / 2;
 }
+// Per-fiber bending weights that make a node's bending form the plate's in every mode
+// (header (b), "fitted weights"): with q_k = (Qxx, Qyy, sqrt2 Qxy) of fiber k's sensitivity
+// and qbar their mean,
+//   alpha qbar qbar^T + (1 - alpha) / n sum_k omega_k q_k q_k^T = lambda C,   omega_k >= floor,
+// C = [[1, nu, 0], [nu, 1, 0], [0, 0, 1 - nu]] (any lambda > 0: the scalar K_b,j sets the
+// scale). Six linear equations in n + 1 unknowns; of the solutions the one nearest the prior
+// weights p_k in relative terms, min sum_k ((omega_k - p_k) / p_k)^2 + ((lambda - lambda0) /
+// lambda0)^2 with lambda0 = <B_prior, M>, by the minimum-norm solution of the equations in those
+// relative unknowns (complete orthogonal decomposition: straight fibers span only five of the
+// six dimensions, and then the mean term's share fixes lambda). Weights that fall below the
+// floor are held there and the rest solved again (an active set, at most n rounds). None when
+// the equations have no solution within 1e-9 of the form's size (fibers in fewer than three
+// directions, e.g. along a free edge) or lambda would not be positive.
+std::optional<std::vector<double>> fitBendWeights(std::span<const std::array<double, 3>> q,
+                                                  std::span<const double> prior, double alpha,
+                                                  double nu, double floor) {
+  const auto n = static_cast<Eigen::Index>(q.size());
+  if (n < 2) return std::nullopt;
+  // The six entries B00 B11 B22 B01 B02 B12 of a b^T (as a column).
+  const auto entries = [](const std::array<double, 3>& a, const std::array<double, 3>& b) {
+    Eigen::VectorXd e(6);
+    e << a[0] * b[0], a[1] * b[1], a[2] * b[2], a[0] * b[1], a[0] * b[2], a[1] * b[2];
+    return e;
+  };
+  std::array<double, 3> mean{};
+  for (const auto& qk : q) {
+    for (size_t c = 0; c < 3; ++c) mean[c] += qk[c] / static_cast<double>(n);
+  }
+  Eigen::VectorXd plate(6);  // C
+  plate << 1, 1, 1 - nu, nu, 0, 0;
+  Eigen::MatrixXd outer(6, n);  // column k: (1 - alpha) / n q_k q_k^T
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const std::array<double, 3>& qk = q[static_cast<size_t>(k)];
+    outer.col(k) = (1 - alpha) / static_cast<double>(n) * entries(qk, qk);
+  }
+  const Eigen::VectorXd meanTerm = alpha * entries(mean, mean);
+  const Eigen::VectorXd priorWeights = Eigen::Map<const Eigen::VectorXd>(prior.data(), n);
+  const Eigen::VectorXd priorForm = meanTerm + outer * priorWeights;
+  // <B, M> with M = [[3/8, 1/8, 0], [1/8, 3/8, 0], [0, 0, 1/4]] (BendingForm::cylinderAverage).
+  const double lambda0 =
+      0.375 * (priorForm[0] + priorForm[1]) + 0.25 * priorForm[3] + 0.25 * priorForm[2];
+  if (!(lambda0 > 0)) return std::nullopt;
+  std::vector<bool> held(static_cast<size_t>(n), false);  // at the floor
+  std::vector<double> weights(prior.begin(), prior.end());
+  for (Eigen::Index round = 0; round <= n; ++round) {
+    // Unknowns y_k = (omega_k - p_k) / p_k of the fibers not held and z = (lambda - lambda0) /
+    // lambda0; equations B(omega) - lambda C = 0.
+    std::vector<Eigen::Index> free;
+    Eigen::VectorXd rhs = lambda0 * plate - meanTerm;
+    for (Eigen::Index k = 0; k < n; ++k) {
+      const auto kk = static_cast<size_t>(k);
+      rhs -= outer.col(k) * (held[kk] ? floor : prior[kk]);
+      if (!held[kk]) free.push_back(k);
+    }
+    const auto unknowns = static_cast<Eigen::Index>(free.size());
+    Eigen::MatrixXd system(6, unknowns + 1);
+    for (Eigen::Index f = 0; f < unknowns; ++f) {
+      system.col(f) = outer.col(free[static_cast<size_t>(f)]) *
+                      prior[static_cast<size_t>(free[static_cast<size_t>(f)])];
+    }
+    system.col(unknowns) = -lambda0 * plate;
+    const Eigen::VectorXd solution = system.completeOrthogonalDecomposition().solve(rhs);
+    if ((system * solution - rhs).norm() > 1e-9 * lambda0 * plate.norm()) return std::nullopt;
+    if (!(1 + solution[unknowns] > 0)) return std::nullopt;
+    bool below = false;
+    for (Eigen::Index f = 0; f < unknowns; ++f) {
+      const auto k = static_cast<size_t>(free[static_cast<size_t>(f)]);
+      weights[k] = prior[k] * (1 + solution[f]);
+      if (weights[k] < floor) {
+        held[k] = true;
+        below = true;
+      }
+    }
+    if (!below) {
+      for (size_t k = 0; k < weights.size(); ++k) {
+        if (held[k]) weights[k] = floor;
+      }
+      return weights;
+    }
+  }
+  return std::nullopt;
+}
+
 constexpr size_t kNodeGrain = 256;
 
 std::string nodeMessage(size_t node, const std::string& what) {
@@ -256,6 +340,8 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     }
   } probe{*this, restPositions_, {}, {}};
   std::vector<double> endAngles;  // directions of a node's fiber ends, for freeEdgeOutward
+  std::vector<std::array<double, 3>> sensitivities;  // a node's q_k, (fibers)
+  std::vector<double> weights;                       // its fibers' w_k^2, (fibers)
   if (cracks_.empty()) freeEdgeNormal_.assign(3 * n, 0.0);
   for (size_t j = 0; j < n; ++j) {
     const double area = areas_[j];
@@ -295,31 +381,55 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     qyy *= invCount;
     const double trace = qxx + qyy;
     // B = alpha Qbar Qbar^T + (1 - alpha) (1/n) sum_k w_k^2 Q_k Q_k^T (as vectors q).
+    endAngles.clear();
+    sensitivities.clear();
+    weights.clear();
+    for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
+      const auto fi = static_cast<size_t>(f);
+      if ((network_.flags[fi] & kFiberActive) == 0) continue;
+      const size_t k = sensitivities.size();
+      const double fxx = probe.sensitivity[3 * k];  // Q_k
+      const double fxy = probe.sensitivity[3 * k + 1];
+      const double fyy = probe.sensitivity[3 * k + 2];
+      sensitivities.push_back({fxx, fyy, std::numbers::sqrt2 * fxy});
+      const double fiberTrace = fxx + fyy;
+      const double weight =
+          std::abs(fiberTrace) > 1e-12 * std::abs(trace) ? trace / fiberTrace : 0.0;
+      weights.push_back(std::max(weight * weight, minimumBendWeight));
+      if (cracks_.empty()) {  // the free edges are found on the crack-free network
+        for (const int end : {0, 2}) {
+          const Vec3 d =
+              row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + end])) - centre;
+          endAngles.push_back(std::atan2(d.dot(tangent2), d.dot(tangent1)));
+        }
+      }
+    }
+    if (cracks_.empty()) {
+      const std::optional<double> outward = freeEdgeOutward(endAngles);
+      setRow(freeEdgeNormal_, j,
+             outward ? Vec3(std::cos(*outward) * tangent1 + std::sin(*outward) * tangent2)
+                     : Vec3::Zero());
+    }
+    const Vec3 outward = row(freeEdgeNormal_, j);
+    const double inPlane = std::hypot(outward.dot(tangent1), outward.dot(tangent2));
+    if (inPlane <= 1e-6) {  // an interior node: its form fitted to the plate's
+      if (const std::optional<std::vector<double>> fitted =
+              fitBendWeights(sensitivities, weights, meanAngleWeight_, nu, minimumBendWeight)) {
+        weights = *fitted;
+      }
+    }
     BendingForm form;
     form.addOuter(meanAngleWeight_, qxx, qxy, qyy);
-    endAngles.clear();
     {
-      int k = 0;
+      size_t k = 0;
       for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
         const auto fi = static_cast<size_t>(f);
         if ((network_.flags[fi] & kFiberActive) == 0) continue;
-        const double fxx = probe.sensitivity[3 * static_cast<size_t>(k)];  // Q_k
-        const double fxy = probe.sensitivity[3 * static_cast<size_t>(k) + 1];
-        const double fyy = probe.sensitivity[3 * static_cast<size_t>(k) + 2];
+        fiberBendWeight_[fi] = directionWeight(fi) * weights[k];
+        form.addOuter((1.0 - meanAngleWeight_) * invCount * fiberBendWeight_[fi],
+                      probe.sensitivity[3 * k], probe.sensitivity[3 * k + 1],
+                      probe.sensitivity[3 * k + 2]);
         ++k;
-        const double fiberTrace = fxx + fyy;
-        const double weight =
-            std::abs(fiberTrace) > 1e-12 * std::abs(trace) ? trace / fiberTrace : 0.0;
-        fiberBendWeight_[fi] = directionWeight(fi) * std::max(weight * weight, minimumBendWeight);
-        form.addOuter((1.0 - meanAngleWeight_) * invCount * fiberBendWeight_[fi], fxx, fxy, fyy);
-        if (cracks_.empty()) {  // the free edges are found on the crack-free network
-          for (const int end : {0, 2}) {
-            const Vec3 d =
-                row(restPositions_, static_cast<size_t>(network_.fiberNodes[3 * fi + end])) -
-                centre;
-            endAngles.push_back(std::atan2(d.dot(tangent2), d.dot(tangent1)));
-          }
-        }
       }
     }
     // Interior node: the cylinder energy averaged over its direction is the plate's,
@@ -331,15 +441,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     // Only the input surface's free edges, found on the crack-free network: the sides of a
     // crack keep the direction average (a choice; their fibers change at every rebuild).
     double sensitivity = form.cylinderAverage();
-    if (cracks_.empty()) {
-      const std::optional<double> outward = freeEdgeOutward(endAngles);
-      setRow(freeEdgeNormal_, j,
-             outward ? Vec3(std::cos(*outward) * tangent1 + std::sin(*outward) * tangent2)
-                     : Vec3::Zero());
-    }
-    const Vec3 outward = row(freeEdgeNormal_, j);
-    if (const double inPlane = std::hypot(outward.dot(tangent1), outward.dot(tangent2));
-        inPlane > 1e-6) {  // zero for interior nodes
+    if (inPlane > 1e-6) {  // zero for interior nodes
       const double nx = outward.dot(tangent1) / inPlane, ny = outward.dot(tangent2) / inPlane;
       const double edgeMode = form.bendAlong(-ny, nx, nu, nx, ny);
       // Never stiffer than the direction average: after cracks an edge node may keep only

@@ -473,7 +473,7 @@ Discretization discretizeFiber(const BodyDef& def, Geometry geometry,
     computeVertexNormals(geometry);  // area-weighted, consistent with the triangles
   }
   if (!clustered) {
-    nodes.areas = pointAreas(geometry);
+    nodes.areas = voronoiAreas(geometry);
     nodes.positions = geometry.positions;
     nodes.normals = geometry.normals;
     outputTriangles = geometry.triangles;  // every vertex is a node: the mesh itself moves
