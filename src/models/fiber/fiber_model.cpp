@@ -94,7 +94,7 @@ std::optional<std::vector<double>> fitBendWeights(std::span<const std::array<dou
                                                   double nu, double floor) {
   const auto n = static_cast<Eigen::Index>(q.size());
   if (n < 2) return std::nullopt;
-  // The six entries B00 B11 B22 B01 B02 B12 of a b^T (as a column).
+  // The six entries B00 B11 B22 B01 B02 B12 of a b^T (as a column; BendingForm's order).
   const auto entries = [](const std::array<double, 3>& a, const std::array<double, 3>& b) {
     Eigen::VectorXd e(6);
     e << a[0] * b[0], a[1] * b[1], a[2] * b[2], a[0] * b[1], a[0] * b[2], a[1] * b[2];
@@ -113,10 +113,10 @@ std::optional<std::vector<double>> fitBendWeights(std::span<const std::array<dou
   }
   const Eigen::VectorXd meanTerm = alpha * entries(mean, mean);
   const Eigen::VectorXd priorWeights = Eigen::Map<const Eigen::VectorXd>(prior.data(), n);
-  const Eigen::VectorXd priorForm = meanTerm + outer * priorWeights;
-  // <B, M> with M = [[3/8, 1/8, 0], [1/8, 3/8, 0], [0, 0, 1/4]] (BendingForm::cylinderAverage).
-  const double lambda0 =
-      0.375 * (priorForm[0] + priorForm[1]) + 0.25 * priorForm[3] + 0.25 * priorForm[2];
+  const Eigen::VectorXd priorVector = meanTerm + outer * priorWeights;
+  BendingForm priorForm;  // the same entries in the same order
+  std::copy(priorVector.begin(), priorVector.end(), priorForm.b.begin());
+  const double lambda0 = priorForm.cylinderAverage();  // <B_prior, M>
   if (!(lambda0 > 0)) return std::nullopt;
   std::vector<bool> held(static_cast<size_t>(n), false);  // at the floor
   std::vector<double> weights(prior.begin(), prior.end());
@@ -145,16 +145,12 @@ std::optional<std::vector<double>> fitBendWeights(std::span<const std::array<dou
       const auto k = static_cast<size_t>(free[static_cast<size_t>(f)]);
       weights[k] = prior[k] * (1 + solution[f]);
       if (weights[k] < floor) {
+        weights[k] = floor;
         held[k] = true;
         below = true;
       }
     }
-    if (!below) {
-      for (size_t k = 0; k < weights.size(); ++k) {
-        if (held[k]) weights[k] = floor;
-      }
-      return weights;
-    }
+    if (!below) return weights;
   }
   return std::nullopt;
 }
@@ -380,7 +376,6 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     qxy *= invCount;
     qyy *= invCount;
     const double trace = qxx + qyy;
-    // B = alpha Qbar Qbar^T + (1 - alpha) (1/n) sum_k w_k^2 Q_k Q_k^T (as vectors q).
     endAngles.clear();
     sensitivities.clear();
     weights.clear();
@@ -418,6 +413,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
         weights = *fitted;
       }
     }
+    // B = alpha Qbar Qbar^T + (1 - alpha) (1/n) sum_k w_k^2 Q_k Q_k^T (as vectors q).
     BendingForm form;
     form.addOuter(meanAngleWeight_, qxx, qxy, qyy);
     {

@@ -42,7 +42,12 @@
 //   3. energies: the chunks' sums, in chunk order.
 //
 // Stiffness mapping (material -> K_s,j, K_b,j), per node from its rest fibers and its area
-// a_j (the true surface area the node represents, m^2):
+// a_j (the true surface area the node represents, m^2: its Voronoi area, geometry/sampling.hpp
+// voronoiAreas, or a clustered node's sum of its points' areas; with a third of each triangle
+// instead, a grid whose diagonals alternate gave its nodes 4/3 and 2/3 of a cell in a
+// checkerboard, K_b,j alternated by a factor of 2, and the solution relaxed its bending through
+// a checkerboard ripple: every plate sagged about 3.5 % more than Kirchhoff's at any
+// resolution):
 //  (a) Stretching. An equibiaxial stretch by (1 + eps) scales every l~ by (1 + eps) (l~ is
 //      homogeneous of degree 1), so A_k - A_k0 = (2 eps + eps^2) A_k0 and
 //        E_s(j) = K_s,j / 2 (2 eps)^2 M_j + O(eps^3),  M_j = A_j0^2 + (1/n_j) sum_k A_k0^2.
@@ -86,11 +91,6 @@
 //        at the node. On the 12-neighbour grid the plate modes' energies went from 0.83 of
 //        Kirchhoff's to 0.97 (64 cells), the simply supported plate's deflection at 32 cells
 //        from 1.20 to 1.05 times (tests/dynamics/test_fiber_accuracy.cpp).
-//      a_j is the node's Voronoi area (geometry/sampling.hpp voronoiAreas; a clustered node's
-//      the sum of its points' areas): with a third of each triangle, a grid whose diagonals
-//      alternate gave its nodes 4/3 and 2/3 of a cell in a checkerboard, so K_b,j alternated
-//      by a factor of 2 and the solution relaxed its bending through a checkerboard ripple:
-//      every plate sagged about 3.5 % more than Kirchhoff's at any resolution.
 //      - nodes on the input surface's free edges (the fibers' ends leave an angular gap wider
 //        than 3/4 pi around the node; the gap's bisector is the outward normal n, t the edge's
 //        tangent; found on the crack-free network and kept through cracks): the plate there
