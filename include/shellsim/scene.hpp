@@ -128,13 +128,23 @@ struct LoadDef {
   bool operator==(const LoadDef&) const = default;
 };
 
+// How a cracked shell's gas leaves (PressureDef::vent).
+enum class VentModel {
+  kExponential,  // the pressure falls as exp(-t / ventTime) from the first crack
+  kOrifice,      // the gas is sealed in at the first crack and flows out through the openings
+};
+
 // Gas pressure on a shell: force p dA along each node's outward normal (the side its
 // triangles wind counter-clockwise around); an open surface keeps the net force.
 struct PressureDef {
   double pressure = 0;            // over-pressure, Pa
   std::vector<RampKey> ramp;      // factor over time; empty: 1
   bool releaseOnFracture = true;  // the gas escapes once the shell has a crack
-  double ventTime = 0;            // s: time constant of that escape (0: at once)
+  VentModel vent = VentModel::kExponential;
+  double ventTime = 0;                 // s: time constant of the exponential vent (0: at once)
+  double ambientPressure = 101325;     // Pa, absolute, outside (orifice vent)
+  double gasDensity = 1.2;             // kg/m^3, of the escaping gas (orifice vent)
+  double dischargeCoefficient = 0.61;  // of the openings (orifice vent; sharp-edged: 0.61)
   bool operator==(const PressureDef&) const = default;
 };
 

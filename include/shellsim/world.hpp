@@ -163,6 +163,9 @@ class Simulation {
   [[nodiscard]] int32_t pieceCount(int32_t body) const;
   [[nodiscard]] int64_t brokenElements(int32_t body) const;  // so far
   [[nodiscard]] int32_t cracks(int32_t body) const;          // crack planes so far
+  // The gas over-pressure pushing on the body now, Pa (the scene's pressure times its ramp;
+  // after the first crack as vented; 0 without a pressure).
+  [[nodiscard]] double gasPressure(int32_t body) const;
   // Triangle pairs of the bodies' meshes, within a body and between bodies, that intersect
   // at the current positions (exact predicates; gingold2004 section 4.3's "no triangle pair
   // intersects"), leaving out the pairs mesh contact leaves out: those sharing a node and

@@ -406,6 +406,10 @@ class Simulation:
     def cracks(self, body: int) -> int:
         return self._sim.cracks(body)
 
+    def gas_pressure(self, body: int) -> float:
+        """The gas over-pressure pushing on the body now, Pa (0 without a pressure)."""
+        return self._sim.gas_pressure(body)
+
     def rigid_fragment_count(self, body: int) -> int:
         return self._sim.rigid_fragment_count(body)
 

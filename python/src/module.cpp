@@ -755,6 +755,10 @@ PYBIND11_MODULE(_core, m) {
           "cracks", [](const PySimulation& s, int32_t b) { return s.simulation.cracks(b); },
           py::arg("body"))
       .def(
+          "gas_pressure",
+          [](const PySimulation& s, int32_t b) { return s.simulation.gasPressure(b); },
+          py::arg("body"), "The gas over-pressure pushing on the body now, Pa.")
+      .def(
           "rigid_fragment_count",
           [](const PySimulation& s, int32_t b) { return s.simulation.rigidFragmentCount(b); },
           py::arg("body"))

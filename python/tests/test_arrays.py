@@ -98,6 +98,17 @@ class ArrayRoundTrips(unittest.TestCase):
         self.assertTrue(pinned[0])
         self.assertEqual(self.sim.piece_count(self.body), 1)
         np.testing.assert_array_equal(self.sim.node_pieces(self.body), np.zeros(49, dtype=np.int32))
+        self.assertEqual(self.sim.gas_pressure(self.body), 0.0)  # no pressure on this body
+
+    def test_gas_pressure_is_the_ramped_pressure_before_any_crack(self):
+        sim = shellsim.Simulation()
+        ramp = [{"time": 0, "value": 0}, {"time": 1, "value": 1}]
+        body = sim.add_body(self.vertices, self.triangles,
+                            {"model": "discrete_shell", "name": "sail",
+                             "pressure": {"pressure": 200, "ramp": ramp}})
+        sim.advance(0.25)
+        self.assertAlmostEqual(sim.gas_pressure(body), 200 * sim.time, places=9)
+        self.assertGreater(sim.gas_pressure(body), 0)
 
     def test_geometry_files_round_trip(self):
         with tempfile.TemporaryDirectory() as folder:

@@ -14,6 +14,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "dynamics/stepper.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 
@@ -149,7 +150,8 @@ void Recorder::writeFrame(const World& world, int32_t frame, const StepCounts& s
     record.bodies.push_back({kineticEnergy(body), body.elastic.stretching, body.elastic.bending,
                              gravitationalEnergy(body, world.gravity), pieceCount(pieces),
                              world.rigid.count(bodyIndex), body.brokenElements, body.crackCount(),
-                             body.nodeCount(), body.model->elementCount()});
+                             body.nodeCount(), body.model->elementCount(),
+                             currentOverPressure(body, world.time)});
     // A model that tracks no pieces has no ids either.
     pieceIds_[bodyIndex] =
         pieces.empty() ? std::vector<int32_t>()
@@ -353,6 +355,7 @@ void Recorder::writeSummary(const World& world, const std::string& sceneName, do
                           {"cracks", e.cracks},
                           {"nodes", e.nodes},
                           {"elements", e.elements}});
+      if (world.bodies[b].pressure) energies.back()["gas_pressure"] = e.gasPressure;
     }
     json frame;
     frame["frame"] = record.frame;
@@ -430,6 +433,7 @@ void Recorder::writeRecords(ByteWriter& out) const {
       out.value(b.cracks);
       out.value(b.nodes);
       out.value(b.elements);
+      out.value(b.gasPressure);
     }
     out.value<uint64_t>(r.files.size());
     for (const std::string& file : r.files) out.string(file);
@@ -491,6 +495,7 @@ void Recorder::readRecords(ByteReader& in) {
       e.cracks = in.value<int32_t>("cracks");
       e.nodes = in.value<int32_t>("nodes");
       e.elements = in.value<int64_t>("elements");
+      e.gasPressure = in.value<double>("gas pressure");
     }
     const auto files = in.value<uint64_t>("file count");
     if (files > 1'000'000) in.fail("frame records: " + std::to_string(files) + " files");

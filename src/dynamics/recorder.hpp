@@ -44,6 +44,7 @@ struct FrameRecord {
     int32_t cracks = 0;          // crack planes so far
     int32_t nodes = 0;           // nodes now (topology edits change it)
     int64_t elements = 0;        // elements now (Model::elementCount)
+    double gasPressure = 0;      // Pa, the over-pressure pushing now (bodies with a pressure)
   };
   std::vector<BodyEnergy> bodies;
   std::vector<std::string> files;     // written for this frame, relative to the output folder

@@ -8,6 +8,7 @@
 #include "core/byte_stream.hpp"
 #include "dynamics/implicit.hpp"
 #include "dynamics/simulation_impl.hpp"
+#include "dynamics/stepper.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/io.hpp"
 #include "shellsim/world.hpp"
@@ -78,6 +79,7 @@ struct SimulationState::Data {
     std::vector<int32_t> rigidFragment;           // Body::rigidFragment, (nNodes) or empty
     std::vector<double> rigidLocal;               // Body::rigidLocal, (nNodes, 3) or empty
     double ventStart = PressureLoad::kNotVented;  // PressureLoad::ventStart, s
+    double gas = PressureLoad::kNotSealed;        // PressureLoad::gas, Pa m^3
   };
   std::vector<RigidFragment> rigidFragments;  // World::rigid
   std::vector<BodyState> bodies;
@@ -382,7 +384,10 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
     }
     state.rigidFragment = body.rigidFragment;
     state.rigidLocal = body.rigidLocal;
-    if (body.pressure) state.ventStart = body.pressure->ventStart;
+    if (body.pressure) {
+      state.ventStart = body.pressure->ventStart;
+      state.gas = body.pressure->gas;
+    }
   }
   data->rigidFragments = impl.world.rigid.fragments();
   return data;
@@ -407,7 +412,10 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     body.brokenElements = state.brokenElements;
     body.cuts = state.cuts;
     body.nodeEdits = state.nodeEdits;
-    if (body.pressure) body.pressure->ventStart = state.ventStart;
+    if (body.pressure) {
+      body.pressure->ventStart = state.ventStart;
+      body.pressure->gas = state.gas;
+    }
     if (body.embedded && body.bindingEvents != state.bindingEvents) {
       replayBinding(body, state.bindingEvents);
     }
@@ -432,7 +440,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 11;
+constexpr uint32_t kStateFormatVersion = 12;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -545,6 +553,7 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     out.array(body.rigidFragment);
     out.array(body.rigidLocal);
     out.value(body.ventStart);
+    out.value(body.gas);
   }
   out.value<uint64_t>(data.rigidFragments.size());
   for (const RigidFragment& f : data.rigidFragments) {
@@ -679,6 +688,9 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     }
     state.ventStart = in.value<double>("vent start");
     if (std::isnan(state.ventStart)) in.fail("body '" + body.name + "': vent start is NaN");
+    state.gas = in.value<double>("sealed gas");
+    if (!std::isfinite(state.gas))
+      in.fail("body '" + body.name + "': its sealed gas is not finite");
   }
   const auto fragments = in.value<uint64_t>("rigid fragment count");
   if (fragments > 10'000'000) in.fail(std::to_string(fragments) + " rigid fragments");
@@ -1219,6 +1231,10 @@ int64_t Simulation::brokenElements(int32_t body) const {
 
 int32_t Simulation::cracks(int32_t body) const {
   return impl_->body(body).crackCount();
+}
+
+double Simulation::gasPressure(int32_t body) const {
+  return currentOverPressure(impl_->body(body), impl_->world.time);
 }
 
 int32_t Simulation::rigidFragmentCount(int32_t body) const {

@@ -110,6 +110,132 @@ void applyScriptedMotion(World& world) {
   for (Body& body : world.bodies) moveScriptedNodes(body, world.time);
 }
 
+namespace {
+
+// Each node's area vector on the body's current shape, (nNodes, 3), m^2: the model's own, or
+// a third of each triangle's of PressureLoad::triangles per corner.
+void pressureAreaVectors(const Body& body, std::vector<double>& area) {
+  area.assign(body.positions.size(), 0.0);
+  if (body.model->nodeAreaVectors(body.positions, area)) return;
+  const std::vector<int32_t>& triangles = body.pressure->triangles;
+  for (size_t t = 0; t + 2 < triangles.size(); t += 3) {
+    const auto a = static_cast<size_t>(triangles[t]);
+    const auto b = static_cast<size_t>(triangles[t + 1]);
+    const auto c = static_cast<size_t>(triangles[t + 2]);
+    const Eigen::Map<const Vec3> pa(&body.positions[3 * a]), pb(&body.positions[3 * b]),
+        pc(&body.positions[3 * c]);
+    const Vec3 third = (pb - pa).cross(pc - pa) / 6.0;
+    for (const size_t v : {a, b, c}) {
+      for (int k = 0; k < 3; ++k) area[3 * v + k] += third[k];
+    }
+  }
+}
+
+// The sealed gas's over-pressure at the body's current shape (Boyle: p_abs = gas / V),
+// Pa; none once the enclosure has turned inside out or the gas is at ambient.
+double sealedOverPressure(const PressureLoad& load, const EnclosedGas& enclosure) {
+  if (enclosure.volume <= 0) return 0.0;
+  return std::max(load.gas / enclosure.volume - load.ambientPressure, 0.0);
+}
+
+}  // namespace
+
+EnclosedGas measureEnclosedGas(std::span<const double> positions, std::span<const double> area,
+                               std::span<const double> mass, double closedResidue) {
+  const size_t n = mass.size();
+  Vec3 centre = Vec3::Zero();
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    centre += mass[i] * Vec3(positions[3 * i], positions[3 * i + 1], positions[3 * i + 2]);
+    total += mass[i];
+  }
+  if (total > 0) centre /= total;
+  // V = 1/3 sum_i (x_i - c) . A_i (divergence theorem; on a closed surface independent of c,
+  // on a torn one the openings' own share, about 1/3 r A_hole, is missing).
+  EnclosedGas out;
+  Vec3 sum = Vec3::Zero();
+  double lengths = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Vec3 a(area[3 * i], area[3 * i + 1], area[3 * i + 2]);
+    const Vec3 x(positions[3 * i], positions[3 * i + 1], positions[3 * i + 2]);
+    out.volume += (x - centre).dot(a) / 3.0;
+    sum += a;
+    lengths += a.norm();
+  }
+  // A closed surface's area vectors sum to zero, a surface with openings to minus the area
+  // vector of the patches that would close them: for one plane opening, its area.
+  out.openingArea = std::max(sum.norm() - closedResidue * lengths, 0.0);
+  return out;
+}
+
+double currentOverPressure(const Body& body, double time) {
+  if (!body.pressure) return 0.0;
+  const PressureLoad& load = *body.pressure;
+  if (!load.sealed()) return load.pressure * load.ramp.value(time) * load.remainingShare(time);
+  std::vector<double> area;
+  pressureAreaVectors(body, area);
+  return sealedOverPressure(
+      load, measureEnclosedGas(body.positions, area, body.model->nodeMasses(), load.closedResidue));
+}
+
+void ventSealedGas(Body& body, double time, double dt, double heldOverPressure) {
+  if (!body.pressure || !body.pressure->releaseOnFracture ||
+      body.pressure->vent != VentModel::kOrifice || body.crackCount() == 0) {
+    return;
+  }
+  PressureLoad& load = *body.pressure;
+  std::vector<double> area;
+  pressureAreaVectors(body, area);
+  const EnclosedGas enclosure =
+      measureEnclosedGas(body.positions, area, body.model->nodeMasses(), load.closedResidue);
+  if (load.gas < 0) {  // the first crack: what the pump put in stays in
+    const double over = load.pressure * load.ramp.value(time);
+    load.gas = enclosure.volume > 0 ? (load.ambientPressure + over) * enclosure.volume : 0.0;
+    return;
+  }
+  if (enclosure.volume <= 0) {
+    load.gas = 0;
+    return;
+  }
+  // A crack or a broken element changes area vectors near it at once, hence the measured
+  // volume, not the gas: its pressure carries over the edit.
+  if (heldOverPressure >= 0) {
+    load.gas = (load.ambientPressure + heldOverPressure) * enclosure.volume;
+  }
+  load.gas = ventedGas(load.gas, enclosure, load, dt);
+}
+
+double ventedGas(double gas, const EnclosedGas& enclosure, const PressureLoad& load, double dt) {
+  // Bernoulli through the openings, Q = C_d A sqrt(2 dp / rho) (m^3/s at the inside state);
+  // the gas leaving takes p_abs Q of p V per second: gas' = -(gas / V) Q. Backward Euler in
+  // dp, exact in the exponential: gas' = gas exp(-Q(dp') dt / V) with dp' = gas' / V - p_a.
+  // Explicit in dp, a wide opening on a shell crushed within a step overshot: 13 kPa in a
+  // 50 Pa balloon. In s = sqrt(dp'), g(s) = (p_a + s^2) V - gas exp(-k s) = 0 with
+  // k = C_d A sqrt(2 / rho) dt / V: g rises from g(0) < 0 (gas above ambient) to
+  // g(sqrt(gas / V - p_a)) >= 0, one root, found by Newton kept inside the bracket.
+  const double volume = enclosure.volume;
+  const double held = gas / volume - load.ambientPressure;  // dp with nothing flowing out
+  if (!(held > 0) || !(enclosure.openingArea > 0)) return gas;
+  const double k = load.dischargeCoefficient * enclosure.openingArea *
+                   std::sqrt(2.0 / load.gasDensity) * dt / volume;
+  const auto g = [&](double s) {
+    return (load.ambientPressure + s * s) * volume - gas * std::exp(-k * s);
+  };
+  double lo = 0, hi = std::sqrt(held), s = hi;
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    const double value = g(s);
+    if (value == 0) break;
+    (value < 0 ? lo : hi) = s;
+    const double slope = 2 * s * volume + gas * k * std::exp(-k * s);
+    double next = s - value / slope;
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    const bool converged = std::abs(next - s) <= 1e-14 * std::max(s, 1.0);
+    s = next;
+    if (converged) break;
+  }
+  return (load.ambientPressure + s * s) * volume;
+}
+
 void updateExternalForces(World& world) {
   for (Body& body : world.bodies) {
     if (!body.hasLoads()) continue;
@@ -123,27 +249,18 @@ void updateExternalForces(World& world) {
       }
     }
     if (!body.pressure) continue;
-    const double pressure = body.pressure->pressure * body.pressure->ramp.value(world.time) *
-                            body.pressure->remainingShare(world.time);
-    if (pressure == 0) continue;
+    const PressureLoad& load = *body.pressure;
+    double pressure = load.pressure * load.ramp.value(world.time) * load.remainingShare(world.time);
+    if (pressure == 0 && !load.sealed()) continue;
     const size_t n = static_cast<size_t>(body.nodeCount());
-    std::vector<double> area(3 * n, 0.0);
-    if (!body.model->nodeAreaVectors(body.positions, area)) {
-      // A mesh over the nodes: a third of each triangle's area vector per corner.
-      const std::vector<int32_t>& triangles = body.pressure->triangles;
-      for (size_t t = 0; t + 2 < triangles.size(); t += 3) {
-        const auto a = static_cast<size_t>(triangles[t]);
-        const auto b = static_cast<size_t>(triangles[t + 1]);
-        const auto c = static_cast<size_t>(triangles[t + 2]);
-        const Eigen::Map<const Vec3> pa(&body.positions[3 * a]), pb(&body.positions[3 * b]),
-            pc(&body.positions[3 * c]);
-        const Vec3 third = (pb - pa).cross(pc - pa) / 6.0;
-        for (const size_t v : {a, b, c}) {
-          for (int k = 0; k < 3; ++k) area[3 * v + k] += third[k];
-        }
-      }
-    }
+    std::vector<double> area;
+    pressureAreaVectors(body, area);
     const auto mass = body.model->nodeMasses();
+    if (load.sealed()) {
+      pressure = sealedOverPressure(
+          load, measureEnclosedGas(body.positions, area, mass, load.closedResidue));
+      if (pressure == 0) continue;
+    }
     // A closed shell's sampled net force is taken off in proportion to mass (its exact net
     // force is zero); an open surface keeps its net force (PressureLoad::closed).
     Vec3 net = Vec3::Zero();
@@ -232,6 +349,8 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.inelastic);
     for (Body& body : world.bodies) {
+      const double heldOverPressure =
+          body.pressure && body.pressure->sealed() ? currentOverPressure(body, world.time) : -1.0;
       const InelasticReport report =
           body.model->updateInelastic(body.positions, dt, workspaceOf(body));
       body.brokenElements += report.brokenElements;
@@ -241,6 +360,7 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
         body.pressure->ventStart = world.time;  // the gas starts to escape
       }
       const bool separated = report.brokenElements > 0 || !report.edit.empty();
+      ventSealedGas(body, world.time, dt, separated ? heldOverPressure : -1.0);
       if (separated) separateEmbeddedPieces(body);
       changed |= separated;
     }

@@ -92,6 +92,26 @@ void dampInternalMotion(World& world, double dt);
 // zero, unlike the closed surface integral) is removed in proportion to the masses.
 void updateExternalForces(World& world);
 
+// The gas a shell encloses, measured from its nodes' area vectors A_i.
+struct EnclosedGas {
+  double volume = 0;       // m^3, 1/3 sum_i (x_i - c) . A_i (c: the centre of mass)
+  double openingArea = 0;  // m^2, |sum_i A_i| less the closed surface's sampling residue
+};
+// positions and area (nNodes, 3), mass (nNodes); closedResidue: PressureLoad::closedResidue.
+EnclosedGas measureEnclosedGas(std::span<const double> positions, std::span<const double> area,
+                               std::span<const double> mass, double closedResidue);
+
+// The over-pressure pushing on the body at `time`, Pa (0 without a pressure load).
+double currentOverPressure(const Body& body, double time);
+
+// The orifice vent (PressureDef::vent) over an accepted step of dt, after the model's
+// inelastic update: at the body's first crack the gas is sealed in (PressureLoad::gas), after
+// it flows out through the openings. heldOverPressure >= 0: the over-pressure before an edit
+// of the body's elements in this update, kept across it (-1: no edit).
+void ventSealedGas(Body& body, double time, double dt, double heldOverPressure);
+// The sealed gas (PressureLoad::gas, Pa m^3) after dt of flow out of `enclosure`'s openings.
+double ventedGas(double gas, const EnclosedGas& enclosure, const PressureLoad& load, double dt);
+
 // Moves every scripted (pinned) node to its path's position and velocity at world.time.
 void applyScriptedMotion(World& world);
 // The pins that hold at `time` (those before their release) and the pinned flags they set.

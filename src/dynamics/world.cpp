@@ -268,7 +268,11 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
     body.pressure->pressure = def.pressure->pressure;
     body.pressure->ramp = Ramp(def.pressure->ramp);
     body.pressure->releaseOnFracture = def.pressure->releaseOnFracture;
+    body.pressure->vent = def.pressure->vent;
     body.pressure->ventTime = def.pressure->ventTime;
+    body.pressure->ambientPressure = def.pressure->ambientPressure;
+    body.pressure->gasDensity = def.pressure->gasDensity;
+    body.pressure->dischargeCoefficient = def.pressure->dischargeCoefficient;
     std::vector<double> probe(3 * n);
     Geometry surface = body.model->surface(body.positions);
     const bool areaVectors = body.model->nodeAreaVectors(body.positions, probe);
@@ -277,21 +281,22 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
       throw InputError(label + ".pressure: the model '" + body.model->name() +
                        "' has no surface normals to push along");
     }
+    // A closed surface's area vectors sum to zero up to the sampling's error (under 2 % of
+    // their lengths on a 16-ring sphere); an open one's to its projected area (a
+    // hemisphere: half).
+    Vec3 sum = Vec3::Zero();
+    double lengths = 0;
+    for (size_t i = 0; areaVectors && i < n; ++i) {
+      const Vec3 a(probe[3 * i], probe[3 * i + 1], probe[3 * i + 2]);
+      sum += a;
+      lengths += a.norm();
+    }
     if (surface.isPointCloud()) {
-      // A closed surface's area vectors sum to zero up to the sampling's error (under 2 % of
-      // their lengths on a 16-ring sphere); an open one's to its projected area (a
-      // hemisphere: half).
-      Vec3 sum = Vec3::Zero();
-      double lengths = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const Vec3 a(probe[3 * i], probe[3 * i + 1], probe[3 * i + 2]);
-        sum += a;
-        lengths += a.norm();
-      }
       body.pressure->closed = sum.norm() < PressureLoad::kClosedAreaRatio * lengths;
     } else {
       body.pressure->closed = analyzeTopology(surface).boundaryEdgeCount == 0;
     }
+    if (body.pressure->closed && lengths > 0) body.pressure->closedResidue = sum.norm() / lengths;
     if (!areaVectors) body.pressure->triangles = std::move(surface.triangles);
     body.externalForces.assign(3 * n, 0.0);
   }

@@ -54,14 +54,29 @@ struct LoadGroup {
 struct PressureLoad {
   double pressure = 0;  // Pa, times the ramp
   Ramp ramp;
-  bool releaseOnFracture = true;  // falls to 0 from the body's first crack (remainingShare)
+  bool releaseOnFracture = true;  // the gas leaves from the body's first crack on
+  VentModel vent = VentModel::kExponential;
   double ventTime = 0;            // s: exp(-(t - ventStart) / ventTime) then; 0: at once
   double ventStart = kNotVented;  // s: the world time of the body's first crack
   static constexpr double kNotVented = std::numeric_limits<double>::infinity();
+  // The orifice vent (PressureDef): from the first crack the gas is an ideal gas at constant
+  // temperature, `gas` = p_abs V (Pa m^3), which only the flow through the openings lowers.
+  double ambientPressure = 101325;  // Pa, absolute
+  double gasDensity = 1.2;          // kg/m^3
+  double dischargeCoefficient = 0.61;
+  double gas = kNotSealed;  // Pa m^3; negative until sealed in at the first crack
+  static constexpr double kNotSealed = -1;
+  // |sum A_i| / sum |A_i| of the rest shape's area vectors: what the sampling leaves of a
+  // closed surface's zero sum, not counted as an opening.
+  double closedResidue = 0;
 
-  // The share of the gas still in at `time` (1 before any crack or without release).
+  [[nodiscard]] bool sealed() const {
+    return releaseOnFracture && vent == VentModel::kOrifice && gas >= 0;
+  }
+  // The exponential vent's share of the gas still in at `time` (1 before any crack, without
+  // release, and for the orifice vent, whose pressure follows from `gas` instead).
   [[nodiscard]] double remainingShare(double time) const {
-    if (!releaseOnFracture || time < ventStart) return 1.0;
+    if (!releaseOnFracture || time < ventStart || vent == VentModel::kOrifice) return 1.0;
     return ventTime > 0 ? std::exp(-(time - ventStart) / ventTime) : 0.0;
   }
   // For a model without area vectors: its surface mesh over the nodes, (nTriangles, 3),

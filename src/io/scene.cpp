@@ -340,8 +340,13 @@ BodyDef readBody(const ObjectReader::Element& element, std::size_t index,
     pressure.pressure = pr.tryNumber("pressure").value_or(0.0);
     pressure.ramp = readRamp(pr, problems);
     pressure.releaseOnFracture = pr.choice("release_on_fracture") == "on";
+    const std::string vent = pr.choice("vent");
+    pressure.vent = toEnum(vent, scene_names::kVentModels, VentModel::kExponential);
     pressure.ventTime = pr.number("vent_time");
-    pr.finish();
+    pressure.ambientPressure = pr.number("ambient_pressure");
+    pressure.gasDensity = pr.number("gas_density");
+    pressure.dischargeCoefficient = pr.number("discharge_coefficient");
+    pr.finish(vent);
     body.pressure = std::move(pressure);
   }
   if (r.has("crop")) {

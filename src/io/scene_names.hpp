@@ -20,6 +20,7 @@ inline constexpr std::string_view kNewtonHessians[] = {"frozen", "exact", "quasi
 inline constexpr std::string_view kHessianKinds[] = {"exact", "projected"};
 inline constexpr std::string_view kRegionShapes[] = {"box", "sphere"};
 inline constexpr std::string_view kOnOff[] = {"on", "off"};
+inline constexpr std::string_view kVentModels[] = {"exponential", "orifice"};
 
 // The enum value whose word is `s`, or `fallback` (the reader has already reported a word
 // that is not one of `names`).

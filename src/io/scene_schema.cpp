@@ -22,6 +22,7 @@ using scene_names::kOnOff;
 using scene_names::kPinShapes;
 using scene_names::kPrimitiveTypes;
 using scene_names::kRegionShapes;
+using scene_names::kVentModels;
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The defaults here are the ones a scene gets; a test checks that they agree
@@ -314,14 +315,45 @@ constexpr FieldSpec kPressureFields[] = {
      .kind = FieldKind::kChoice,
      .text = "on",
      .choices = kOnOff,
-     .meaning = "`on`: the gas escapes once a crack has formed (see `vent_time`)."},
+     .meaning = "`on`: the gas escapes once a crack has formed (see `vent`)."},
+    {.key = "vent",
+     .kind = FieldKind::kChoice,
+     .text = "exponential",
+     .choices = kVentModels,
+     .meaning = "How the gas escapes from the first crack on. `exponential`: the pressure "
+                "falls as exp(-t / vent_time), whatever the crack. `orifice`: the gas (an "
+                "ideal gas at constant temperature, p V constant but for what leaves) is sealed "
+                "in at the first crack and its pressure follows the enclosed volume; it flows "
+                "out through the openings at Q = C_d A sqrt(2 p / rho) (Bernoulli), A the "
+                "area of the openings measured from the surface's area vectors (a closed "
+                "surface's sum to zero; a torn one's to the openings' projected area): a slit "
+                "that stays closed keeps the gas in and the tear running, a tear that opens "
+                "wide lets it out at once and the shell relaxes."},
     {.key = "vent_time",
      .unit = "s",
      .number = 0.0,
      .range = Range::atLeast(0.0),
-     .meaning = "How fast the gas escapes through a crack: from the first crack on, the "
-                "pressure falls as exp(-t / vent_time) (a drain through an orifice: a "
-                "balloon's tear opens while the gas is still pushing); 0: at once."},
+     .variants = "exponential",
+     .meaning = "Time constant of the exponential vent: a balloon's tear opens while the gas "
+                "is still pushing; 0: at once."},
+    {.key = "ambient_pressure",
+     .unit = "Pa",
+     .number = 101325.0,
+     .range = Range::above(0.0),
+     .variants = "orifice",
+     .meaning = "Absolute pressure outside; the gas inside is at ambient plus the over-pressure "
+                "when it is sealed in."},
+    {.key = "gas_density",
+     .unit = "kg/m^3",
+     .number = 1.2,
+     .range = Range::above(0.0),
+     .variants = "orifice",
+     .meaning = "Density of the gas flowing out (air: 1.2; helium: 0.17)."},
+    {.key = "discharge_coefficient",
+     .number = 0.61,
+     .range = Range::openClosed(0.0, 1.0),
+     .variants = "orifice",
+     .meaning = "C_d of the openings: the jet's contraction (a sharp-edged hole: 0.61)."},
 };
 
 constexpr FieldSpec kCropFields[] = {
@@ -753,7 +785,7 @@ constexpr ObjectSpec kPressureSpec{"pressure",
                                    "area vectors cancel to 5 %) the net force is zero, and what "
                                    "the sampling leaves is taken off in proportion to mass. An "
                                    "open surface keeps its net force: it is pushed as a whole.",
-                                   kPressureFields};
+                                   kPressureFields, "vent"};
 constexpr ObjectSpec kCropSpec{"crop", "The part of the input a body is made of.", kCropFields,
                                "shape"};
 constexpr ObjectSpec kRepairSpec{"repair", "Mesh repair before a body is made.", kRepairFields};

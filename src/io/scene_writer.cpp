@@ -135,7 +135,14 @@ Json toJson(const BodyDef& body) {
     out["pressure"] = {{"pressure", body.pressure->pressure},
                        {"ramp", ramp(body.pressure->ramp)},
                        {"release_on_fracture", onOff(body.pressure->releaseOnFracture)},
-                       {"vent_time", body.pressure->ventTime}};
+                       {"vent", word(body.pressure->vent, scene_names::kVentModels)}};
+    if (body.pressure->vent == VentModel::kExponential) {
+      out["pressure"]["vent_time"] = body.pressure->ventTime;
+    } else {
+      out["pressure"]["ambient_pressure"] = body.pressure->ambientPressure;
+      out["pressure"]["gas_density"] = body.pressure->gasDensity;
+      out["pressure"]["discharge_coefficient"] = body.pressure->dischargeCoefficient;
+    }
   }
   return out;
 }

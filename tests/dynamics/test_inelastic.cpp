@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -264,6 +265,205 @@ TEST(Pressure, TheGasEscapesThroughTheFirstCrackOverTheVentTime) {
   }
 }
 
+// Area vectors of a triangle mesh, a third of each triangle's per corner, (nVertices, 3).
+std::vector<double> meshAreaVectors(const Geometry& mesh) {
+  std::vector<double> area(mesh.positions.size(), 0.0);
+  for (size_t t = 0; t < mesh.triangles.size(); t += 3) {
+    std::array<Vec3, 3> p;
+    for (size_t k = 0; k < 3; ++k) {
+      const auto v = static_cast<size_t>(mesh.triangles[t + k]);
+      p[k] = Vec3(mesh.positions[3 * v], mesh.positions[3 * v + 1], mesh.positions[3 * v + 2]);
+    }
+    const Vec3 third = (p[1] - p[0]).cross(p[2] - p[0]) / 6.0;
+    for (size_t k = 0; k < 3; ++k) {
+      const auto v = static_cast<size_t>(mesh.triangles[t + k]);
+      for (int c = 0; c < 3; ++c) area[3 * v + c] += third[c];
+    }
+  }
+  return area;
+}
+
+// The orifice vent measures the gas from the area vectors alone: a closed mesh's volume is
+// its polyhedron's (the divergence theorem holds exactly for flat triangles) and it has no
+// opening; an open dome's opening is its rim polygon's area, and the volume does not depend
+// on the masses' centre for the closed mesh.
+TEST(Pressure, EnclosedGasMeasuresAClosedMeshsVolumeAndAnOpenOnesOpening) {
+  PrimitiveDef sphere;
+  sphere.type = PrimitiveType::kSphere;
+  sphere.radius = 0.3;
+  sphere.resolution = 20;
+  const Geometry ball = makePrimitive(sphere);
+  double tetrahedra = 0;  // sum a . (b x c) / 6 over the triangles
+  for (size_t t = 0; t < ball.triangles.size(); t += 3) {
+    std::array<Vec3, 3> p;
+    for (size_t k = 0; k < 3; ++k) {
+      const auto v = static_cast<size_t>(ball.triangles[t + k]);
+      p[k] = Vec3(ball.positions[3 * v], ball.positions[3 * v + 1], ball.positions[3 * v + 2]);
+    }
+    tetrahedra += p[0].dot(p[1].cross(p[2])) / 6.0;
+  }
+  const size_t n = ball.positions.size() / 3;
+  std::vector<double> mass(n, 1.0);
+  mass[0] = 50;  // the centre of mass off the origin
+  const EnclosedGas closed = measureEnclosedGas(ball.positions, meshAreaVectors(ball), mass, 0);
+  EXPECT_NEAR(closed.volume, tetrahedra, 1e-12 * tetrahedra);
+  EXPECT_NEAR(closed.volume, 4.0 / 3.0 * M_PI * 0.027, 0.05 * closed.volume) << "a sphere";
+  EXPECT_LT(closed.openingArea, 1e-14);
+
+  PrimitiveDef dome = sphere;
+  dome.type = PrimitiveType::kHemisphere;
+  const Geometry cup = makePrimitive(dome);
+  std::vector<std::pair<double, Vec3>> rim;  // by angle around z
+  for (size_t v = 0; v < cup.positions.size() / 3; ++v) {
+    if (std::abs(cup.positions[3 * v + 2]) > 1e-12) continue;
+    const Vec3 p(cup.positions[3 * v], cup.positions[3 * v + 1], 0);
+    rim.emplace_back(std::atan2(p.y(), p.x()), p);
+  }
+  std::sort(rim.begin(), rim.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  ASSERT_GE(rim.size(), 8u);
+  double polygon = 0;  // shoelace
+  for (size_t k = 0; k < rim.size(); ++k) {
+    polygon += rim[k].second.cross(rim[(k + 1) % rim.size()].second).z() / 2;
+  }
+  const std::vector<double> cupArea = meshAreaVectors(cup);
+  const std::vector<double> cupMass(cup.positions.size() / 3, 1.0);
+  const EnclosedGas open = measureEnclosedGas(cup.positions, cupArea, cupMass, 0);
+  EXPECT_NEAR(open.openingArea, polygon, 1e-12 * polygon);
+  EXPECT_NEAR(open.openingArea, M_PI * 0.09, 0.02 * open.openingArea) << "the dome's mouth";
+  // What a closedResidue names (a share of sum |A_i|) is not counted as an opening.
+  double lengths = 0;
+  for (size_t v = 0; v < cupMass.size(); ++v) {
+    lengths += Vec3(cupArea[3 * v], cupArea[3 * v + 1], cupArea[3 * v + 2]).norm();
+  }
+  EXPECT_NEAR(
+      measureEnclosedGas(cup.positions, cupArea, cupMass, 0.5 * polygon / lengths).openingArea,
+      0.5 * polygon, 1e-12 * polygon);
+  EXPECT_EQ(
+      measureEnclosedGas(cup.positions, cupArea, cupMass, 1.01 * polygon / lengths).openingArea,
+      0.0);
+}
+
+// A sealed gas is an ideal gas at constant temperature: its over-pressure follows the
+// enclosed volume (Boyle), and an intact closed shell has no opening whatever its size, so
+// nothing leaves (the fiber sphere's sampled area vectors do not cancel exactly: their
+// residue at rest is taken off).
+TEST(Pressure, ASealedGasFollowsBoylesLawAndStaysInAClosedShell) {
+  BodyDef body = fiberSphere(300.0);
+  body.pressure->vent = VentModel::kOrifice;
+  SceneDef scene = sceneWith(body);
+  scene.gravity = {0, 0, 0};
+  World world = buildWorld(scene);
+  Body& balloon = world.bodies[0];
+  PressureLoad& load = *balloon.pressure;
+  ASSERT_GT(load.closedResidue, 0) << "the sampled sphere's area vectors leave a residue";
+  const auto measure = [&] {
+    std::vector<double> area(balloon.positions.size());
+    EXPECT_TRUE(balloon.model->nodeAreaVectors(balloon.positions, area));
+    return measureEnclosedGas(balloon.positions, area, balloon.model->nodeMasses(),
+                              load.closedResidue);
+  };
+  const EnclosedGas rest = measure();
+  EXPECT_NEAR(rest.volume, 4.0 / 3.0 * M_PI * 0.008, 0.05 * rest.volume);
+  EXPECT_EQ(rest.openingArea, 0.0);
+  EXPECT_EQ(currentOverPressure(balloon, 0.0), 300.0) << "pumped: the given pressure";
+  load.gas = (load.ambientPressure + 300.0) * rest.volume;
+  ASSERT_TRUE(load.sealed());
+  EXPECT_NEAR(currentOverPressure(balloon, 0.0), 300.0, 1e-9);
+  for (const double scale : {1.0005, 0.9995}) {
+    std::vector<double> restPositions = balloon.positions;
+    for (double& x : balloon.positions) x *= scale;
+    const EnclosedGas now = measure();
+    EXPECT_NEAR(now.volume, rest.volume * scale * scale * scale, 1e-12 * rest.volume);
+    EXPECT_LT(now.openingArea, 1e-15) << "a uniformly inflated closed shell stays closed";
+    const double boyle =
+        (load.ambientPressure + 300.0) / (scale * scale * scale) - load.ambientPressure;
+    EXPECT_NEAR(currentOverPressure(balloon, 0.0), boyle, 1e-6);
+    EXPECT_GT(std::abs(boyle - 300.0), 140.0) << "0.15 % of the volume is 0.15 % of 1 bar";
+    // Nothing leaves a closed shell (the vent needs a crack to run at all; called as if
+    // the balloon had one, the opening is zero).
+    const double gas = load.gas;
+    ventSealedGas(balloon, 0.0, 1e-3, -1.0);
+    EXPECT_NEAR(load.gas, gas, 1e-12 * gas);
+    balloon.positions = restPositions;
+  }
+}
+
+// The orifice vent on a torn balloon: at the first crack the gas the pump put in is sealed
+// in ((p_ambient + p) V), then each accepted step lets Q = C_d A sqrt(2 p / rho) out at the
+// inside state: gas' = -gas Q / V, backward Euler in the over-pressure and exact in the
+// exponential; the forces push with gas / V - p_ambient. The tear opens, the gas leaves over
+// several steps and is out within 50 ms.
+TEST(Pressure, TheOrificeVentSealsTheGasAtTheFirstCrackAndLetsItOutThroughTheOpening) {
+  BodyDef body = fiberSphere(300.0);
+  body.primitive->resolution = 32;
+  body.pressure->ramp = {{0.0, 0.0}, {1.0, 1.0}};
+  body.pressure->vent = VentModel::kOrifice;
+  // Strong but for a weak spot, where it tears (a sphere torn all over at once leaves no
+  // membrane to measure: every node a loose shard).
+  FiberDef& fiber = body.options<FiberDef>();
+  fiber.fracture = FiberFractureDef{
+      .stretchLimit = 1.5, .bendLimit = 50.0, .brokenRatio = 0.25, .cooldownSteps = 2};
+  fiber.regions.push_back(FiberRegionDef{
+      .shape = PinShape::kSphere, .center = {0.2, 0, 0}, .radius = 0.06, .fractureScale = 0.3});
+  SceneDef scene = sceneWith(body);
+  scene.gravity = {0, 0, 0};
+  World world = buildWorld(scene);
+  Body& balloon = world.bodies[0];
+  const PressureLoad& load = *balloon.pressure;
+  PhaseTimes times;
+  computeAccelerations(world);
+  const double dt = 0.25 * stableTimeStep(world);
+  const auto measure = [&] {
+    std::vector<double> area(balloon.positions.size());
+    EXPECT_TRUE(balloon.model->nodeAreaVectors(balloon.positions, area));
+    return measureEnclosedGas(balloon.positions, area, balloon.model->nodeMasses(),
+                              load.closedResidue);
+  };
+  int steps = 0;
+  while (balloon.crackCount() == 0 && steps < 20000) {
+    EXPECT_FALSE(load.sealed());
+    step(world, dt, times);
+    ++steps;
+  }
+  ASSERT_GT(balloon.crackCount(), 0) << "the over-inflated sphere tore";
+  ASSERT_TRUE(load.sealed());
+  const double pumped = load.pressure * load.ramp.value(world.time);
+  EXPECT_NEAR(load.gas, (load.ambientPressure + pumped) * measure().volume, 1e-12 * load.gas);
+  EXPECT_NEAR(currentOverPressure(balloon, world.time), pumped, 1e-9 * pumped);
+  const double sealed = load.gas;
+  double largestOpening = 0;
+  int flowingSteps = 0;
+  const int ventSteps = static_cast<int>(0.05 / dt);
+  for (int s = 0; s < ventSteps; ++s) {
+    const double gas = load.gas;
+    const int64_t broken = balloon.brokenElements;
+    const int32_t cracks = balloon.crackCount();
+    step(world, dt, times);
+    const EnclosedGas now = measure();
+    if (balloon.brokenElements != broken || balloon.crackCount() != cracks) {
+      continue;  // the gas's pressure carried over the edit (checked by the scene's test)
+    }
+    largestOpening = std::max(largestOpening, now.openingArea);
+    // The over-pressure at the step's end drives the flow over it (backward Euler).
+    const double over = std::max(load.gas / now.volume - load.ambientPressure, 0.0);
+    const double flow =
+        load.dischargeCoefficient * now.openingArea * std::sqrt(2 * over / load.gasDensity);
+    ASSERT_NEAR(load.gas, gas * std::exp(-flow * dt / now.volume), 1e-12 * gas) << "step " << s;
+    ASSERT_LE(load.gas, gas);
+    EXPECT_NEAR(currentOverPressure(balloon, world.time),
+                std::max(load.gas / now.volume - load.ambientPressure, 0.0), 1e-6);
+    if (flow > 0) ++flowingSteps;
+  }
+  EXPECT_LT(currentOverPressure(balloon, world.time), 0.05 * pumped) << "the gas got out";
+  EXPECT_LT(load.gas, sealed);
+  EXPECT_GT(largestOpening, 0.01 * 4 * M_PI * 0.04) << "through a tear of a percent of the area";
+  EXPECT_GT(flowingSteps, 3) << "over several steps, not at once";
+  std::cout << "over-pressure " << pumped << " Pa sealed in; over " << ventSteps
+            << " steps, gas flowed out in " << flowingSteps << ", largest opening "
+            << largestOpening * 1e4 << " cm^2, " << (sealed - load.gas) / load.ambientPressure * 1e6
+            << " cm^3 of outside air\n";
+}
+
 TEST(Loads, RampedRegionForceAcceleratesOnlyTheRegion) {
   BodyDef body = sheetBody(6);
   body.model = "fiber";
@@ -440,6 +640,74 @@ TEST(FractureSlow, ThePosterTearsThroughIntoTwoHalvesWithFewSpecks) {
             << without << " without\n";
   EXPECT_LE(withRule, 20);
   EXPECT_GE(without, withRule + 10);
+}
+
+// wicke2005 Fig. 9, scenes/fiber_balloon.json: "A balloon tears when inflated too much. Once
+// the tear is opened, the shell can relax and the tearing process stops." Inflated until its
+// weak spot tears, the balloon keeps its gas for the frame the tear takes to open (the orifice
+// vent: a slit lets little out), then empties through the hole within a few frames, stops
+// tearing, and hangs from its knot as one torn skin, no shards, above the floor, at rest.
+// Measured (release build, 1,170 nodes): radius 0.1200 -> 0.1378 m, the first crack in frame
+// 24, the gas 1,150 Pa -> 913 in that frame, 151, 23, 3 in the next three; 13 cracks, one
+// piece.
+TEST(Fracture, TheBalloonTearsAtItsWeakSpotLetsItsGasOutAndRelaxes) {
+  SceneDef scene =
+      loadScene(std::filesystem::path(SHELLSIM_SOURCE_DIR) / "scenes" / "fiber_balloon.json");
+  Simulation sim(scene);
+  const auto meanRadius = [&] {
+    const std::span<const double> x = sim.positions(0);
+    const size_t n = x.size() / 3;
+    Vec3 centre = Vec3::Zero();
+    for (size_t i = 0; i < n; ++i) centre += Vec3(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+    centre /= static_cast<double>(n);
+    double radius = 0;
+    for (size_t i = 0; i < n; ++i) {
+      radius += (Vec3(x[3 * i], x[3 * i + 1], x[3 * i + 2]) - centre).norm();
+    }
+    return radius / static_cast<double>(n);
+  };
+  const double restRadius = meanRadius();
+  double inflatedRadius = restRadius, pumped = 0, peakStretching = 0;
+  int firstCrackFrame = -1;
+  std::vector<double> gas;  // per frame from the first crack on, Pa
+  int32_t cracksSoonAfter = 0;
+  for (int frame = 1; frame <= 90; ++frame) {
+    const double radius = meanRadius();
+    const double pressure = sim.gasPressure(0);
+    sim.advanceFrames(1);
+    peakStretching = std::max(peakStretching, sim.energies(0).stretching);
+    if (firstCrackFrame < 0 && sim.cracks(0) > 0) {
+      firstCrackFrame = frame;
+      inflatedRadius = radius;
+      pumped = pressure;
+    }
+    if (firstCrackFrame > 0) gas.push_back(sim.gasPressure(0));
+    if (firstCrackFrame > 0 && frame == firstCrackFrame + 10) cracksSoonAfter = sim.cracks(0);
+  }
+  ASSERT_GT(firstCrackFrame, 0) << "it tore";
+  const std::vector<int32_t> pieces = sim.nodePieces(0);
+  const auto largest = static_cast<double>(std::count(pieces.begin(), pieces.end(), 0));
+  double lowest = std::numeric_limits<double>::infinity();
+  const std::span<const double> x = sim.positions(0);
+  for (size_t i = 2; i < x.size(); i += 3) lowest = std::min(lowest, x[i]);
+  const double kinetic = sim.energies(0).kinetic;
+  std::cout << "[ measured ] radius " << restRadius << " -> " << inflatedRadius
+            << " m; first crack in frame " << firstCrackFrame << " at " << pumped
+            << " Pa; gas then";
+  for (size_t k = 0; k < std::min<size_t>(gas.size(), 5); ++k) std::cout << " " << gas[k];
+  std::cout << " Pa; " << sim.cracks(0) << " cracks (" << cracksSoonAfter
+            << " ten frames after the first), " << sim.pieceCount(0) << " pieces, lowest node "
+            << lowest << " m, kinetic " << kinetic << " J at 3 s (peak stretching "
+            << peakStretching << " J)\n";
+  EXPECT_GT(inflatedRadius, 1.1 * restRadius) << "inflated visibly before it tore";
+  EXPECT_GT(gas[0], 0.5 * pumped) << "no collapse within the frame of the tear";
+  ASSERT_GE(gas.size(), 6u);
+  EXPECT_LT(gas[5], 0.05 * pumped) << "the gas is out within five frames";
+  EXPECT_EQ(sim.cracks(0), cracksSoonAfter) << "the tearing stops once the tear is open";
+  EXPECT_LE(sim.pieceCount(0), 3);
+  EXPECT_GT(largest, 0.98 * static_cast<double>(pieces.size())) << "one torn skin, no shards";
+  EXPECT_GT(lowest, 0.05) << "hanging from its knot above the floor";
+  EXPECT_LT(kinetic, 0.01 * peakStretching) << "at rest";
 }
 
 // A 0.5 m fiber sheet of 13 x 13 nodes pulled apart at its left and right edges (two columns

@@ -860,6 +860,30 @@ TEST(SceneInelastic, FiberPlasticityFractureRegionsLoadsAndPressureAreReadAndChe
   ASSERT_TRUE(s.bodies[0].pressure);
   EXPECT_EQ(s.bodies[0].pressure->pressure, 500);
   EXPECT_TRUE(s.bodies[0].pressure->releaseOnFracture);
+  EXPECT_EQ(s.bodies[0].pressure->vent, VentModel::kExponential);
+
+  // The orifice vent and its gas; the exponential vent's time is refused with it.
+  body["pressure"] = {{"pressure", 500}, {"vent", "orifice"}, {"gas_density", 0.17}};
+  const PressureDef orifice = *parseScene(scene.dump(), "scene.json", ".").bodies[0].pressure;
+  EXPECT_EQ(orifice.vent, VentModel::kOrifice);
+  EXPECT_EQ(orifice.gasDensity, 0.17);
+  EXPECT_EQ(orifice.ambientPressure, 101325);
+  EXPECT_EQ(orifice.dischargeCoefficient, 0.61);
+  body["pressure"] = {{"pressure", 500},
+                      {"vent", "orifice"},
+                      {"vent_time", 0.1},
+                      {"gas_density", 0},
+                      {"discharge_coefficient", 1.5}};
+  const std::string ventMessage = errorOfJson(scene);
+  for (const char* expected :
+       {"bodies[0].pressure.vent_time: is not used when vent is 'orifice'",
+        "bodies[0].pressure.gas_density = 0: must be > 0",
+        "bodies[0].pressure.discharge_coefficient = 1.5: must be in (0, 1]"}) {
+    EXPECT_NE(ventMessage.find(expected), std::string::npos) << expected << "\n" << ventMessage;
+  }
+  body["pressure"] = {{"pressure", 500}, {"vent", "valve"}};
+  EXPECT_NE(errorOfJson(scene).find("bodies[0].pressure.vent = \"valve\""), std::string::npos)
+      << errorOfJson(scene);
 
   body["fiber"] = {
       {"fracture", {{"stretch_limit", 0.9}, {"broken_ratio", 0}, {"min_piece_nodes", -1}}},
@@ -992,6 +1016,12 @@ TEST(SceneWriter, NonDefaultValuesOfEveryKindSurviveTheRoundTrip) {
   scene.time.integrator = Integrator::kBackwardEuler;
   scene.time.newtonFrozenHessian = false;
   scene.output.formats = {OutputFormat::kVtp, OutputFormat::kObj};
+  body.pressure = PressureDef{.pressure = 900,
+                              .ramp = {{0, 0}, {1, 1}},
+                              .vent = VentModel::kOrifice,
+                              .ambientPressure = 9e4,
+                              .gasDensity = 0.17,
+                              .dischargeCoefficient = 0.8};
   const SceneDef back = parseScene(sceneToJson(scene), "written.json", scene.sceneFolder);
   EXPECT_EQ(back, scene);
   scene.time.newtonFrozenHessian = true;
