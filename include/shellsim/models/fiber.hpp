@@ -40,7 +40,8 @@ struct FiberFractureDef {
   // for a moment do not break it, a sustained load does.
   double delay = 0;
   // > 0: a crack that would cut a piece of fewer nodes off a larger one is not placed, and
-  // its node seeds none again (its broken fibers stay broken); 0: every crack is placed.
+  // its node seeds none again (its broken fibers stay broken), and a node left without any
+  // fiber keeps its least overloaded one, unbreakable from then on; 0: every crack is placed.
   int32_t minPieceNodes = 0;
   bool operator==(const FiberFractureDef&) const = default;
 };

@@ -111,6 +111,9 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
   }
   const FiberPlasticityDef* plastic = params_.plasticity ? &*params_.plasticity : nullptr;
   const FiberFractureDef* fracture = params_.fracture ? &*params_.fracture : nullptr;
+  // The fibers that break in this step, for keepNodesAttached (min_piece_nodes only).
+  std::vector<uint8_t> brokeNow;
+  if (fracture != nullptr && fracture->minPieceNodes > 0) brokeNow.assign(network_.flags.size(), 0);
   // l and theta as the last gradient evaluation measured them, when it was at x with the
   // current fibers; else measured here.
   const auto* workspace = dynamic_cast<const Workspace*>(modelWorkspace);
@@ -165,7 +168,7 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
                 }
               }
             }
-            if (fracture != nullptr) {
+            if (fracture != nullptr && (network_.flags[f] & kFiberHeld) == 0) {
               // eq. (27), (28)
               const double stretchLimit = 1.0 + fractureScale * (fracture->stretchLimit - 1.0);
               const double urgency = std::max((length / restLength) / stretchLimit,
@@ -180,12 +183,14 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
                 lastBreakStep_[j] = inelasticStep_;
                 changed = true;
                 ++broken[j];
+                if (!brokeNow.empty()) brokeNow[f] = 1;
               }
             }
           }
           if (changed) refreshRestMeans(j);
         }
       });
+  if (!brokeNow.empty()) keepNodesAttached(brokeNow, broken);
   for (size_t j = 0; j < n; ++j) {
     report.yieldingElements += yielding[j];
     report.brokenElements += broken[j];
@@ -232,6 +237,36 @@ bool cutsOffSpeck(std::span<const int32_t> before, std::span<const int32_t> afte
 }
 
 }  // namespace
+
+void FiberModel::keepNodesAttached(std::vector<uint8_t>& brokeNow, std::vector<int64_t>& brokenAt) {
+  // In node order, so the outcome does not depend on the threads: a node that this step's
+  // breaks left without any active fiber (as centre or end) keeps the one of them that was
+  // least overloaded, held from breaking from now on. A held fiber joins its three nodes, so
+  // a later node of the same fiber needs nothing more.
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  const Incidence& incidence = network_.incidence;
+  for (size_t v = 0; v < n; ++v) {
+    bool attached = false;
+    int64_t keep = -1;
+    for (int32_t e = incidence.offsets[v]; e < incidence.offsets[v + 1] && !attached; ++e) {
+      const auto f = static_cast<size_t>(incidence.entries[static_cast<size_t>(e)] / 3);
+      attached = (network_.flags[f] & kFiberActive) != 0;
+      if (brokeNow[f] != 0 &&
+          (keep < 0 || breakUrgency_[f] < breakUrgency_[static_cast<size_t>(keep)])) {
+        keep = static_cast<int64_t>(f);
+      }
+    }
+    if (attached || keep < 0) continue;
+    const auto f = static_cast<size_t>(keep);
+    network_.flags[f] = kFiberActive | kFiberHeld;
+    breakUrgency_[f] = 0;
+    overloadTime_[f] = 0;
+    brokeNow[f] = 0;
+    const auto centre = static_cast<size_t>(network_.fiberNodes[3 * f + 1]);
+    --brokenAt[centre];
+    refreshRestMeans(centre);
+  }
+}
 
 bool FiberModel::formCrack(std::span<const double> x) {
   const auto n = static_cast<size_t>(network_.nodeCount);
@@ -364,6 +399,8 @@ void FiberModel::rebuildKeepingFiberState(std::span<const double> x,
       if (!overloadTime_.empty()) overloadTime_[f] = oldOverload[lo];  // fracture only
       if ((old.flags[lo] & kFiberBroken) != 0 && (network_.flags[f] & kFiberActive) != 0) {
         network_.flags[f] = kFiberBroken;
+      } else if ((old.flags[lo] & kFiberHeld) != 0 && (network_.flags[f] & kFiberActive) != 0) {
+        network_.flags[f] |= kFiberHeld;
       }
       network_.restLength[f] += plasticLength_[f];
       network_.restAngle[f] += plasticAngle_[f];

@@ -198,9 +198,12 @@
 // most one crack per step, then `cooldownSteps` steps without one. With `minPieceNodes` (an
 // addition) a disc that would cut a piece of fewer nodes off a larger one, and part no two
 // larger ones, is taken back (the state before it put back) and its node never seeds again:
-// specks below the sampling's resolution. A crack rebuilds the network
-// from the rest positions with no neighbour pair across any disc (fiber_network.hpp), then the
-// normal patches, the rest angles and the stiffness mapping; each fiber that exists before and
+// specks below the sampling's resolution. Likewise a node that a step's broken fibers leave
+// without any active fiber (as centre or end) keeps the least overloaded of them, held from
+// breaking from then on (kFiberHeld): without it such nodes flew off as one-node specks (10
+// of the poster's 12 surface pieces at 2.5 s, 24 of the old balloon's 25). A crack rebuilds the
+// network from the rest positions with no neighbour pair across any disc (fiber_network.hpp), then
+// the normal patches, the rest angles and the stiffness mapping; each fiber that exists before and
 // after (same centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A
 // node whose patch degenerates (its remaining neighbours are collinear) loses its fibers instead of
 // failing the run. Pieces are the connected components of the nodes joined by active fibers.
@@ -355,6 +358,9 @@ class FiberModel : public Model {
   void refreshRestMeans(size_t node);
   // Forms a crack at the most urgent candidate, if any (see the header); true if it did.
   bool formCrack(std::span<const double> x);
+  // min_piece_nodes for single nodes (see the header): brokeNow (nFibers) marks the fibers
+  // broken in this step, brokenAt (nNodes) their count per centre; both are updated.
+  void keepNodesAttached(std::vector<uint8_t>& brokeNow, std::vector<int64_t>& brokenAt);
   // Plastic flow and fracture of one accepted step (updateInelastic without resampling).
   InelasticReport updateInelasticFibers(std::span<const double> x, double dt,
                                         ModelWorkspace* workspace);

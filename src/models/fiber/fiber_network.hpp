@@ -55,6 +55,8 @@ struct FiberNetworkParams {
 // Fiber flag bits.
 inline constexpr uint8_t kFiberActive = 1;  // counted in the energy (all fibers at creation)
 inline constexpr uint8_t kFiberBroken = 2;  // broke under load (wicke2005 sec. 7.2); not active
+// With kFiberActive: kept from breaking, the last fiber holding a node (min_piece_nodes).
+inline constexpr uint8_t kFiberHeld = 4;
 
 struct FiberNetwork {
   int32_t nodeCount = 0;

@@ -179,11 +179,13 @@ constexpr FieldSpec kFractureFields[] = {
      .range = Range::closed(0, 1000),
      .meaning = "A crack that would cut a piece of fewer nodes off a larger one is not placed "
                 "(unless it also parts two larger pieces), and its node seeds no crack again; "
-                "its broken fibers stay broken, so a tear goes on around it. Such specks are "
-                "below the sampling's resolution: fiber_poster_tear leaves 23 of them along "
-                "its tear without it, 5 with 4 here. 0: every crack is placed (the paper). "
-                "On coarse bodies it can leave a tear bridged: a 13 x 13 sheet pulled apart "
-                "stayed whole."},
+                "its broken fibers stay broken, so a tear goes on around it. And a node that "
+                "broken fibers would leave with none keeps the least overloaded one, which "
+                "then never breaks: no single node flies off. Such specks are "
+                "below the sampling's resolution: fiber_poster_tear ends as 25 pieces without "
+                "it, as its two halves alone with 4 here. 0: every crack is placed (the "
+                "paper). On coarse bodies it can leave a tear bridged: a 13 x 13 sheet pulled "
+                "apart stayed whole."},
 };
 
 constexpr FieldSpec kRegionFields[] = {
