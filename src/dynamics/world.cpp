@@ -297,6 +297,15 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
       body.pressure->closed = analyzeTopology(surface).boundaryEdgeCount == 0;
     }
     if (body.pressure->closed && lengths > 0) body.pressure->closedResidue = sum.norm() / lengths;
+    if (!body.pressure->closed && body.pressure->releaseOnFracture &&
+        body.pressure->vent == VentModel::kOrifice) {
+      throw InputError(label +
+                       ".pressure.vent: 'orifice' seals in the gas the surface encloses, and "
+                       "this surface is open (" +
+                       (surface.isPointCloud() ? std::string("its area vectors do not cancel")
+                                               : std::string("it has boundary edges")) +
+                       "): use the exponential vent, or release_on_fracture 'off'");
+    }
     if (!areaVectors) body.pressure->triangles = std::move(surface.triangles);
     body.externalForces.assign(3 * n, 0.0);
   }

@@ -328,7 +328,8 @@ constexpr FieldSpec kPressureFields[] = {
                 "area of the openings measured from the surface's area vectors (a closed "
                 "surface's sum to zero; a torn one's to the openings' projected area): a slit "
                 "that stays closed keeps the gas in and the tear running, a tear that opens "
-                "wide lets it out at once and the shell relaxes."},
+                "wide lets it out at once and the shell relaxes. Closed surfaces only (an open "
+                "one encloses no gas of its own)."},
     {.key = "vent_time",
      .unit = "s",
      .number = 0.0,

@@ -127,6 +127,19 @@ TEST(Pressure, AnOpenSheetIsPushedAsAWholeAClosedShellIsNot) {
     sphere.model = model;
     World closed = buildWorld(sceneWith(sphere));
     EXPECT_TRUE(closed.bodies[0].pressure->closed) << model;
+
+    // The orifice vent seals in what the surface encloses: an open one is refused.
+    sheet.pressure->vent = VentModel::kOrifice;
+    try {
+      (void)buildWorld(sceneWith(sheet));
+      ADD_FAILURE() << model << ": an open sheet with the orifice vent was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(".pressure.vent: 'orifice'"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("this surface is open"), std::string::npos) << e.what();
+    }
+    sheet.pressure->releaseOnFracture = false;  // never vented: the pressure as given
+    EXPECT_NO_THROW((void)buildWorld(sceneWith(sheet))) << model;
   }
 }
 
