@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "core/assembler.hpp"
@@ -110,20 +111,15 @@ void applyScriptedMotion(World& world) {
   for (Body& body : world.bodies) moveScriptedNodes(body, world.time);
 }
 
-namespace {
-
-// Each node's area vector on the body's current shape, (nNodes, 3), m^2: the model's own, or
-// a third of each triangle's of PressureLoad::triangles per corner.
-void pressureAreaVectors(const Body& body, std::vector<double>& area) {
-  area.assign(body.positions.size(), 0.0);
-  if (body.model->nodeAreaVectors(body.positions, area)) return;
-  const std::vector<int32_t>& triangles = body.pressure->triangles;
+void triangleAreaVectors(std::span<const double> positions, std::span<const int32_t> triangles,
+                         std::span<double> area) {
+  std::fill(area.begin(), area.end(), 0.0);
   for (size_t t = 0; t + 2 < triangles.size(); t += 3) {
     const auto a = static_cast<size_t>(triangles[t]);
     const auto b = static_cast<size_t>(triangles[t + 1]);
     const auto c = static_cast<size_t>(triangles[t + 2]);
-    const Eigen::Map<const Vec3> pa(&body.positions[3 * a]), pb(&body.positions[3 * b]),
-        pc(&body.positions[3 * c]);
+    const Eigen::Map<const Vec3> pa(&positions[3 * a]), pb(&positions[3 * b]),
+        pc(&positions[3 * c]);
     const Vec3 third = (pb - pa).cross(pc - pa) / 6.0;
     for (const size_t v : {a, b, c}) {
       for (int k = 0; k < 3; ++k) area[3 * v + k] += third[k];
@@ -131,11 +127,53 @@ void pressureAreaVectors(const Body& body, std::vector<double>& area) {
   }
 }
 
+namespace {
+
+// Each node's area vector on the body's current shape, (nNodes, 3), m^2: the model's own, or
+// a third of each triangle's of PressureLoad::triangles per corner.
+void pressureAreaVectors(const Body& body, std::vector<double>& area) {
+  area.assign(body.positions.size(), 0.0);
+  if (body.model->nodeAreaVectors(body.positions, area)) return;
+  triangleAreaVectors(body.positions, body.pressure->triangles, area);
+}
+
 // The sealed gas's over-pressure at the body's current shape (Boyle: p_abs = gas / V),
 // Pa; none once the enclosure has turned inside out or the gas is at ambient.
 double sealedOverPressure(const PressureLoad& load, const EnclosedGas& enclosure) {
   if (enclosure.volume <= 0) return 0.0;
   return std::max(load.gas / enclosure.volume - load.ambientPressure, 0.0);
+}
+
+// The sealed gas after dt of flow out of `enclosure`'s openings, Pa m^3.
+double ventedGas(double gas, const EnclosedGas& enclosure, const PressureLoad& load, double dt) {
+  // Bernoulli through the openings, Q = C_d A sqrt(2 dp / rho) (m^3/s at the inside state);
+  // the gas leaving takes p_abs Q of p V per second: gas' = -(gas / V) Q. Backward Euler in
+  // dp, exact in the exponential: gas' = gas exp(-Q(dp') dt / V) with dp' = gas' / V - p_a.
+  // Explicit in dp, a wide opening on a shell crushed within a step overshot: 13 kPa in a
+  // 50 Pa balloon. In s = sqrt(dp'), g(s) = (p_a + s^2) V - gas exp(-k s) = 0 with
+  // k = C_d A sqrt(2 / rho) dt / V: g rises from g(0) < 0 (gas above ambient) to
+  // g(sqrt(gas / V - p_a)) >= 0, one root, found by Newton kept inside the bracket.
+  const double volume = enclosure.volume;
+  const double held = gas / volume - load.ambientPressure;  // dp with nothing flowing out
+  if (!(held > 0) || !(enclosure.openingArea > 0)) return gas;
+  const double k = load.dischargeCoefficient * enclosure.openingArea *
+                   std::sqrt(2.0 / load.gasDensity) * dt / volume;
+  const auto g = [&](double s) {
+    return (load.ambientPressure + s * s) * volume - gas * std::exp(-k * s);
+  };
+  double lo = 0, hi = std::sqrt(held), s = hi;
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    const double value = g(s);
+    if (value == 0) break;
+    (value < 0 ? lo : hi) = s;
+    const double slope = 2 * s * volume + gas * k * std::exp(-k * s);
+    double next = s - value / slope;
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    const bool converged = std::abs(next - s) <= 1e-14 * std::max(s, 1.0);
+    s = next;
+    if (converged) break;
+  }
+  return (load.ambientPressure + s * s) * volume;
 }
 
 }  // namespace
@@ -168,26 +206,30 @@ EnclosedGas measureEnclosedGas(std::span<const double> positions, std::span<cons
   return out;
 }
 
+EnclosedGas measureEnclosure(const Body& body) {
+  std::vector<double> area;
+  pressureAreaVectors(body, area);
+  return measureEnclosedGas(body.positions, area, body.model->nodeMasses(),
+                            body.pressure->closedResidue);
+}
+
 double currentOverPressure(const Body& body, double time) {
   if (!body.pressure) return 0.0;
   const PressureLoad& load = *body.pressure;
   if (!load.sealed()) return load.pressure * load.ramp.value(time) * load.remainingShare(time);
-  std::vector<double> area;
-  pressureAreaVectors(body, area);
-  return sealedOverPressure(
-      load, measureEnclosedGas(body.positions, area, body.model->nodeMasses(), load.closedResidue));
+  return sealedOverPressure(load, measureEnclosure(body));
 }
 
-void ventSealedGas(Body& body, double time, double dt, double heldOverPressure) {
+void ventSealedGas(Body& body, double time, double dt, const EnclosedGas* beforeUpdate,
+                   bool edited) {
   if (!body.pressure || !body.pressure->releaseOnFracture ||
       body.pressure->vent != VentModel::kOrifice || body.crackCount() == 0) {
     return;
   }
   PressureLoad& load = *body.pressure;
-  std::vector<double> area;
-  pressureAreaVectors(body, area);
+  // Without an edit the update moved nothing the measure reads: the enclosure is the same.
   const EnclosedGas enclosure =
-      measureEnclosedGas(body.positions, area, body.model->nodeMasses(), load.closedResidue);
+      beforeUpdate != nullptr && !edited ? *beforeUpdate : measureEnclosure(body);
   if (load.gas < 0) {  // the first crack: what the pump put in stays in
     const double over = load.pressure * load.ramp.value(time);
     load.gas = enclosure.volume > 0 ? (load.ambientPressure + over) * enclosure.volume : 0.0;
@@ -199,41 +241,10 @@ void ventSealedGas(Body& body, double time, double dt, double heldOverPressure) 
   }
   // A crack or a broken element changes area vectors near it at once, hence the measured
   // volume, not the gas: its pressure carries over the edit.
-  if (heldOverPressure >= 0) {
-    load.gas = (load.ambientPressure + heldOverPressure) * enclosure.volume;
+  if (beforeUpdate != nullptr && edited) {
+    load.gas = (load.ambientPressure + sealedOverPressure(load, *beforeUpdate)) * enclosure.volume;
   }
   load.gas = ventedGas(load.gas, enclosure, load, dt);
-}
-
-double ventedGas(double gas, const EnclosedGas& enclosure, const PressureLoad& load, double dt) {
-  // Bernoulli through the openings, Q = C_d A sqrt(2 dp / rho) (m^3/s at the inside state);
-  // the gas leaving takes p_abs Q of p V per second: gas' = -(gas / V) Q. Backward Euler in
-  // dp, exact in the exponential: gas' = gas exp(-Q(dp') dt / V) with dp' = gas' / V - p_a.
-  // Explicit in dp, a wide opening on a shell crushed within a step overshot: 13 kPa in a
-  // 50 Pa balloon. In s = sqrt(dp'), g(s) = (p_a + s^2) V - gas exp(-k s) = 0 with
-  // k = C_d A sqrt(2 / rho) dt / V: g rises from g(0) < 0 (gas above ambient) to
-  // g(sqrt(gas / V - p_a)) >= 0, one root, found by Newton kept inside the bracket.
-  const double volume = enclosure.volume;
-  const double held = gas / volume - load.ambientPressure;  // dp with nothing flowing out
-  if (!(held > 0) || !(enclosure.openingArea > 0)) return gas;
-  const double k = load.dischargeCoefficient * enclosure.openingArea *
-                   std::sqrt(2.0 / load.gasDensity) * dt / volume;
-  const auto g = [&](double s) {
-    return (load.ambientPressure + s * s) * volume - gas * std::exp(-k * s);
-  };
-  double lo = 0, hi = std::sqrt(held), s = hi;
-  for (int iteration = 0; iteration < 100; ++iteration) {
-    const double value = g(s);
-    if (value == 0) break;
-    (value < 0 ? lo : hi) = s;
-    const double slope = 2 * s * volume + gas * k * std::exp(-k * s);
-    double next = s - value / slope;
-    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
-    const bool converged = std::abs(next - s) <= 1e-14 * std::max(s, 1.0);
-    s = next;
-    if (converged) break;
-  }
-  return (load.ambientPressure + s * s) * volume;
 }
 
 void updateExternalForces(World& world) {
@@ -349,8 +360,9 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
   {
     PhaseTimer timer(times.inelastic);
     for (Body& body : world.bodies) {
-      const double heldOverPressure =
-          body.pressure && body.pressure->sealed() ? currentOverPressure(body, world.time) : -1.0;
+      // A sealed gas's enclosure before the update (ventSealedGas).
+      std::optional<EnclosedGas> beforeUpdate;
+      if (body.pressure && body.pressure->sealed()) beforeUpdate = measureEnclosure(body);
       const InelasticReport report =
           body.model->updateInelastic(body.positions, dt, workspaceOf(body));
       body.brokenElements += report.brokenElements;
@@ -360,7 +372,7 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
         body.pressure->ventStart = world.time;  // the gas starts to escape
       }
       const bool separated = report.brokenElements > 0 || !report.edit.empty();
-      ventSealedGas(body, world.time, dt, separated ? heldOverPressure : -1.0);
+      ventSealedGas(body, world.time, dt, beforeUpdate ? &*beforeUpdate : nullptr, separated);
       if (separated) separateEmbeddedPieces(body);
       changed |= separated;
     }

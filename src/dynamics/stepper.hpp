@@ -100,17 +100,24 @@ struct EnclosedGas {
 // positions and area (nNodes, 3), mass (nNodes); closedResidue: PressureLoad::closedResidue.
 EnclosedGas measureEnclosedGas(std::span<const double> positions, std::span<const double> area,
                                std::span<const double> mass, double closedResidue);
+// The same on the body's current shape, from the area vectors its pressure pushes along
+// (body.pressure must be set).
+EnclosedGas measureEnclosure(const Body& body);
+// Area vectors of a triangle mesh over positions (nNodes, 3), a third of each triangle's per
+// corner, into area (nNodes, 3), m^2.
+void triangleAreaVectors(std::span<const double> positions, std::span<const int32_t> triangles,
+                         std::span<double> area);
 
 // The over-pressure pushing on the body at `time`, Pa (0 without a pressure load).
 double currentOverPressure(const Body& body, double time);
 
 // The orifice vent (PressureDef::vent) over an accepted step of dt, after the model's
 // inelastic update: at the body's first crack the gas is sealed in (PressureLoad::gas), after
-// it flows out through the openings. heldOverPressure >= 0: the over-pressure before an edit
-// of the body's elements in this update, kept across it (-1: no edit).
-void ventSealedGas(Body& body, double time, double dt, double heldOverPressure);
-// The sealed gas (PressureLoad::gas, Pa m^3) after dt of flow out of `enclosure`'s openings.
-double ventedGas(double gas, const EnclosedGas& enclosure, const PressureLoad& load, double dt);
+// it flows out through the openings. beforeUpdate: the enclosure measured before that update
+// (a body whose gas is sealed; else null); edited: the update changed the body's elements, so
+// its measured volume jumped while the gas did not: the over-pressure before is kept.
+void ventSealedGas(Body& body, double time, double dt, const EnclosedGas* beforeUpdate,
+                   bool edited);
 
 // Moves every scripted (pinned) node to its path's position and velocity at world.time.
 void applyScriptedMotion(World& world);

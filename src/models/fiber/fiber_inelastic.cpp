@@ -190,7 +190,11 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
           if (changed) refreshRestMeans(j);
         }
       });
-  if (!brokeNow.empty()) keepNodesAttached(brokeNow, broken);
+  // Only a step in which fibers broke can leave a node without any.
+  if (!brokeNow.empty() &&
+      std::any_of(broken.begin(), broken.end(), [](int64_t count) { return count > 0; })) {
+    keepNodesAttached(brokeNow, broken);
+  }
   for (size_t j = 0; j < n; ++j) {
     report.yieldingElements += yielding[j];
     report.brokenElements += broken[j];
