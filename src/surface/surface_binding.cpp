@@ -168,6 +168,7 @@ void SurfaceBinding::resizeVertices(size_t count) {
   coords_.resize(3 * (k - 1) * count);
   weights_.resize((k - 1) * count);
   planeWeights_.resize(2 * (k - 1) * count);
+  across_.resize(2 * count);
   frameNormals_.resize(3 * count);
 }
 
@@ -190,6 +191,7 @@ void SurfaceBinding::moveVertex(size_t from, size_t to) {
   copyRows(coords_, 3 * (k - 1));
   copyRows(weights_, k - 1);
   copyRows(planeWeights_, 2 * (k - 1));
+  copyRows(across_, 2);
   copyRows(frameNormals_, 3);
 }
 
@@ -333,6 +335,8 @@ void SurfaceBinding::bindVertex(size_t v, const Vec3& origin, BindScratch& scrat
   double* coords = &coords_[3 * (k - 1) * v];
   double* weights = &weights_[(k - 1) * v];
   double* plane = &planeWeights_[2 * (k - 1) * v];
+  double* across = &across_[2 * v];
+  across[0] = across[1] = 0;
   std::fill(coords, coords + 3 * (k - 1), 0.0);
   std::fill(weights, weights + (k - 1), 0.0);
   std::fill(plane, plane + 2 * (k - 1), 0.0);
@@ -376,9 +380,14 @@ void SurfaceBinding::bindVertex(size_t v, const Vec3& origin, BindScratch& scrat
   const Vec3 m = f1.cross(f2);
   const Vec3 normal = m.normalized();  // N = N(p), as deform() computes N'
 
-  // Frames, coordinates and weights, eq. (17), (18), (21).
+  // Frames, coordinates and weights, eq. (17), (18), (21). e^2 lies in the plane: its
+  // components in the rest map, e^2 = alpha f1 + beta f2 (f_a = T_a at rest, so a 2 x 2
+  // least-squares solve only guards against rounding), carry it to e^2' = alpha f1' + beta f2'.
   const Vec3 p0 = node(static_cast<size_t>(chosen[0]));
   const Vec3 r = c - p0;
+  const double g11 = f1.squaredNorm(), g12 = f1.dot(f2), g22 = f2.squaredNorm();
+  const double determinant = g11 * g22 - g12 * g12;
+  std::array<double, kMaxNeighbours> alpha{}, beta{};
   double weightSum = 0;
   size_t usable = 0;
   std::array<bool, kMaxNeighbours> isUsable{};
@@ -394,6 +403,9 @@ void SurfaceBinding::bindVertex(size_t v, const Vec3& origin, BindScratch& scrat
     ci[0] = r.dot(e1) / (length * length);
     ci[1] = r.dot(e2) / s2;
     ci[2] = r.dot(e3) / s2;
+    const double b1 = f1.dot(e2), b2 = f2.dot(e2);
+    alpha[i] = (g22 * b1 - g12 * b2) / determinant;
+    beta[i] = (g11 * b2 - g12 * b1) / determinant;
     const double t = farthest > 0 ? std::min(1.0, (p - c).norm() / farthest) : 1.0;
     weights[i - 1] = weightFunction(t);  // t > 0: p_i is distinct from p_0, the nearest
     weightSum += weights[i - 1];
@@ -418,6 +430,8 @@ void SurfaceBinding::bindVertex(size_t v, const Vec3& origin, BindScratch& scrat
   for (size_t i = 1; i < k; ++i) {
     for (size_t d = 0; d < 3; ++d) coords[3 * (i - 1) + d] *= weights[i - 1];
     if (weights[i - 1] != 0) frames = static_cast<uint8_t>(i);
+    across[0] += coords[3 * (i - 1) + 1] * alpha[i];
+    across[1] += coords[3 * (i - 1) + 1] * beta[i];
   }
   setRow(frameNormals_, v, normal);
   frames_[v] = frames;
@@ -756,24 +770,30 @@ void SurfaceBinding::deformPoints(std::span<const double> x, std::span<double> p
                         const Vec3 normal = mLength2 > 0 && std::isfinite(mLength2)
                                                 ? Vec3(m / std::sqrt(mLength2))
                                                 : row(frameNormals_, v);
-                        // Eq. (17), (19), (20) with D_i^k = W_i C_i^k, l = |e|, e = e_i^1':
-                        //   e^2 = N x e / l,  e^3 = e^2 x e / l = e (N.e) / l^2 - N,  so
+                        // Eq. (17), (19), (20) with D_i^k = W_i C_i^k, l = |e|, e = e_i^1',
+                        // e^3 = e^2 x e / l = e (N.e) / l^2 - N, and e^2 carried by the
+                        // least-squares map (bindVertex), e^2' = alpha_i f1' + beta_i f2':
                         //   sum_i W_i (c'_i - p'_0) = sum_i (D^1 + D^3 (N.e) / l^2) e
-                        //                             + N x sum_i (D^2 / l) e - (sum_i D^3) N
-                        // (a collapsed edge, l = 0, contributes D^1 e = 0 only).
+                        //     + (sum_i D^2 alpha_i) f1' + (sum_i D^2 beta_i) f2' - (sum_i D^3) N
+                        // (a collapsed edge, l = 0, contributes D^1 e = 0 only). [ours] The
+                        // paper's e^2' = N x e / l keeps its unit length: a point beside a
+                        // chord kept its distance from it whatever the stretch, 0.6 node
+                        // spacings off a sheet held at 1.8 times its length, and the edges of
+                        // a pulled sheet went ragged. f' follows any affine motion of the
+                        // nodes, so a flat sheet's surface now does too, exactly
+                        // (SurfaceBinding.InPlaneAffineMotionIsExact); rigid motion as before.
                         const double* coords = &coords_[3 * (k - 1) * v];
-                        Vec3 along = Vec3::Zero(), across = Vec3::Zero();
+                        const double* across = &across_[2 * v];
+                        Vec3 along = Vec3::Zero();
                         double up = 0;
                         for (size_t i = 1; i <= frames; ++i) {
                           const double* d = coords + 3 * (i - 1);
                           const double length2 = e[i].squaredNorm();
                           if (!(length2 > 0)) continue;
-                          const double inverse2 = 1.0 / length2;
-                          along += (d[0] + d[2] * normal.dot(e[i]) * inverse2) * e[i];
-                          across += (d[1] * std::sqrt(inverse2)) * e[i];
+                          along += (d[0] + d[2] * normal.dot(e[i]) / length2) * e[i];
                           up += d[2];
                         }
-                        const Vec3 sum = along + normal.cross(across) - up * normal;
+                        const Vec3 sum = along + across[0] * f1 + across[1] * f2 - up * normal;
                         setRow(positions, v, x0 + sum);
                       }
                     });
@@ -847,9 +867,9 @@ int32_t SurfaceBinding::translationCount() const {
 size_t SurfaceBinding::memoryBytes() const {
   return bytes(restNodes_) + bytes(cracks_) + bytes(restPositions_) + bytes(restNormals_) +
          bytes(colors_) + bytes(source_) + bytes(origins_) + bytes(frames_) + bytes(nodes_) +
-         bytes(coords_) + bytes(weights_) + bytes(planeWeights_) + bytes(normalWeights_) +
-         bytes(nodeFrameNodes_) + bytes(nodeFramePlane_) + bytes(nodeRestFrame_) +
-         bytes(nodeTransforms_) + bytes(frameNormals_) + bytes(triangles_) +
+         bytes(coords_) + bytes(weights_) + bytes(planeWeights_) + bytes(across_) +
+         bytes(normalWeights_) + bytes(nodeFrameNodes_) + bytes(nodeFramePlane_) +
+         bytes(nodeRestFrame_) + bytes(nodeTransforms_) + bytes(frameNormals_) + bytes(triangles_) +
          (tree_ ? tree_->size() * (sizeof(uint32_t) + 8) : 0);  // kd-tree, roughly
 }
 

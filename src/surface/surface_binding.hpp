@@ -29,7 +29,16 @@
 // Deformation (every call):
 //   c'_i = p'_0 + C_i^1 e_i^1' + C_i^2 e_i^2' + C_i^3 e_i^3'                  eq. (19)
 //   c'   = sum_i W_i c'_i                                                     eq. (20)
-//   with the e_i^k' of eq. (17) on the deformed nodes and N' = N(p').
+//   with e_i^1' and e_i^3' of eq. (17) on the deformed nodes and N' = N(p'), but [ours]
+//   e_i^2' = alpha_i f1' + beta_i f2', where e_i^2 = alpha_i f1 + beta_i f2 at rest (e_i^2
+//   lies in the rest plane, which f spans). The paper's e_i^2' = N' x e_i^1' / |e_i^1'| has
+//   unit length whatever the stretch, so a point beside a chord keeps its distance from it:
+//   under an anisotropic stretch the surface was off by up to 0.6 node spacings at 1.8 times
+//   the length, and a pulled sheet's edges went ragged. f' follows every affine motion of
+//   the nodes, so the surface of a flat sheet moved affinely within its plane is now exact,
+//   rigid motions stay exact, and e_i^2' is still a smooth function of the nodes. As
+//   sum_i W_i C_i^2 e_i^2' = (sum_i W_i C_i^2 alpha_i) f1' + (sum_i W_i C_i^2 beta_i) f2',
+//   the two sums are stored per point.
 // Normals (only when the input has normals; meshes and points alike, no recomputation from
 // the deformed triangles, so deform() needs no topology). A normal must turn with the
 // surface AT c, but N' above is the plane of the whole neighbourhood, centred near its
@@ -220,6 +229,7 @@ class SurfaceBinding {
   std::vector<double> coords_;         // (nV, K-1, 3): W_i C_i^k, eq. (18) times eq. (20)
   std::vector<double> weights_;        // (nV, K-1): W_i of eq. (20)-(21), sum 1
   std::vector<double> planeWeights_;   // (nV, K-1, 2): a_i of the least-squares map f
+  std::vector<double> across_;         // (nV, 2): sum_i W_i C_i^2 (alpha_i, beta_i), m
   std::vector<double> normalWeights_;  // (nV, K): omega_i over p_0 .. p_n (if normals)
   std::vector<double> frameNormals_;   // (nV, 3): rest N, the fallback of a collapsed plane
 

@@ -137,33 +137,29 @@ TEST(SurfaceBinding, NodesAsPassivePointsFollowTheNodes) {
 // blend's error is at most (s - 1) |c - p_0| (what translating with p_0 alone would give).
 // The blend of differently oriented frames must do clearly better: on average below 60%
 // of that bound (measured 37%), with the points kept exactly in the plane.
-TEST(SurfaceBinding, UniformStretchIsNearlyAffine) {
-  const double h = 0.1, s = 1.1;
+TEST(SurfaceBinding, InPlaneAffineMotionIsExact) {
+  // A flat sheet stretched 1.8 times along x, 0.9 along y, sheared by 0.3 and moved: the
+  // dense surface follows exactly (e^2' carried by the least-squares map, see the header).
+  // The paper's e^2' = N' x e^1' / |e^1'| of unit length was off by up to 0.6 node spacings
+  // under such a stretch (measured before the change); under an isotropic stretch of 1.1 its
+  // error was bounded by 0.1 times the distance to the nearest node, and not zero.
+  const double h = 0.1;
   const std::vector<double> nodes = gridNodes(12, h, 0.15);
   const Geometry dense = sheetMesh(50, 11 * h, 0.001);
   const SurfaceBinding binding(nodes, dense);
+  const auto affine = [](const Vec3& p) {
+    return Vec3(1.8 * p.x() + 0.3 * p.y() + 0.05, 0.9 * p.y() - 0.02, 0.1);
+  };
   std::vector<double> x = nodes;
-  for (size_t i = 0; i < x.size(); i += 3) {
-    x[i] *= s;
-    x[i + 1] *= s;
-  }
+  for (size_t i = 0; i < x.size() / 3; ++i) setRow(x, i, affine(row(nodes, i)));
   const Geometry moved = binding.deform(x);
-  double sumError = 0, sumBound = 0;
+  double worst = 0;
   for (int32_t v = 0; v < binding.vertexCount(); ++v) {
     const auto i = static_cast<size_t>(v);
-    const Vec3 c = row(dense.positions, i);
-    const Vec3 expected(s * c.x(), s * c.y(), 0.0);
-    const double error = (row(moved.positions, i) - expected).norm();
-    const double bound =
-        (s - 1) * (c - row(nodes, static_cast<size_t>(binding.boundNodes(v)[0]))).norm();
-    EXPECT_LE(error, bound + 1e-12) << v;
-    EXPECT_NEAR(moved.positions[3 * i + 2], 0.0, 1e-14);
+    worst = std::max(worst, (row(moved.positions, i) - affine(row(dense.positions, i))).norm());
     EXPECT_NEAR(row(moved.normals, i).z(), 1.0, 1e-14);
-    sumError += error;
-    sumBound += bound;
   }
-  RecordProperty("meanErrorOverBound", std::to_string(sumError / sumBound));
-  EXPECT_LT(sumError, 0.6 * sumBound);
+  EXPECT_LT(worst, 1e-12 * 11 * h);
 }
 
 // Nodes rolled onto a cylinder of radius R (arc length kept). The surface between nodes is
