@@ -440,7 +440,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 12;
+constexpr uint32_t kStateFormatVersion = 13;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -547,6 +547,7 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
       out.value(event.crackCount);
       out.value(event.newCracks);
       out.array(event.pieces);
+      out.array(event.restNodes);
     }
     out.value<uint8_t>(body.model.empty() ? 0 : 1);
     if (!body.model.empty()) body.model.write(out);
@@ -663,6 +664,7 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
       event.crackCount = in.value<int32_t>("binding event");
       event.newCracks = in.value<int32_t>("binding event");
       event.pieces = in.array<int32_t>("binding event pieces");
+      event.restNodes = in.array<double>("binding event rest nodes");
       if (!body.embedded) in.fail("body '" + body.name + "' has no embedded surface to rebind");
     }
     if (in.value<uint8_t>("model state flag") != 0) {

@@ -244,17 +244,13 @@ size_t addBody(World& world, const BodyDef& def, Geometry geometry, const std::s
   body.thickness = def.material.thickness;
   body.rigidFragments = def.rigidFragments;
   if (discretization.dense) {
-    if (body.model->changesNodeCount()) {
-      throw InputError(label + ": the model '" + body.model->name() +
-                       "' changes its nodes as it runs; a high-resolution surface bound to "
-                       "them cannot follow yet");
-    }
     try {
       body.embedded = std::make_unique<SurfaceBinding>(body.positions, *discretization.dense);
     } catch (const InputError& e) {
       throw InputError(label + ": high-resolution surface: " + e.what());
     }
     body.embeddedRest = discretization.dense;
+    body.embeddedFirstNodes = body.positions;
   }
   const size_t n = static_cast<size_t>(body.model->nodeCount());
   body.velocities.resize(3 * n);
@@ -607,13 +603,48 @@ void applyNodeEdit(Body& body, const TopologyEdit& edit) {
 
 }  // namespace
 
+// The embedded surface bound anew to the body's nodes after they changed: every passive
+// point's K nearest visible nodes change near a new node, so the whole binding is made again
+// (with every crack so far), at rest nodes that follow the edit's weights from the old ones (a
+// fiber body's new node sits at the midpoint of its pair at rest as now), and separated into
+// the model's pieces. The surface moves at the event only by the difference of the two
+// interpolations (measured in FiberResampleWorld.*), not by any jump of the nodes.
+void bindEmbeddedAnew(Body& body, const TopologyEdit& edit) {
+  const std::span<const double> oldRest = body.embedded->restNodes();
+  const auto count = static_cast<size_t>(edit.nodeCount());
+  std::vector<double> rest(3 * count, 0.0);
+  for (size_t i = 0; i < count; ++i) {
+    for (auto s = static_cast<size_t>(edit.sourceOffsets[i]);
+         s < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++s) {
+      const auto source = static_cast<size_t>(edit.sourceNodes[s]);
+      for (size_t c = 0; c < 3; ++c) {
+        rest[3 * i + c] += edit.sourceWeights[s] * oldRest[3 * source + c];
+      }
+    }
+  }
+  Body::BindingEvent event;
+  event.crackCount = body.crackCount();
+  event.restNodes = std::move(rest);
+  const std::vector<int32_t> pieces = body.model->nodePieces();
+  if (pieceCount(pieces) > 1) event.pieces = pieces;
+  body.embedded = std::make_unique<SurfaceBinding>(event.restNodes, *body.embeddedRest,
+                                                   SurfaceBindingParams{}, body.cuts);
+  body.embeddedPieces = 1;
+  if (!event.pieces.empty()) {
+    body.embedded->separatePieces(event.pieces);
+    body.embeddedPieces = pieceCount(event.pieces);
+  }
+  body.bindingEvents.push_back(std::move(event));
+}
+
 void applyTopologyEdit(Body& body, const TopologyEdit& edit) {
   if (edit.changesNodes()) {
-    if (body.embedded) {
-      throw NumericalError(body.name + ": the model '" + body.model->name() +
-                           "' changed its nodes under a high-resolution surface");
-    }
     applyNodeEdit(body, edit);
+    if (body.embedded) {
+      body.cuts.insert(body.cuts.end(), edit.cuts.begin(), edit.cuts.end());
+      bindEmbeddedAnew(body, edit);
+      return;
+    }
   }
   if (!edit.cuts.empty()) {
     body.cuts.insert(body.cuts.end(), edit.cuts.begin(), edit.cuts.end());
@@ -624,7 +655,7 @@ void applyTopologyEdit(Body& body, const TopologyEdit& edit) {
       const std::span<const CrackDisc> all = body.cuts;
       const auto added = static_cast<int32_t>(edit.cuts.size());
       body.embedded->rebind(all, all.last(edit.cuts.size()));
-      body.bindingEvents.push_back({body.crackCount(), added, std::vector<int32_t>{}});
+      body.bindingEvents.push_back({body.crackCount(), added, {}, {}});
     }
   }
 }
@@ -636,16 +667,40 @@ void separateEmbeddedPieces(Body& body) {
   if (count == body.embeddedPieces) return;
   body.embedded->separatePieces(pieces);
   body.embeddedPieces = count;
-  body.bindingEvents.push_back({0, 0, pieces});
+  body.bindingEvents.push_back({0, 0, pieces, {}});
 }
 
 void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
   if (!body.embedded) return;
-  body.embedded = std::make_unique<SurfaceBinding>(body.embedded->restNodes(), *body.embeddedRest);
+  body.embedded = std::make_unique<SurfaceBinding>(body.embeddedFirstNodes, *body.embeddedRest);
   body.embeddedPieces = 1;
   const std::span<const CrackDisc> cracks = body.cuts;
   for (const Body::BindingEvent& event : events) {
-    if (event.newCracks > 0) {
+    if (event.bindsAnew()) {
+      const auto count = static_cast<size_t>(event.crackCount);
+      const size_t nodes = event.restNodes.size() / 3;
+      if (count > cracks.size() || event.restNodes.size() % 3 != 0 || nodes < 3 ||
+          (!event.pieces.empty() && event.pieces.size() != nodes)) {
+        throw InputError(body.name + ": the surface binding's history has a new binding with " +
+                         std::to_string(count) + " cracks (the body has " +
+                         std::to_string(cracks.size()) + ") and " +
+                         std::to_string(event.restNodes.size()) + " rest node values for " +
+                         std::to_string(event.pieces.size()) + " piece labels");
+      }
+      body.embedded = std::make_unique<SurfaceBinding>(event.restNodes, *body.embeddedRest,
+                                                       SurfaceBindingParams{}, cracks.first(count));
+      body.embeddedPieces = 1;
+      if (!event.pieces.empty()) {
+        const auto [lowest, highest] =
+            std::minmax_element(event.pieces.begin(), event.pieces.end());
+        if (*lowest < 0 || *highest >= static_cast<int32_t>(nodes)) {
+          throw InputError(body.name + ": the surface binding's history has piece labels " +
+                           "out of range");
+        }
+        body.embedded->separatePieces(event.pieces);
+        body.embeddedPieces = *highest + 1;
+      }
+    } else if (event.rebinds()) {
       const auto count = static_cast<size_t>(event.crackCount);
       if (count > cracks.size() || event.newCracks > event.crackCount) {
         throw InputError(body.name + ": the surface binding's history names crack " +
@@ -656,15 +711,20 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
                                            static_cast<size_t>(event.newCracks)));
     } else {
       const auto [lowest, highest] = std::minmax_element(event.pieces.begin(), event.pieces.end());
-      if (event.pieces.size() != static_cast<size_t>(body.nodeCount()) || *lowest < 0 ||
-          *highest >= body.nodeCount()) {
+      const int32_t nodes = body.embedded->nodeCount();
+      if (event.pieces.size() != static_cast<size_t>(nodes) || *lowest < 0 || *highest >= nodes) {
         throw InputError(body.name + ": the surface binding's history has pieces of " +
                          std::to_string(event.pieces.size()) + " nodes or labels out of range; " +
-                         "the body has " + std::to_string(body.nodeCount()) + " nodes");
+                         "the surface is bound to " + std::to_string(nodes) + " nodes");
       }
       body.embedded->separatePieces(event.pieces);
       body.embeddedPieces = *highest + 1;
     }
+  }
+  if (body.embedded->nodeCount() != body.nodeCount()) {
+    throw InputError(body.name + ": the surface binding's history ends bound to " +
+                     std::to_string(body.embedded->nodeCount()) + " nodes; the body has " +
+                     std::to_string(body.nodeCount()));
   }
   body.bindingEvents = events;
 }

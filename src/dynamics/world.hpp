@@ -131,14 +131,21 @@ struct Body {
   // body's frames instead of Model::surface; null when the nodes are the surface.
   std::unique_ptr<SurfaceBinding> embedded;
   std::shared_ptr<const Geometry> embeddedRest;  // its rest geometry, to rebind from scratch
-  int32_t embeddedPieces = 1;                    // pieces the binding was last separated into
+  std::vector<double> embeddedFirstNodes;  // the rest nodes it was first bound to, (nNodes0, 3)
+  int32_t embeddedPieces = 1;              // pieces the binding was last separated into
   // What changed the binding since it was made, in order (SurfaceBinding::rebind,
-  // separatePieces): a restored state rebinds a fresh binding by replaying them, so that its
-  // surface is the one the run had (binding from scratch with all cracks gives another).
+  // separatePieces, and a binding made anew when the model changed its nodes): a restored
+  // state rebinds a fresh binding by replaying them, so that its surface is the one the run
+  // had (binding from scratch with all cracks gives another).
   struct BindingEvent {
-    int32_t crackCount = 0;       // rebind: the cracks then, the last newCracks of them new
-    int32_t newCracks = 0;        // 0: separatePieces
-    std::vector<int32_t> pieces;  // separatePieces: the node pieces passed, (nNodes)
+    int32_t crackCount = 0;         // rebind: the cracks then, the last newCracks of them new;
+                                    // a new binding: the cracks it was made with
+    int32_t newCracks = 0;          // 0: separatePieces, or a new binding
+    std::vector<int32_t> pieces;    // the node pieces passed to separatePieces, (nNodes);
+                                    // empty for a new binding of one piece
+    std::vector<double> restNodes;  // a new binding: its rest nodes, (nNodes, 3); else empty
+    [[nodiscard]] bool rebinds() const { return newCracks > 0; }
+    [[nodiscard]] bool bindsAnew() const { return !restNodes.empty(); }
     bool operator==(const BindingEvent&) const = default;
   };
   std::vector<BindingEvent> bindingEvents;
@@ -270,7 +277,9 @@ void restoreNodeSets(Body& body, const BodyNodeSets& sets);
 // free), pin groups, loads (the same rule; their shares recomputed from the new masses), the
 // input-vertex map and pressure triangles (an old node maps to the first new node made from it;
 // triangles of removed nodes are dropped), contact (from the first source); records the cuts and
-// rebinds the embedded surface across them, separating it into the model's pieces. Accelerations
+// rebinds the embedded surface across them. When the nodes changed, the embedded surface is
+// bound anew to them (rest nodes: the edit's weights of the old rest nodes; all cracks so far),
+// separated into the model's pieces; otherwise rebound across the new cuts only. Accelerations
 // and external forces are resized only: the caller recomputes them (computeAccelerations). Throws
 // NumericalError naming the model when the edit is malformed (a model error): sources out
 // of range, weights not positive or not summing to 1, a node count other than the model's.
@@ -305,8 +314,10 @@ void addLoad(World& world, size_t body, const LoadDef& load, const std::string& 
 // (e.g. "bodies[1] 'cloth': pins[0] selects no node") or the geometry file.
 [[nodiscard]] World buildWorld(const SceneDef& scene);
 
-// Makes the body's embedded surface binding anew from its rest nodes and replays `events`
-// (Body::bindingEvents) with the model's current cracks; no-op without an embedded surface.
+// Makes the body's embedded surface binding anew from its first rest nodes and replays
+// `events` (Body::bindingEvents) with the model's current cracks; no-op without an embedded
+// surface. Throws InputError naming the body when an event does not fit (a crack it names
+// that the body lacks, pieces or rest nodes of another node count).
 void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events);
 
 // Connected pieces of a body's nodes (Model::nodePieces): 1 for a model without pieces.

@@ -275,7 +275,8 @@ constexpr ObjectSpec kResampleSpec{
     "resample",
     "Nodes added where a fiber body stretches far (wicke2005 sections 8, 9: future work), so "
     "that its surface stays smooth and its fibers short; a new fiber of a plastic body starts "
-    "with the elastic strain its centre's fibers have.",
+    "with the elastic strain its centre's fibers have. With clustered nodes, the "
+    "high-resolution surface is bound anew to the nodes at each event.",
     kResampleFields};
 #pragma GCC diagnostic pop
 
@@ -357,12 +358,6 @@ void readFiber(ObjectReader& r, Problems& problems, BodyDef& body) {
     resample.maxSpacing = rr.number("max_spacing");
     rr.finish();
     f.resample = resample;
-    if ((f.nodeCount > 0 || f.nodeSpacing > 0) && f.highResolutionSurface) {
-      problems.add(r.path(),
-                   "'resample' adds nodes, which the high-resolution surface bound to the "
-                   "clustered nodes cannot follow: set 'high_resolution_surface' to 'off', or "
-                   "give every vertex a node (no 'node_count' or 'node_spacing')");
-    }
   }
   r.finish();
 }

@@ -14,13 +14,18 @@
 // the mean of its two ends'. A pair's limit is L = max_spacing * max(s_a, s_b), so the
 // bound is on the current distance in units of the input's spacing: a pair that was split has
 // half the rest length and half the length now, and splits again only once it is as long as L.
+// Without triangles, L = max_spacing * max(s_a, s_b, l_ab) with l_ab the pair's rest length:
+// the legs of an irregular sampling (clustered nodes) are longer than their ends' spacings by
+// up to half, and split at a few percent of stretch otherwise.
 // Trigger and batch. After an accepted step, when some pair is longer than L at x, every pair
 // longer than 0.85 L gets a node: one rebuild for a batch, not one per step while the stretch
 // grows. A pair is split only while its rest length is at least 1/4 of its nodes' spacing
 // (two halvings), so no motion can multiply the nodes without bound (with 1/8, the singular
 // strain at a grip's corner drew ever smaller nodes there). Without triangles, a
 // pair whose midpoint lies within a third of its rest length of a node made earlier in the
-// batch is skipped (the two diagonals of a square share their midpoint).
+// batch is skipped (the two diagonals of a square share their midpoint), and so is one with
+// any node there (clustered nodes: a pair whose centre was split in an earlier batch may
+// still be joined by a fiber, and its midpoint is that node).
 // The new node m of the pair (a, b) sits at the midpoint, at rest and now, moves with the mean
 // velocity, and takes the same share of area from a and from b. With output triangles each
 // triangle (a, b, c) is cut in two at m, (a, m, c) and (m, b, c), keeping its orientation, and
@@ -297,9 +302,14 @@ void FiberModel::buildResamplePairs() {
   for (const auto& [a, b] : pairs) {
     resamplePairs_.push_back(a);
     resamplePairs_.push_back(b);
+    // A point set's leg longer at rest than its ends' spacings (clustered nodes are
+    // irregular: legs of 1.4 s at rest are common) is split only once stretched by
+    // max_spacing itself; by the spacings alone a clustered balloon doubled its nodes at 7 %
+    // of stretch.
+    const double restLength = triangles_.empty() ? restDistance(a, b) : 0.0;
     resampleLimit_.push_back(
         params_.resample->maxSpacing *
-        std::max(spacing_[static_cast<size_t>(a)], spacing_[static_cast<size_t>(b)]));
+        std::max({spacing_[static_cast<size_t>(a)], spacing_[static_cast<size_t>(b)], restLength}));
   }
 }
 
@@ -360,8 +370,11 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
   });
   std::vector<Candidate> chosen;
   if (triangles_.empty()) {
-    // In order, a candidate is skipped when an earlier chosen one's midpoint lies within a
-    // third of its rest length of its own.
+    // In order, a candidate is skipped when an earlier chosen one's midpoint, or a node,
+    // lies within a third of its rest length of its own. (A node there: the pair runs past
+    // it, as the pair of a node split earlier does when the network still joins its ends;
+    // the new node would coincide with it.)
+    const PointKdTree nodes(restPositions_);
     std::vector<double> midpoints(3 * candidates.size());
     for (size_t i = 0; i < candidates.size(); ++i) {
       setRow(midpoints, i,
@@ -377,6 +390,12 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
                                 .norm() /
                             3.0;
       const Vec3 mid = row(midpoints, i);
+      nodes.withinRadius(mid.data(), radius, near);
+      if (std::any_of(near.begin(), near.end(), [&](uint32_t j) {
+            return (row(restPositions_, j) - mid).squaredNorm() < radius * radius;
+          })) {
+        continue;
+      }
       tree.withinRadius(mid.data(), radius, near);
       const bool crowded = std::any_of(near.begin(), near.end(), [&](uint32_t j) {
         return taken[j] != 0 && (row(midpoints, j) - mid).squaredNorm() < radius * radius;
