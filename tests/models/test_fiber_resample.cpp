@@ -322,6 +322,42 @@ TEST(FiberResample, PointSheetWithoutTrianglesKeepsItsNeighboursClose) {
             << " nodes, largest gap along the pull at 2.2x " << nearestNow / h << " h\n";
 }
 
+TEST(FiberResample, AnIrregularPointSetIsRefinedOnlyOnceItsLegsAreStretched) {
+  // Nodes jittered by 0.3 h (like clustered nodes): legs up to half longer than their ends'
+  // spacings at rest. A leg is split once it is max_spacing times its own rest length, not
+  // its ends' spacings: stretched evenly by 1.2 nothing is added, by 1.9 nodes are, and no
+  // new node lies within a quarter spacing of another at rest.
+  const int nx = 15, ny = 15;
+  const double h = 0.01;
+  FiberModel model(gridSheet(nx, ny, h, 0.3, 7), rubber(), withResampling());
+  const auto stretched = [&](double s) {
+    std::vector<double> x(model.restPositions().begin(), model.restPositions().end());
+    for (size_t i = 0; i < x.size(); i += 3) {
+      x[i] *= s;
+      x[i + 1] *= s;
+    }
+    return x;
+  };
+  EXPECT_FALSE(model.updateInelastic(stretched(1.2), 1e-4).edit.changesNodes());
+  EXPECT_EQ(model.nodeCount(), nx * ny);
+  int events = 0;
+  for (const double s : {1.5, 1.7, 1.9}) {
+    events += model.updateInelastic(stretched(s), 1e-4).edit.changesNodes() ? 1 : 0;
+  }
+  EXPECT_GE(events, 1);
+  EXPECT_GT(model.nodeCount(), nx * ny);
+  const std::span<const double> rest = model.restPositions();
+  double closest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < rest.size() / 3; ++i) {
+    for (size_t j = i + 1; j < rest.size() / 3; ++j) {
+      closest = std::min(closest, (row(rest, i) - row(rest, j)).norm());
+    }
+  }
+  std::cout << "[ measured ] " << nx * ny << " -> " << model.nodeCount()
+            << " nodes by 1.9 times; closest pair at rest " << closest / h << " h\n";
+  EXPECT_GE(closest, 0.25 * h);
+}
+
 TEST(FiberResample, StateRoundTripsAcrossNodeCounts) {
   const int nx = 21, ny = 7;
   const double h = 0.01;

@@ -225,6 +225,8 @@
 
 namespace shellsim {
 
+class PointKdTree;
+
 namespace fiber {
 struct FiberBatch;
 }
@@ -378,6 +380,10 @@ class FiberModel : public Model {
   // Resampling (fiber_resample.cpp). The watched pairs and their limits, from the network (and
   // the output triangles); spacing_ from them the first time.
   void buildResamplePairs();
+  // Whether a point set's pair (a, b) can be split: not below the finest share of its ends'
+  // spacings, no node of `nodes` (the rest positions' tree) near its midpoint. near: scratch.
+  [[nodiscard]] bool splittable(int32_t a, int32_t b, const PointKdTree& nodes,
+                                std::vector<uint32_t>& near) const;
   // Adds nodes where a pair at x is past its limit; fills edit's node sources. True if it did.
   bool resample(std::span<const double> x, TopologyEdit& edit);
   // Edge flips of the output triangles that make them better shaped at x, between nodes of
