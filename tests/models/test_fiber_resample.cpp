@@ -89,6 +89,18 @@ double interiorForce(const FiberModel& model, std::span<const double> x, double 
   return largest;
 }
 
+// The smallest distance between two of the model's nodes at rest, m.
+double closestRestPair(const FiberModel& model) {
+  const std::span<const double> rest = model.restPositions();
+  double closest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < rest.size() / 3; ++i) {
+    for (size_t j = i + 1; j < rest.size() / 3; ++j) {
+      closest = std::min(closest, (row(rest, i) - row(rest, j)).norm());
+    }
+  }
+  return closest;
+}
+
 TEST(FiberResample, PulledSheetKeepsItsSpacingBoundedAndItsMassMomentumAndArea) {
   const int nx = 21, ny = 7;
   const double h = 0.01;
@@ -302,13 +314,7 @@ TEST(FiberResample, PointSheetWithoutTrianglesKeepsItsNeighboursClose) {
   }
   EXPECT_GE(events, 1);
   EXPECT_GT(model.nodeCount(), nx * ny);
-  const std::span<const double> rest = model.restPositions();
-  double closest = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < rest.size() / 3; ++i) {
-    for (size_t j = i + 1; j < rest.size() / 3; ++j) {
-      closest = std::min(closest, (row(rest, i) - row(rest, j)).norm());
-    }
-  }
+  const double closest = closestRestPair(model);
   EXPECT_GE(closest, 0.25 * h);
   // The first ring of a grid node: legs of h and sqrt2 h, s = (4 + 4 sqrt2) h / 8 = 1.21 h,
   // limit 1.5 s = 1.81 h; without resampling the gap along the pull is 2.2 h.
@@ -346,13 +352,7 @@ TEST(FiberResample, AnIrregularPointSetIsRefinedOnlyOnceItsLegsAreStretched) {
   }
   EXPECT_GE(events, 1);
   EXPECT_GT(model.nodeCount(), nx * ny);
-  const std::span<const double> rest = model.restPositions();
-  double closest = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < rest.size() / 3; ++i) {
-    for (size_t j = i + 1; j < rest.size() / 3; ++j) {
-      closest = std::min(closest, (row(rest, i) - row(rest, j)).norm());
-    }
-  }
+  const double closest = closestRestPair(model);
   std::cout << "[ measured ] " << nx * ny << " -> " << model.nodeCount()
             << " nodes by 1.9 times; closest pair at rest " << closest / h << " h\n";
   EXPECT_GE(closest, 0.25 * h);
