@@ -608,7 +608,7 @@ void applyNodeEdit(Body& body, const TopologyEdit& edit) {
 // (with every crack so far), at rest nodes that follow the edit's weights from the old ones (a
 // fiber body's new node sits at the midpoint of its pair at rest as now), and separated into
 // the model's pieces. The surface moves at the event only by the difference of the two
-// interpolations (measured in FiberResampleWorld.*), not by any jump of the nodes.
+// interpolations (measured in ResampledSurface.*), not by any jump of the nodes.
 void bindEmbeddedAnew(Body& body, const TopologyEdit& edit) {
   const std::span<const double> oldRest = body.embedded->restNodes();
   const auto count = static_cast<size_t>(edit.nodeCount());
