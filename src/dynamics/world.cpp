@@ -462,7 +462,7 @@ void checkNodeEdit(const Body& body, const TopologyEdit& edit, size_t oldCount) 
 
 // values (oldCount, width) -> (newCount, width), each new row the weighted sum of its
 // sources' rows.
-std::vector<double> blendRows(const std::vector<double>& values, const TopologyEdit& edit,
+std::vector<double> blendRows(std::span<const double> values, const TopologyEdit& edit,
                               size_t width) {
   const auto newCount = static_cast<size_t>(edit.nodeCount());
   std::vector<double> out(width * newCount, 0.0);
@@ -476,6 +476,19 @@ std::vector<double> blendRows(const std::vector<double>& values, const TopologyE
     }
   }
   return out;
+}
+
+// The embedded surface bound anew as a binding event says (Body::BindingEvent::bindsAnew):
+// to its rest nodes with `cracks`, then separated into its pieces. The run and a replayed
+// history both go through here, so they make the same binding.
+void bindAnew(Body& body, const Body::BindingEvent& event, std::span<const CrackDisc> cracks) {
+  body.embedded = std::make_unique<SurfaceBinding>(event.restNodes, *body.embeddedRest,
+                                                   SurfaceBindingParams{}, cracks);
+  body.embeddedPieces = 1;
+  if (!event.pieces.empty()) {
+    body.embedded->separatePieces(event.pieces);
+    body.embeddedPieces = pieceCount(event.pieces);
+  }
 }
 
 // A set of old nodes (sorted or not) -> the new nodes all of whose sources are in it
@@ -610,30 +623,12 @@ void applyNodeEdit(Body& body, const TopologyEdit& edit) {
 // the model's pieces. The surface moves at the event only by the difference of the two
 // interpolations (measured in ResampledSurface.*), not by any jump of the nodes.
 void bindEmbeddedAnew(Body& body, const TopologyEdit& edit) {
-  const std::span<const double> oldRest = body.embedded->restNodes();
-  const auto count = static_cast<size_t>(edit.nodeCount());
-  std::vector<double> rest(3 * count, 0.0);
-  for (size_t i = 0; i < count; ++i) {
-    for (auto s = static_cast<size_t>(edit.sourceOffsets[i]);
-         s < static_cast<size_t>(edit.sourceOffsets[i + 1]); ++s) {
-      const auto source = static_cast<size_t>(edit.sourceNodes[s]);
-      for (size_t c = 0; c < 3; ++c) {
-        rest[3 * i + c] += edit.sourceWeights[s] * oldRest[3 * source + c];
-      }
-    }
-  }
   Body::BindingEvent event;
   event.crackCount = body.crackCount();
-  event.restNodes = std::move(rest);
+  event.restNodes = blendRows(body.embedded->restNodes(), edit, 3);
   const std::vector<int32_t> pieces = body.model->nodePieces();
   if (pieceCount(pieces) > 1) event.pieces = pieces;
-  body.embedded = std::make_unique<SurfaceBinding>(event.restNodes, *body.embeddedRest,
-                                                   SurfaceBindingParams{}, body.cuts);
-  body.embeddedPieces = 1;
-  if (!event.pieces.empty()) {
-    body.embedded->separatePieces(event.pieces);
-    body.embeddedPieces = pieceCount(event.pieces);
-  }
+  bindAnew(body, event, body.cuts);
   body.bindingEvents.push_back(std::move(event));
 }
 
@@ -687,9 +682,6 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
                          std::to_string(event.restNodes.size()) + " rest node values for " +
                          std::to_string(event.pieces.size()) + " piece labels");
       }
-      body.embedded = std::make_unique<SurfaceBinding>(event.restNodes, *body.embeddedRest,
-                                                       SurfaceBindingParams{}, cracks.first(count));
-      body.embeddedPieces = 1;
       if (!event.pieces.empty()) {
         const auto [lowest, highest] =
             std::minmax_element(event.pieces.begin(), event.pieces.end());
@@ -697,9 +689,8 @@ void replayBinding(Body& body, const std::vector<Body::BindingEvent>& events) {
           throw InputError(body.name + ": the surface binding's history has piece labels " +
                            "out of range");
         }
-        body.embedded->separatePieces(event.pieces);
-        body.embeddedPieces = *highest + 1;
       }
+      bindAnew(body, event, cracks.first(count));
     } else if (event.rebinds()) {
       const auto count = static_cast<size_t>(event.crackCount);
       if (count > cracks.size() || event.newCracks > event.crackCount) {

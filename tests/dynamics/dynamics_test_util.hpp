@@ -26,6 +26,20 @@ inline BodyDef sheetBody(int resolution = 8) {
   return body;
 }
 
+// Grips sheetBody()'s left and right edges, boxes `gripWidth` deep from each (half extents
+// gripWidth, 0.3, 0.1 m, centred at x = -+0.25 m), and pulls each outwards by `pull` m over
+// the first second.
+inline void gripLeftAndRightEdges(BodyDef& body, double gripWidth, double pull) {
+  for (const double side : {-1.0, 1.0}) {
+    PinDef pin;
+    pin.shape = PinShape::kBox;
+    pin.center = {side * 0.25, 0, 0};
+    pin.halfExtents = {gripWidth, 0.3, 0.1};
+    pin.path = {{0.0, {0, 0, 0}}, {1.0, {side * pull, 0, 0}}};
+    body.pins.push_back(pin);
+  }
+}
+
 // A 20 x 5 cm inelastic-shell strip (gingold2004), 1 mm thick, E = 10 MPa, fracture at 1 %
 // strain, gripped 6 mm at each end; the right grip moves at 1 cm/s along the strip, so the
 // strip tears after about 0.15 s. Backward Euler at 0.2 ms, 50 frames per second, 0.3 s.

@@ -36,6 +36,7 @@
 namespace shellsim {
 namespace {
 
+using testing::gripLeftAndRightEdges;
 using testing::pinBoundary;
 using testing::sceneWith;
 using testing::sheetBody;
@@ -734,14 +735,7 @@ World tearingSheet(int dense, const std::filesystem::path& file = {}, int32_t mi
   weak.radius = 0.06;
   weak.fractureScale = 0.3;
   body.options<FiberDef>().regions.push_back(weak);
-  for (const double side : {-1.0, 1.0}) {
-    PinDef pin;
-    pin.shape = PinShape::kBox;
-    pin.center = {side * 0.25, 0, 0};
-    pin.halfExtents = {0.05, 0.3, 0.1};
-    pin.path = {{0.0, {0, 0, 0}}, {1.0, {side * 0.15, 0, 0}}};
-    body.pins.push_back(pin);
-  }
+  gripLeftAndRightEdges(body, 0.05, 0.15);
   SceneDef scene = sceneWith(body);
   scene.gravity = {0, 0, 0};
   return buildWorld(scene);

@@ -27,6 +27,7 @@
 namespace shellsim {
 namespace {
 
+using testing::gripLeftAndRightEdges;
 using testing::sceneWith;
 using testing::sheetBody;
 
@@ -800,14 +801,7 @@ TEST(ResampledSurface, IsBoundAnewToTheNewNodesAndFollowsTheShapeNoWorse) {
 // extrapolate it: up to 16 cm from any node with resampling, 9 cm without.)
 SceneDef pulledClusteredSheet(bool resample) {
   BodyDef body = clusteredResamplingSheet(resample);
-  for (const double side : {-1.0, 1.0}) {
-    PinDef pin;
-    pin.shape = PinShape::kBox;
-    pin.center = {side * 0.25, 0, 0};
-    pin.halfExtents = {0.03, 0.3, 0.1};
-    pin.path = {{0.0, {0, 0, 0}}, {1.0, {side * 0.1, 0, 0}}};
-    body.pins.push_back(pin);
-  }
+  gripLeftAndRightEdges(body, 0.03, 0.1);
   SceneDef scene = sceneWith(body);
   scene.gravity = {0, 0, 0};
   scene.time.duration = 1.0;
