@@ -899,5 +899,31 @@ TEST(FiberModel, SurfaceIsAPointCloudWithReferenceNormalsOrTheGivenMesh) {
   EXPECT_NEAR(m.normals[2], 1.0, 1e-12);
 }
 
+TEST(FiberModel, NoFibersBendingTermOutweighsItsNodesByMoreThanTheCap) {
+  // w_k = tr Qbar / tr Q_k grows without bound for a fiber that barely senses curvature. Before
+  // the cap (|w_k| <= 10, fiber_model.hpp "(b) Bending") the bunny's largest s_k w_k^2 was
+  // 6.3e4 with 8 neighbours and 1.0e6 with 12, where it set the stable step (3.26e-5 s against
+  // 4.71e-5 s now), and a jittered grid's 6.7e3; a torn poster's speck reached 1.3e22 and blew
+  // up (FractureSlow.ThePosterTearsThroughIntoTwoHalvesWithFewSpecks).
+  const auto largestWeight = [](const FiberModel& model) {
+    const std::span<const double> w = model.fiberBendWeights();
+    return *std::max_element(w.begin(), w.end());
+  };
+  for (const int neighbours : {8, 12}) {
+    FiberParams params;
+    params.neighbourCount = neighbours;
+    const FiberModel bunny(bunnyNodes(), rubber(), params);
+    EXPECT_LE(largestWeight(bunny), 100.0 * (1 + 1e-12)) << neighbours << " neighbours";
+    if (neighbours == 12) {
+      EXPECT_GT(bunny.stableTimeStep(), 4e-5);
+    }
+  }
+  const FiberModel grid(gridSheet(30, 30, 0.1, 0.3, 2), rubber());
+  EXPECT_LE(largestWeight(grid), 100.0 * (1 + 1e-12));
+  // The regular sheet's weights are the plain ratios, far below the cap.
+  const FiberModel sheet(gridSheet(12, 12, 0.1), rubber());
+  EXPECT_LT(largestWeight(sheet), 3.0);
+}
+
 }  // namespace
 }  // namespace shellsim

@@ -156,6 +156,8 @@ std::optional<std::vector<double>> fitBendWeights(std::span<const std::array<dou
 }
 
 constexpr size_t kNodeGrain = 256;
+// The largest |w_k| of a fiber's bending term (fiber_model.hpp, "(b) Bending").
+constexpr double kMaxBendWeightRatio = 10.0;
 
 std::string nodeMessage(size_t node, const std::string& what) {
   return "fiber model: node " + std::to_string(node) + ": " + what;
@@ -388,8 +390,10 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
       const double fyy = probe.sensitivity[3 * k + 2];
       sensitivities.push_back({fxx, fyy, std::numbers::sqrt2 * fxy});
       const double fiberTrace = fxx + fyy;
-      const double weight =
-          std::abs(fiberTrace) > 1e-12 * std::abs(trace) ? trace / fiberTrace : 0.0;
+      // w_k = tr Qbar / tr Q_k, at most kMaxBendWeightRatio in size (see the header).
+      const double weight = std::abs(fiberTrace) * kMaxBendWeightRatio > std::abs(trace)
+                                ? trace / fiberTrace
+                                : (std::abs(trace) > 0 ? kMaxBendWeightRatio : 0.0);
       weights.push_back(std::max(weight * weight, minimumBendWeight));
       if (cracks_.empty()) {  // the free edges are found on the crack-free network
         for (const int end : {0, 2}) {
@@ -411,6 +415,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
       if (const std::optional<std::vector<double>> fitted =
               fitBendWeights(sensitivities, weights, meanAngleWeight_, nu, minimumBendWeight)) {
         weights = *fitted;
+        for (double& w2 : weights) w2 = std::min(w2, kMaxBendWeightRatio * kMaxBendWeightRatio);
       }
     }
     // B = alpha Qbar Qbar^T + (1 - alpha) (1/n) sum_k w_k^2 Q_k Q_k^T (as vectors q).

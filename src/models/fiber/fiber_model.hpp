@@ -91,6 +91,11 @@
 //        at the node. On the 12-neighbour grid the plate modes' energies went from 0.83 of
 //        Kirchhoff's to 0.97 (64 cells), the simply supported plate's deflection at 32 cells
 //        from 1.20 to 1.05 times (tests/dynamics/test_fiber_accuracy.cpp).
+//        |w_k| is capped at 10, before and after the fit: a fiber that barely senses curvature
+//        (tr Q_k near 0, e.g. kinked by a crack's rebuild) would otherwise make its angle's
+//        stiffness w_k^2 grow without bound. In the torn poster a speck's fiber got w_k^2 =
+//        1.3e22 (tr Q_k 1e-11 of the node's mean), its neighbour an acceleration of 7e21 m/s^2
+//        and the run blew up at 0.385 s; an intact clustered sheet's largest w_k^2 is 60.
 //      - nodes on the input surface's free edges (the fibers' ends leave an angular gap wider
 //        than 3/4 pi around the node; the gap's bisector is the outward normal n, t the edge's
 //        tangent; found on the crack-free network and kept through cracks): the plate there
@@ -335,6 +340,8 @@ class FiberModel : public Model {
   [[nodiscard]] std::span<const int32_t> normalPatch(int32_t node) const;
   [[nodiscard]] std::span<const double> stretchStiffness() const { return stretchK_; }
   [[nodiscard]] std::span<const double> bendStiffness() const { return bendK_; }
+  // s_k w_k^2 of each fiber's term in E_b, (nFibers), 1 (0 for inactive fibers).
+  [[nodiscard]] std::span<const double> fiberBendWeights() const { return fiberBendWeight_; }
   // Bytes held by the model's arrays (capacity); a workspace holds about 3 doubles per
   // fiber and per node more.
   [[nodiscard]] size_t memoryBytes() const;
