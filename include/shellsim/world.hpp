@@ -112,6 +112,14 @@ class Simulation {
   // steps; if that fails too, the whole advance is recomputed from its start with half
   // the step (up to 4 times, the smaller step kept), each with a warning. Throws
   // NumericalError when it still fails, leaving the simulation at the start of the advance.
+  // The implicit integrators keep their Newton solver's Hessian factor from step to step,
+  // across advances too, and where within its tolerance Newton stops depends on it (in the
+  // last bits). advanceFrames starts every frame without it, as do saveState and
+  // restoreState: a frame depends on the state at its start alone (a run resumed from a
+  // checkpoint writes the unbroken run's frames, a run restored to a frame replays the
+  // frames after it), and a restored state continues bit for bit as the run that saved it.
+  // Advancing step by step with advance keeps the factor (on a 400-node fiber balloon,
+  // backward Euler at 2 ms: 0.68 s for 500 such calls; 5.9 s if each started afresh).
   void advance(double seconds);
   // Advances by `frames` frames of 1 / settings.time.frameRate seconds each, one advance
   // per frame; frame times are exact multiples of the frame interval.
@@ -179,7 +187,8 @@ class Simulation {
   [[nodiscard]] std::span<const int32_t> rigidFragmentOfNode(int32_t body) const;
 
   // Copies, and puts back, the state that evolves. Restoring a state saved from another
-  // simulation, or before bodies were added, throws InputError.
+  // simulation, or before bodies were added, throws InputError. A restored state continues
+  // bit for bit as the run that saved it did (see advance).
   [[nodiscard]] SimulationState saveState() const;
   void restoreState(const SimulationState& state);
   // The same as a file: written atomically (a temporary file, then a rename), versioned and

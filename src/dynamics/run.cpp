@@ -118,9 +118,6 @@ RunReport runScene(const SceneDef& scene, const RunOptions& options) {
   const auto checkpoint = [&](int32_t frame) {
     writeEncodedState(checkpointPath, impl, simulation.saveState(),
                       runSection(frame, recorder, report.warnings));
-    // The run resumed from here starts without the implicit solver's kept factor: so
-    // does this one.
-    if (impl.integrator) impl.integrator->dropSolverCaches();
   };
   const auto record = [&](int32_t frame) {
     const auto outputStart = std::chrono::steady_clock::now();

@@ -1039,6 +1039,8 @@ void Simulation::advanceFrames(int32_t frames) {
     const double end = next * frameInterval;
     std::ostringstream during;
     during << "while computing frame " << static_cast<int64_t>(next);
+    // Each frame starts the implicit solver afresh (world.hpp, advanceFrames).
+    impl.integratorForRun().dropSolverCaches();
     advanceInterval(impl, onFrame ? frameInterval : end - impl.world.time, end, during.str());
   }
 }
@@ -1251,6 +1253,8 @@ std::span<const int32_t> Simulation::rigidFragmentOfNode(int32_t body) const {
 SimulationState Simulation::saveState() const {
   SimulationState state;
   SimulationStateAccess::data(state) = saveData(*impl_);
+  // The run that saved continues without the solver's warm start, as a restored one does.
+  if (impl_->integrator) impl_->integrator->dropSolverCaches();
   return state;
 }
 
@@ -1280,6 +1284,7 @@ void Simulation::restoreState(const SimulationState& state) {
     }
   }
   restoreEverything(impl, data);
+  if (impl.integrator) impl.integrator->dropSolverCaches();
 }
 
 std::vector<uint8_t> readFileBytes(const std::filesystem::path& path) {

@@ -866,10 +866,7 @@ TEST(ResampledSurface, APulledClusteredSheetKeepsItsNodesCloseAndItsSurfaceOnThe
   sim.advanceFrames(10);
   EXPECT_EQ(sim.surface(0).positions, end.positions);
   // A state file from between the events, read by a simulation set up from the scene, gives
-  // the surface of the same state restored in memory, then and after more events. (Not that
-  // of the run that went on from it unbroken: this implicit run, restored there, differs
-  // from it in the last bits, 6e-15 m after 4 frames even without resampling (not traced),
-  // and an event may then fall on another step.)
+  // the surface of the same state restored in memory, then and after more events.
   const auto file = std::filesystem::path(::testing::TempDir()) / "resampled_surface_state.bin";
   sim.writeStateFile(middle, file);
   Simulation fresh(scene);
