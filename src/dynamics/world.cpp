@@ -458,6 +458,14 @@ void checkNodeEdit(const Body& body, const TopologyEdit& edit, size_t oldCount) 
       fail("the weights of new node " + std::to_string(i) + " sum to " + std::to_string(sum));
     }
   }
+  if (!edit.displacements.empty() && edit.displacements.size() != 3 * newCount) {
+    fail("it moves " + std::to_string(edit.displacements.size()) + " coordinates of " +
+         std::to_string(3 * newCount));
+  }
+  if (!std::all_of(edit.displacements.begin(), edit.displacements.end(),
+                   [](double d) { return std::isfinite(d); })) {
+    fail("a displacement is not finite");
+  }
 }
 
 // values (oldCount, width) -> (newCount, width), each new row the weighted sum of its
@@ -575,6 +583,14 @@ void applyNodeEdit(Body& body, const TopologyEdit& edit) {
   }
   body.pinned.assign(newCount, 0);
   refreshPinned(body);
+  if (!edit.displacements.empty()) {
+    for (size_t i = 0; i < newCount; ++i) {
+      const bool rigid = !body.rigidFragment.empty() && body.rigidFragment[i] >= 0;
+      if (body.pinned[i] == 0 && !rigid) {
+        setRow(body.positions, i, row(body.positions, i) + row(edit.displacements, i));
+      }
+    }
+  }
   const auto mass = body.model->nodeMasses();
   for (LoadGroup& load : body.loads) {
     std::vector<double> unused;

@@ -48,8 +48,11 @@ struct TopologyEdit {
   std::vector<int32_t> sourceOffsets;  // (nNewNodes + 1), or empty: nodes unchanged
   std::vector<int32_t> sourceNodes;    // (nSources), old node indices
   std::vector<double> sourceWeights;   // (nSources), sum 1 per new node
-  std::vector<CrackDisc> cuts;         // new cuts, rest space
-  int64_t elementsAdded = 0;           // for the run's statistics
+  // (nNewNodes, 3), m, or empty: moved by this after the blend (the world moves free nodes
+  // only: a pinned node stays on its path, a rigid fragment's node with its fragment).
+  std::vector<double> displacements;
+  std::vector<CrackDisc> cuts;  // new cuts, rest space
+  int64_t elementsAdded = 0;    // for the run's statistics
   int64_t elementsRemoved = 0;
 
   [[nodiscard]] bool changesNodes() const { return !sourceOffsets.empty(); }

@@ -170,6 +170,47 @@ TEST(TopologyEdit, ANodeBetweenAPinnedAndAFreeNodeIsFree) {
   EXPECT_EQ(body.loads[0].nodes, (std::vector<int32_t>{3, 4}));
 }
 
+// An edit's displacements (a model's nodes sliding after an event, fiber_resample.cpp) move
+// the free nodes after the blend; a pinned node stays on its pin. A displacement list of the
+// wrong length is refused by name.
+TEST(TopologyEdit, DisplacementsMoveTheFreeNodesOnly) {
+  World world = chainWorld();
+  Body& body = world.bodies[0];
+  PinDef pin;
+  pin.shape = PinShape::kVertices;
+  pin.vertices = {2};
+  addPin(world, 0, pin, "pin");
+  auto& chain = dynamic_cast<SplittingChain&>(*body.model);
+  TopologyEdit edit = chain.split(2);  // node 2 splits into 2 and 3, both pinned
+  const std::vector<double> blended = [&] {
+    std::vector<double> out;
+    for (int32_t i = 0; i < edit.nodeCount(); ++i) {
+      Vec3 place = Vec3::Zero();
+      for (auto k = static_cast<size_t>(edit.sourceOffsets[static_cast<size_t>(i)]);
+           k < static_cast<size_t>(edit.sourceOffsets[static_cast<size_t>(i) + 1]); ++k) {
+        place +=
+            edit.sourceWeights[k] * row(body.positions, static_cast<size_t>(edit.sourceNodes[k]));
+      }
+      out.insert(out.end(), {place.x(), place.y(), place.z()});
+    }
+    return out;
+  }();
+  edit.displacements.assign(3 * static_cast<size_t>(edit.nodeCount()), 0.0);
+  for (size_t i = 0; i < edit.displacements.size(); i += 3) edit.displacements[i + 2] = 0.01;
+  TopologyEdit wrong = edit;
+  wrong.displacements.pop_back();
+  Body spare = chainBody();
+  auto& spareChain = dynamic_cast<SplittingChain&>(*spare.model);
+  (void)spareChain.split(2);
+  EXPECT_THROW(applyTopologyEdit(spare, wrong), NumericalError);
+  applyTopologyEdit(body, edit);
+  ASSERT_EQ(body.pinned, (std::vector<uint8_t>{0, 0, 1, 1, 0, 0, 0}));
+  for (size_t i = 0; i < body.pinned.size(); ++i) {
+    const double lift = body.positions[3 * i + 2] - blended[3 * i + 2];
+    EXPECT_DOUBLE_EQ(lift, body.pinned[i] != 0 ? 0.0 : 0.01) << "node " << i;
+  }
+}
+
 TEST(TopologyEdit, AMalformedEditIsAnErrorNamingTheModel) {
   World world = chainWorld();
   Body& body = world.bodies[0];

@@ -393,6 +393,12 @@ class FiberModel : public Model {
                                 std::vector<uint32_t>& near) const;
   // Adds nodes where a pair at x is past its limit; fills edit's node sources. True if it did.
   bool resample(std::span<const double> x, TopologyEdit& edit);
+  // After an event whose energy at x, (nNodes, 3), exceeds `target` (the energy before it):
+  // slides the `moving` nodes ((nNodes) flags) within the surface until it no longer does
+  // (fiber_resample.cpp, "Energy"); x becomes the relaxed positions, edit.displacements the
+  // moves. Returns the energy at the relaxed x.
+  double relaxAfterEvent(std::vector<double>& x, std::span<const uint8_t> moving, double target,
+                         TopologyEdit& edit) const;
   // Edge flips of the output triangles that make them better shaped at x, between nodes of
   // one piece (`pieces`, one label per node) that no crack separates. True if any flipped.
   bool flipTriangles(std::span<const double> x, std::span<const int32_t> pieces);

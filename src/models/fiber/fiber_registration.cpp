@@ -234,10 +234,12 @@ constexpr FieldSpec kResampleFields[] = {
                 "mean velocity, with equal shares of mass and area from the two (mass and "
                 "momentum are kept exactly). A pair splits at most twice. A mesh's triangles "
                 "are re-triangulated by edge flips as the surface deforms, so the frames' "
-                "connectivity is no longer the input's. Each event changes "
-                "the stored energy a little (counted as put in); with an explicit integrator "
-                "that goes into short waves the steps do not damp, so stretched sheets "
-                "crumple: use `backward_euler`."},
+                "connectivity is no longer the input's. The finer fibers measure strain the "
+                "coarser ones missed, so an event would raise the stored energy: the nodes near "
+                "it slide within the surface until it is no more than before (moves of up to a "
+                "third of a spacing). Events may still crumple a stretched sheet run "
+                "explicitly, and an explicitly inflated balloon refines into a blow-up near "
+                "twice its radius: use `backward_euler`."},
 };
 
 constexpr FieldSpec kAnisotropyFields[] = {
