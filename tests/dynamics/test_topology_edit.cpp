@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dynamics/dynamics_test_util.hpp"
@@ -60,6 +61,14 @@ Vec3 momentum(const Body& body) {
   return p;
 }
 
+// Pins the chain's input vertices `vertices` (a pin named "pin").
+void pinChainVertices(World& world, std::vector<int32_t> vertices) {
+  PinDef pin;
+  pin.shape = PinShape::kVertices;
+  pin.vertices = std::move(vertices);
+  addPin(world, 0, pin, "pin");
+}
+
 TEST(TopologyEdit, ASplitConservesMassMomentumAndKineticEnergy) {
   World world = chainWorld(1.1);  // every spring 10 % long: the first one's node splits
   Body& body = world.bodies[0];
@@ -94,10 +103,7 @@ TEST(TopologyEdit, ASplitConservesMassMomentumAndKineticEnergy) {
 TEST(TopologyEdit, PinsLoadsVertexMapAndPressureTrianglesFollowTheNodes) {
   World world = chainWorld();
   Body& body = world.bodies[0];
-  PinDef pin;
-  pin.shape = PinShape::kVertices;
-  pin.vertices = {2};
-  addPin(world, 0, pin, "pin");
+  pinChainVertices(world, {2});
   LoadDef load;
   load.select.shape = PinShape::kVertices;
   load.select.vertices = {2, 3};
@@ -132,10 +138,7 @@ TEST(TopologyEdit, PinsLoadsVertexMapAndPressureTrianglesFollowTheNodes) {
 TEST(TopologyEdit, ANodeBetweenAPinnedAndAFreeNodeIsFree) {
   World world = chainWorld();
   Body& body = world.bodies[0];
-  PinDef pin;
-  pin.shape = PinShape::kVertices;
-  pin.vertices = {1, 2};
-  addPin(world, 0, pin, "pin");
+  pinChainVertices(world, {1, 2});
   LoadDef load;
   load.select.shape = PinShape::kVertices;
   load.select.vertices = {2, 3};
@@ -176,10 +179,7 @@ TEST(TopologyEdit, ANodeBetweenAPinnedAndAFreeNodeIsFree) {
 TEST(TopologyEdit, DisplacementsMoveTheFreeNodesOnly) {
   World world = chainWorld();
   Body& body = world.bodies[0];
-  PinDef pin;
-  pin.shape = PinShape::kVertices;
-  pin.vertices = {2};
-  addPin(world, 0, pin, "pin");
+  pinChainVertices(world, {2});
   auto& chain = dynamic_cast<SplittingChain&>(*body.model);
   TopologyEdit edit = chain.split(2);  // node 2 splits into 2 and 3, both pinned
   const std::vector<double> blended = [&] {
