@@ -186,6 +186,12 @@ class Model {
   // The surface to write as a frame for positions x (shares the model's topology).
   [[nodiscard]] virtual Geometry surface(std::span<const double> x) const = 0;
 
+  // The nodes the world moves itself (pinned, or riding a rigid fragment), (nNodes) flags, as
+  // of the next updateInelastic: a model that moves nodes in a topology edit
+  // (TopologyEdit::displacements) leaves them where they are. The world sets it before every
+  // update; a model that moves no nodes ignores it.
+  virtual void setWorldMovedNodes(std::span<const uint8_t> moved) { (void)moved; }
+
   // Plasticity and fracture after an accepted step of length dt that ended at positions x
   // (DESIGN.md: "forces -> integrate -> contact -> accept? -> plasticity -> fracture").
   // Elastic models change nothing. A model that changes its nodes (report.edit) has

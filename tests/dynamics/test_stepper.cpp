@@ -668,10 +668,16 @@ TEST(EnergyGuard, CountsTheEnergyThatResamplingAdded) {
   BodyDef body = sheetBody(12);
   body.model = "fiber";
   body.options<FiberDef>().resample = FiberResampleDef{};
+  PinDef edge;  // the left edge, held where it is: it does not slide
+  edge.shape = PinShape::kBox;
+  edge.center = {-0.25, 0, 0};
+  edge.halfExtents = {0.01, 0.3, 0.01};
+  body.pins = {edge};
   World world = buildWorld(sceneWith(body));
   world.gravity = Vec3::Zero();
   Body& sheet = world.bodies[0];
   const int32_t before = sheet.nodeCount();
+  ASSERT_EQ(std::count(sheet.pinned.begin(), sheet.pinned.end(), 1), 13);
   for (size_t i = 0; i < sheet.positions.size(); i += 3) sheet.positions[i] *= 1.8;
   const std::vector<double> held = sheet.positions;
   computeAccelerations(world);
@@ -689,6 +695,10 @@ TEST(EnergyGuard, CountsTheEnergyThatResamplingAdded) {
   EXPECT_NEAR(totalEnergy(world) - energyBefore, added, 1e-9 * energyBefore);
   double slid = 0, lifted = 0;
   for (size_t i = 0; i < static_cast<size_t>(before); ++i) {
+    if (sheet.pinned[i] != 0) {
+      EXPECT_EQ(row(sheet.positions, i), row(held, i)) << "pinned node " << i << " slid";
+      continue;
+    }
     slid = std::max(slid, (row(sheet.positions, i) - row(held, i)).norm());
     lifted = std::max(lifted, std::abs(sheet.positions[3 * i + 2] - held[3 * i + 2]));
   }
@@ -866,10 +876,18 @@ TEST(ResampledSurface, APulledClusteredSheetKeepsItsNodesCloseAndItsSurfaceOnThe
             << plainGaps.back() * 1e3 << " without resampling); surface points from the nearest "
             << "node, median / largest: " << reach[reach.size() / 2] * 1e3 << " / "
             << reach.back() * 1e3 << " mm (" << plainReach[plainReach.size() / 2] * 1e3 << " / "
-            << plainReach.back() * 1e3 << ")\n";
+            << plainReach.back() * 1e3 << "), 99th percentile "
+            << reach[reach.size() * 99 / 100] * 1e3 << " mm ("
+            << plainReach[plainReach.size() * 99 / 100] * 1e3 << ")\n";
   EXPECT_LT(gaps.back(), 0.75 * plainGaps.back());
   EXPECT_LT(reach[reach.size() / 2], 0.9 * plainReach[plainReach.size() / 2]);
-  EXPECT_LE(reach.back(), plainReach.back());
+  // The worst points lie beyond the last gripped nodes, where the surface extrapolates; since
+  // the nodes near an event slide within the sheet and the gripped ones do not (8755bf7 and
+  // after), the free nodes beside the grips slide away from them: measured 74 / 53 mm at the
+  // largest / 99th percentile against 70 / 50 without resampling (61 mm largest when the
+  // slide ignored the grips, a model-side move the world then dropped).
+  EXPECT_LE(reach.back(), 1.1 * plainReach.back());
+  EXPECT_LE(reach[reach.size() * 99 / 100], 1.1 * plainReach[plainReach.size() * 99 / 100]);
   EXPECT_TRUE(std::all_of(end.positions.begin(), end.positions.end(),
                           [](double v) { return std::isfinite(v); }));
 

@@ -299,6 +299,9 @@ class FiberModel : public Model {
                                   ModelWorkspace* workspace) override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
   [[nodiscard]] bool changesNodeCount() const override { return params_.resample.has_value(); }
+  void setWorldMovedNodes(std::span<const uint8_t> moved) override {
+    worldMoved_.assign(moved.begin(), moved.end());
+  }
   [[nodiscard]] double addedEnergy() const override {
     return resampleEnergy_.empty() ? 0.0 : resampleEnergy_[0];
   }
@@ -501,6 +504,9 @@ class FiberModel : public Model {
   // The elastic energy the resampling events added at fixed positions (Model::addedEnergy),
   // J, one value (a vector: the state's field type).
   std::vector<double> resampleEnergy_{0.0};
+  // Nodes the world moves itself (setWorldMovedNodes), (nNodes) or empty; not state: set
+  // before every update.
+  std::vector<uint8_t> worldMoved_;
   // The worst triangle quality the last flip pass between events left, 1 when none since the
   // last event or since the worst was good again (fiber_resample.cpp, "Flips"); one value.
   std::vector<double> reshapeQuality_{1.0};

@@ -622,12 +622,24 @@ bool FiberModel::resample(std::span<const double> x, TopologyEdit& edit) {
     originalFibers_[j] = network_.fibersAt(static_cast<int32_t>(j));
     refreshRestMeans(j);
   }
-  // The nodes that slide: those touched and the ends of their fibers.
+  // The nodes that slide: those touched and the ends of their fibers, less those the world
+  // moves (a new node between two of them is one as well).
   std::vector<uint8_t> moving = touched;
   for (size_t f = 0; f < network_.flags.size(); ++f) {
     if (touched[static_cast<size_t>(network_.fiberNodes[3 * f + 1])] == 0) continue;
     moving[static_cast<size_t>(network_.fiberNodes[3 * f])] = 1;
     moving[static_cast<size_t>(network_.fiberNodes[3 * f + 2])] = 1;
+  }
+  if (worldMoved_.size() == oldCount) {
+    for (size_t i = 0; i < oldCount; ++i) {
+      if (worldMoved_[i] != 0) moving[i] = 0;
+    }
+    for (size_t k = 0; k < added; ++k) {
+      if (worldMoved_[static_cast<size_t>(chosen[k].a)] != 0 &&
+          worldMoved_[static_cast<size_t>(chosen[k].b)] != 0) {
+        moving[oldCount + k] = 0;
+      }
+    }
   }
   const double energyAfter = relaxAfterEvent(xNew, moving, energyBefore, edit);
   // The new nodes are closer at rest and the body is stretched now: both lower the stable step.
