@@ -83,22 +83,22 @@
 // surface (the gradient less its part along N_j, the event's normals held) by steepest
 // descent with a backtracking step, each iteration moving no node more than 5 % of the mean
 // input spacing, until the energy is no more than before the event, at most 100 iterations
-// (edit.displacements; the world moves free nodes only). Sliding the new nodes alone won back
+// (edit.displacements). Nodes the world moves itself (pinned, setWorldMovedNodes) do not
+// slide, nor a new node between two of them. Sliding the new nodes alone won back
 // a quarter of the rise; with the rest, every event of the balloon got all of it in 5 to 12
 // iterations (a few near 2 times the radius stopped at the cap, 0.05 J over), moving nodes by
-// up to 12 mm (a third of a stretched spacing); the held sheet's event now takes out 0.32 of
-// 13.2 J (EnergyGuard.CountsTheEnergyThatResamplingAdded). The balloon then ran explicitly to
-// 1.49 s (kinetic 0.08 J after the first batch) and blew up when it refined into a cascade
-// of events at about 1.8 times its radius; backward Euler (2 ms) inflates it to 2 s and 1,168
-// nodes without the sideways swing the events gave it (7 cm) and with fewer lumps.
-// The model adds what is left up (Model::addedEnergy) and the energy guard counts it as put
-// in, like a pin's work. The response across the pull changes
-// too: a 41 x 15 grid held at 1.3 times its length stores the least energy at 0.68 of its
-// width as sampled, at 0.835 once refined (its new fibers run mostly along the pull), so
-// fiber_sheet_stretch widens from 3.6 to 4.4 cm in the frame of its first event.
-// Cost: the new nodes are closer in rest space and the body is stretched, so the explicit
-// stable step goes down: after an event it is the smaller of the estimates at rest and at the
-// event's positions (a run follows it, TimeIntegrator::followTopology). Where the strain is
+// up to 12 mm (a third of a stretched spacing); the held sheet's event (its left edge pinned)
+// now takes out 0.15 of 13.2 J (EnergyGuard.CountsTheEnergyThatResamplingAdded). The balloon then
+// ran explicitly to 1.49 s (kinetic 0.08 J after the first batch) and blew up when it refined into
+// a cascade of events at about 1.8 times its radius; backward Euler (2 ms) inflates it to 2 s and
+// 1,168 nodes without the sideways swing the events gave it (7 cm) and with fewer lumps. The model
+// adds what is left up (Model::addedEnergy) and the energy guard counts it as put in, like a pin's
+// work. The response across the pull changes too: a 41 x 15 grid held at 1.3 times its length
+// stores the least energy at 0.68 of its width as sampled, at 0.835 once refined (its new fibers
+// run mostly along the pull), so fiber_sheet_stretch widens from 3.6 to 4.4 cm in the frame of its
+// first event. Cost: the new nodes are closer in rest space and the body is stretched, so the
+// explicit stable step goes down: after an event it is the smaller of the estimates at rest and at
+// the event's positions (a run follows it, TimeIntegrator::followTopology). Where the strain is
 // singular (the corners of a grip) that is far down: fiber_sheet_stretch run explicitly ends
 // with a step 48 times shorter (450,000 steps, 58 s against 9 s implicit) and crumpled by the
 // events' energy, which explicit steps do not damp; the scene runs backward Euler.
