@@ -363,13 +363,7 @@ void updateInelastic(World& world, double dt, PhaseTimes& times) {
       // A sealed gas's enclosure before the update (ventSealedGas).
       std::optional<EnclosedGas> beforeUpdate;
       if (body.pressure && body.pressure->sealed()) beforeUpdate = measureEnclosure(body);
-      if (body.model->changesNodeCount()) {
-        std::vector<uint8_t> moved = body.pinned;
-        for (size_t i = 0; i < body.rigidFragment.size() && i < moved.size(); ++i) {
-          if (body.rigidFragment[i] >= 0) moved[i] = 1;
-        }
-        body.model->setWorldMovedNodes(moved);
-      }
+      if (body.model->changesNodeCount()) body.model->setWorldMovedNodes(worldMovedNodes(body));
       const InelasticReport report =
           body.model->updateInelastic(body.positions, dt, workspaceOf(body));
       body.brokenElements += report.brokenElements;

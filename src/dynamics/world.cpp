@@ -362,6 +362,14 @@ void restoreKinematics(Body& body, const BodyKinematics& saved) {
   (void)body.model->prepare(body.positions);
 }
 
+std::vector<uint8_t> worldMovedNodes(const Body& body) {
+  std::vector<uint8_t> moved = body.pinned;
+  for (size_t i = 0; i < body.rigidFragment.size() && i < moved.size(); ++i) {
+    if (body.rigidFragment[i] >= 0) moved[i] = 1;
+  }
+  return moved;
+}
+
 void refreshPinned(Body& body) {
   std::fill(body.pinned.begin(), body.pinned.end(), 0);
   for (const PinGroup& pin : body.pins) {
@@ -584,9 +592,9 @@ void applyNodeEdit(Body& body, const TopologyEdit& edit) {
   body.pinned.assign(newCount, 0);
   refreshPinned(body);
   if (!edit.displacements.empty()) {
+    const std::vector<uint8_t> held = worldMovedNodes(body);
     for (size_t i = 0; i < newCount; ++i) {
-      const bool rigid = !body.rigidFragment.empty() && body.rigidFragment[i] >= 0;
-      if (body.pinned[i] == 0 && !rigid) {
+      if (held[i] == 0) {
         setRow(body.positions, i, row(body.positions, i) + row(edit.displacements, i));
       }
     }

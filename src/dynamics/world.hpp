@@ -177,6 +177,9 @@ struct Body {
 
 // Body::pinned anew: the nodes of the pins that hold, and the rigid fragments' nodes.
 void refreshPinned(Body& body);
+// The nodes the world moves itself, (nNodes) flags: pinned ones and those riding a rigid
+// fragment (Model::setWorldMovedNodes; a topology edit's displacements leave them alone).
+std::vector<uint8_t> worldMovedNodes(const Body& body);
 
 // A thrown obstacle's motion (ObstacleDef::mass > 0), integrated by velocity Verlet with
 // the bodies' steps under gravity and the reactions of the penalty springs (contact.hpp).

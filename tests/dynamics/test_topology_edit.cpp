@@ -177,36 +177,24 @@ TEST(TopologyEdit, ANodeBetweenAPinnedAndAFreeNodeIsFree) {
 // the free nodes after the blend; a pinned node stays on its pin. A displacement list of the
 // wrong length is refused by name.
 TEST(TopologyEdit, DisplacementsMoveTheFreeNodesOnly) {
-  World world = chainWorld();
-  Body& body = world.bodies[0];
-  pinChainVertices(world, {2});
-  auto& chain = dynamic_cast<SplittingChain&>(*body.model);
-  TopologyEdit edit = chain.split(2);  // node 2 splits into 2 and 3, both pinned
-  const std::vector<double> blended = [&] {
-    std::vector<double> out;
-    for (int32_t i = 0; i < edit.nodeCount(); ++i) {
-      Vec3 place = Vec3::Zero();
-      for (auto k = static_cast<size_t>(edit.sourceOffsets[static_cast<size_t>(i)]);
-           k < static_cast<size_t>(edit.sourceOffsets[static_cast<size_t>(i) + 1]); ++k) {
-        place +=
-            edit.sourceWeights[k] * row(body.positions, static_cast<size_t>(edit.sourceNodes[k]));
-      }
-      out.insert(out.end(), {place.x(), place.y(), place.z()});
-    }
-    return out;
-  }();
+  // Two pinned chains split alike, one edit with displacements and one without.
+  World moved = chainWorld(), still = chainWorld();
+  pinChainVertices(moved, {2});
+  pinChainVertices(still, {2});
+  // Node 2 splits into 2 and 3, both pinned.
+  TopologyEdit edit = dynamic_cast<SplittingChain&>(*moved.bodies[0].model).split(2);
+  const TopologyEdit plain = dynamic_cast<SplittingChain&>(*still.bodies[0].model).split(2);
   edit.displacements.assign(3 * static_cast<size_t>(edit.nodeCount()), 0.0);
   for (size_t i = 0; i < edit.displacements.size(); i += 3) edit.displacements[i + 2] = 0.01;
   TopologyEdit wrong = edit;
   wrong.displacements.pop_back();
-  Body spare = chainBody();
-  auto& spareChain = dynamic_cast<SplittingChain&>(*spare.model);
-  (void)spareChain.split(2);
-  EXPECT_THROW(applyTopologyEdit(spare, wrong), NumericalError);
-  applyTopologyEdit(body, edit);
+  EXPECT_THROW(applyTopologyEdit(still.bodies[0], wrong), NumericalError);
+  applyTopologyEdit(still.bodies[0], plain);
+  applyTopologyEdit(moved.bodies[0], edit);
+  const Body& body = moved.bodies[0];
   ASSERT_EQ(body.pinned, (std::vector<uint8_t>{0, 0, 1, 1, 0, 0, 0}));
   for (size_t i = 0; i < body.pinned.size(); ++i) {
-    const double lift = body.positions[3 * i + 2] - blended[3 * i + 2];
+    const double lift = body.positions[3 * i + 2] - still.bodies[0].positions[3 * i + 2];
     EXPECT_DOUBLE_EQ(lift, body.pinned[i] != 0 ? 0.0 : 0.01) << "node " << i;
   }
 }

@@ -119,15 +119,11 @@
 
 namespace shellsim {
 namespace {
+
 // relaxAfterEvent: at most this many descent iterations, each moving no node by more than
 // this share of the mean input spacing.
 constexpr int kRelaxIterations = 100;
 constexpr double kRelaxLongestMove = 0.05;
-}  // namespace
-}  // namespace shellsim
-
-namespace shellsim {
-namespace {
 
 // A pair's limit, and the batch's share of it, in units of max(s_a, s_b) (see above).
 constexpr double kBatchShare = 0.85;
