@@ -29,6 +29,12 @@ struct FiberPlasticityDef {
   bool operator==(const FiberPlasticityDef&) const = default;
 };
 
+// Which way a crack disc faces (its normal).
+enum class FiberCrackNormal {
+  kFiber,      // the broken fiber's rest tangent at its centre node (wicke2005 Fig. 5)
+  kPrincipal,  // [ours] the direction in which the node's fibers are stretched most
+};
+
 // Fibers breaking and crack planes (wicke2005 section 7.2, eq. (27), (28)).
 struct FiberFractureDef {
   double stretchLimit = 1.5;   // gamma_l: a fiber breaks when l / l0 exceeds it, > 1
@@ -43,6 +49,7 @@ struct FiberFractureDef {
   // its node seeds none again (its broken fibers stay broken), and a node left without any
   // fiber keeps its least overloaded one, unbreakable from then on; 0: every crack is placed.
   int32_t minPieceNodes = 0;
+  FiberCrackNormal crackNormal = FiberCrackNormal::kFiber;
   bool operator==(const FiberFractureDef&) const = default;
 };
 

@@ -3,10 +3,12 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 
 #include "models/fiber/fiber_kernel.hpp"
 #include "models/fiber/fiber_model.hpp"
@@ -240,6 +242,48 @@ bool cutsOffSpeck(std::span<const int32_t> before, std::span<const int32_t> afte
   return false;
 }
 
+// [ours] The in-plane direction of a node's largest stretch, as a unit combination of u and v
+// (orthonormal, in the rest tangent plane); nullopt when the node's fibers (active or broken)
+// span fewer than three directions. A fiber k through the node with rest direction
+// (c_k, s_k) in (u, v) and legs of rest lengths a_k, b_k now a'_k, b'_k is stretched by
+// e_k = (a'_k + b'_k) / (a_k + b_k) - 1; the symmetric 2 x 2 tensor E with
+// e_k ~ (c_k, s_k) E (c_k, s_k)^T, fitted in least squares (three unknowns E11, E12, E22),
+// is the node's strain as its fibers sample it; its larger eigenvector is the pull a mode-I
+// crack runs across. Exact for a homogeneous strain small enough that e_k is quadratic in
+// the direction.
+std::optional<Vec3> principalStretchDirection(const FiberNetwork& network,
+                                              std::span<const double> rest,
+                                              std::span<const double> x, size_t node, const Vec3& u,
+                                              const Vec3& v) {
+  Eigen::Matrix3d normal = Eigen::Matrix3d::Zero();
+  Eigen::Vector3d rhs = Eigen::Vector3d::Zero();
+  const Vec3 centreRest = row(rest, node), centreNow = row(x, node);
+  for (int32_t f = network.centreOffsets[node]; f < network.centreOffsets[node + 1]; ++f) {
+    const auto fiber = static_cast<size_t>(f);
+    if ((network.flags[fiber] & (kFiberActive | kFiberBroken)) == 0) continue;
+    const auto end1 = static_cast<size_t>(network.fiberNodes[3 * fiber]);
+    const auto end2 = static_cast<size_t>(network.fiberNodes[3 * fiber + 2]);
+    const double restLength =
+        (row(rest, end1) - centreRest).norm() + (row(rest, end2) - centreRest).norm();
+    const double nowLength = (row(x, end1) - centreNow).norm() + (row(x, end2) - centreNow).norm();
+    const Vec3 along = row(rest, end2) - row(rest, end1);
+    const double c = along.dot(u), s = along.dot(v), squared = c * c + s * s;
+    if (!(squared > 0) || !(restLength > 0)) continue;
+    const Eigen::Vector3d basis(c * c / squared, 2 * c * s / squared, s * s / squared);
+    normal += basis * basis.transpose();
+    rhs += basis * (nowLength / restLength - 1);
+  }
+  // Fewer than three distinct directions leave the fit singular (its scale: trace^3 / 27).
+  const double trace = normal.trace();
+  if (!(std::abs(normal.determinant()) > 1e-6 * trace * trace * trace)) return std::nullopt;
+  const Eigen::Vector3d e = normal.ldlt().solve(rhs);
+  Eigen::Matrix2d strain;
+  strain << e[0], e[1], e[1], e[2];
+  const Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> eigen(strain);
+  const Eigen::Vector2d largest = eigen.eigenvectors().col(1);  // eigenvalues ascending
+  return (largest[0] * u + largest[1] * v).normalized();
+}
+
 }  // namespace
 
 void FiberModel::keepNodesAttached(std::vector<uint8_t>& brokeNow, std::vector<int64_t>& brokenAt) {
@@ -315,6 +359,13 @@ bool FiberModel::formCrack(std::span<const double> x) {
   Vec3 tangent = 0.5 * (end2 - end1);
   const Vec3 inPlane = tangent - tangent.dot(surfaceNormal) * surfaceNormal;
   if (inPlane.norm() > 1e-3 * tangent.norm()) tangent = inPlane;
+  if (params_.fracture->crackNormal == FiberCrackNormal::kPrincipal) {
+    const Vec3 u = tangent.normalized();
+    if (const std::optional<Vec3> pull = principalStretchDirection(
+            network_, restPositions_, x, node, u, surfaceNormal.cross(u).normalized())) {
+      tangent = *pull;
+    }
+  }
   double radius = 0;
   int legs = 0;
   for (int32_t f = network_.centreOffsets[node]; f < network_.centreOffsets[node + 1]; ++f) {

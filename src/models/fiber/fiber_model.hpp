@@ -197,7 +197,9 @@
 // has no crack yet, is a crack candidate (eq. (28) chooses among fibers breaking now, not long
 // broken); of all candidates the broken fiber with the largest urgency places the crack: a disc
 // normal to the fiber's rest tangent at the node (e = (p2 - p1)/2, projected into the tangent
-// plane), with the mean rest distance from the node to its fiber ends as radius. The paper centres
+// plane), or with `crackNormal` kPrincipal (an addition) normal to the node's largest stretch
+// fitted to all its fibers (principalStretchDirection in fiber_inelastic.cpp), with the mean
+// rest distance from the node to its fiber ends as radius. The paper centres
 // it at the node; we shift it along the normal halfway to the end of the fiber's more stretched leg
 // (at the current positions), i.e. into the gap that opened, so the node keeps its intact side. At
 // most one crack per step, then `cooldownSteps` steps without one. With `minPieceNodes` (an
