@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "core/predicates.hpp"
@@ -51,19 +52,50 @@ bool MeshContact::stale(const BodyMesh& mesh, const Body& body) {
          mesh.triangles.size() != body.model->contactMesh().triangles.size();
 }
 
-bool MeshContact::neighbours(const Body& body, std::span<const int32_t> a,
-                             std::span<const int32_t> b, double reach) {
+bool MeshContact::closeAtRest(const Body& body, std::span<const int32_t> a,
+                              std::span<const int32_t> b, double reach, double bound) {
   for (const int32_t u : a) {
     if (std::find(b.begin(), b.end(), u) != b.end()) return true;
   }
   const std::span<const double> rest = body.model->contactMesh().restPositions;
   if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return false;
+  // Every point of a primitive lies within its longest edge of one of its nodes, so nodes
+  // farther apart than reach + bound leave the primitives farther apart than reach.
+  double nearest = std::numeric_limits<double>::infinity();
   for (const int32_t u : a) {
     for (const int32_t w : b) {
-      if ((nodeAt(rest, u) - nodeAt(rest, w)).squaredNorm() < reach * reach) return true;
+      nearest = std::min(nearest, (nodeAt(rest, u) - nodeAt(rest, w)).squaredNorm());
     }
   }
-  return false;
+  if (nearest >= (reach + bound) * (reach + bound)) return false;
+  const auto at = [&](int32_t node) { return nodeAt(rest, node); };
+  const auto pointTriangle = [&](int32_t p, std::span<const int32_t> t) {
+    const TrianglePoint c = closestOnTriangle(at(p), at(t[0]), at(t[1]), at(t[2]));
+    return (at(p) - (c.w[0] * at(t[0]) + c.w[1] * at(t[1]) + c.w[2] * at(t[2]))).squaredNorm();
+  };
+  const auto segments = [&](int32_t p0, int32_t p1, int32_t q0, int32_t q1) {
+    const SegmentPoints st = closestBetweenSegments(at(p0), at(p1), at(q0), at(q1));
+    return ((at(p0) + st.s * (at(p1) - at(p0))) - (at(q0) + st.t * (at(q1) - at(q0))))
+        .squaredNorm();
+  };
+  double squared = 0;
+  if (a.size() == 1 && b.size() == 3) {
+    squared = pointTriangle(a[0], b);
+  } else if (a.size() == 2 && b.size() == 2) {
+    squared = segments(a[0], a[1], b[0], b[1]);
+  } else if (a.size() == 3 && b.size() == 3) {
+    if (trianglesIntersect(at(a[0]), at(a[1]), at(a[2]), at(b[0]), at(b[1]), at(b[2]))) return true;
+    squared = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < 3; ++k) {
+      squared = std::min({squared, pointTriangle(a[k], b), pointTriangle(b[k], a)});
+      for (size_t l = 0; l < 3; ++l) {
+        squared = std::min(squared, segments(a[k], a[(k + 1) % 3], b[l], b[(l + 1) % 3]));
+      }
+    }
+  } else {
+    return nearest < reach * reach;  // not a primitive pair of this file: nodes only
+  }
+  return squared < reach * reach;
 }
 
 void MeshContact::update(const Body& body, size_t index, double search) {
@@ -193,12 +225,18 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
     colliding.push_back(b);
   }
   // Pairs of one body left out for good (until the topology changes): sharing a node, or
-  // neighbours in the rest shape.
+  // closer than twice the touching distance d in the rest shape. A fold brings two points of
+  // a sheet within d of each other only with at least pi d / 2 of sheet between them (a U of
+  // diameter d); pairs closer at rest meet only by squeezing the sheet within its plane, as
+  // a fresh crack's cut vertices at d from a face of the other side did. Farther pairs
+  // collide, the neighbours of a crease too (the exemption was once a whole rest edge wider:
+  // a crushed can's creases then folded faces one ring apart through each other).
+  const auto restReach = [&](const Body& body) { return 2 * touching(body, body); };
   const auto vertexFaceKept = [&](size_t b, int32_t v, int32_t t) {
     const BodyMesh& mesh = meshes_[b];
     const std::span<const int32_t> corners(&mesh.triangles[3 * static_cast<size_t>(t)], 3);
-    const double within = touching(bodies[b], bodies[b]) + mesh.restEdge[static_cast<size_t>(t)];
-    return !neighbours(bodies[b], {&v, 1}, corners, within);
+    return !closeAtRest(bodies[b], {&v, 1}, corners, restReach(bodies[b]),
+                        mesh.restEdge[static_cast<size_t>(t)]);
   };
   // An edge pair is left out also when an end of one edge is left out against a face at the
   // other: its contact takes over from those of the ends (a closest point leaving an end for
@@ -220,19 +258,18 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
     const BodyMesh& mesh = meshes_[b];
     const std::span<const int32_t> p(&mesh.edges[2 * static_cast<size_t>(ea)], 2);
     const std::span<const int32_t> q(&mesh.edges[2 * static_cast<size_t>(eb)], 2);
-    const double within =
-        touching(bodies[b], bodies[b]) + std::max(mesh.edgeRestLength[static_cast<size_t>(ea)],
-                                                  mesh.edgeRestLength[static_cast<size_t>(eb)]);
-    return !neighbours(bodies[b], p, q, within) && !endsLeftOut(b, p, eb) && !endsLeftOut(b, q, ea);
+    const double bound =
+        mesh.edgeRestLength[static_cast<size_t>(ea)] + mesh.edgeRestLength[static_cast<size_t>(eb)];
+    return !closeAtRest(bodies[b], p, q, restReach(bodies[b]), bound) && !endsLeftOut(b, p, eb) &&
+           !endsLeftOut(b, q, ea);
   };
   const auto trianglesKept = [&](size_t b, int32_t ta, int32_t tb) {
     const BodyMesh& mesh = meshes_[b];
     const std::span<const int32_t> p(&mesh.triangles[3 * static_cast<size_t>(ta)], 3);
     const std::span<const int32_t> q(&mesh.triangles[3 * static_cast<size_t>(tb)], 3);
-    const double within =
-        touching(bodies[b], bodies[b]) +
-        std::max(mesh.restEdge[static_cast<size_t>(ta)], mesh.restEdge[static_cast<size_t>(tb)]);
-    return !neighbours(bodies[b], p, q, within);
+    const double bound =
+        mesh.restEdge[static_cast<size_t>(ta)] + mesh.restEdge[static_cast<size_t>(tb)];
+    return !closeAtRest(bodies[b], p, q, restReach(bodies[b]), bound);
   };
   for (size_t i = 0; i < colliding.size(); ++i) {
     const size_t bi = colliding[i];

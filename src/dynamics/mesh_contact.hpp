@@ -12,10 +12,11 @@
 // vertex (closestOnTriangle), or two edges' interiors (edge-edge pairs whose closest point
 // is an end point are the vertex's). Each feature pair is kept once, so that a vertex
 // near the shared edge of two faces is not pushed twice. Left out, within one body: pairs
-// that share a node, and pairs with a node of each within r of each other in the rest
-// shape, r = the pair's touching distance plus the longest rest edge of its primitives:
-// neighbours in the rest shape, which includes the two sides of a fresh crack (they
-// coincide in the rest shape). An edge pair is left out too when an end of one edge is left
+// that share a node, and pairs closer than twice their touching distance in the rest shape
+// (closest points of the primitives, not their nodes): that includes the two sides of a
+// fresh crack (they coincide in the rest shape), and nothing a fold can bring into contact
+// (a U of diameter d takes pi d / 2 of sheet), while the neighbours of a sharp crease, one
+// ring apart, collide. An edge pair is left out too when an end of one edge is left
 // out against a face at the other, so that an edge contact never starts where the end's
 // contact was missing (it would start deep, with up to 1/2 k delta^2 at once). The paper
 // insets contact from the mesh boundary by delta instead; the rest-shape rule keeps crack
@@ -115,10 +116,12 @@ class MeshContact {
   bool refreshCandidates(std::span<const Body> bodies, double reach);
   // Whether the body's mesh must be rebuilt: new topology, node or triangle count.
   [[nodiscard]] static bool stale(const BodyMesh& mesh, const Body& body);
-  // Whether primitives with nodes a and b of one body are left out of contact: they share a
-  // node, or a node of each lies within `reach` of the other in the rest shape.
-  [[nodiscard]] static bool neighbours(const Body& body, std::span<const int32_t> a,
-                                       std::span<const int32_t> b, double reach);
+  // Whether primitives with nodes a and b of one body (a vertex and a face, two edges or two
+  // faces) are left out of contact: they share a node, or they were closer than `reach` in
+  // the rest shape. bound: the sum of their longest rest edges (the node distance past
+  // which they cannot be that close; a vertex has none).
+  [[nodiscard]] static bool closeAtRest(const Body& body, std::span<const int32_t> a,
+                                        std::span<const int32_t> b, double reach, double bound);
 
   ContactDef def_;
   double stableStepSquared_ = 0;  // s^2

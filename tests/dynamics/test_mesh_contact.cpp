@@ -286,6 +286,53 @@ TEST(MeshContact, AStripFoldedOntoItselfRepelsItself) {
   EXPECT_GT(upward, 0.0);
 }
 
+// A crease folded sharper than the touching distance: the strip is folded flat about the
+// column x = h / 2 (h the 2 cm cell), so the cells at x in [h, 2h] lie 2 mm above those at
+// [-h, 0], one ring apart in the rest shape (h = 20 mm, over the 4 mm touching distance).
+// They repel, and where they are pushed through each other the crossing counts. (Left out
+// were once all pairs with nodes within the touching distance plus a rest edge: every
+// neighbour one ring away, so a crushed can's creases folded faces through each other.)
+TEST(MeshContact, FacesOneRingApartInTheRestShapeCollideInASharpFold) {
+  SceneDef scene;
+  scene.gravity = {0, 0, 0};
+  BodyDef strip = testing::sheetBody(20);
+  strip.model = "discrete_shell";
+  strip.primitive->size = {0.4, 0.05, 0};
+  strip.material.thickness = 0.004;
+  scene.bodies.push_back(strip);
+  scene.contact.enabled = true;
+  const double h = 0.4 / 20;
+  const auto fold = [&](double dropBeyond) {
+    World world = buildWorld(scene);
+    Body& body = world.bodies[0];
+    for (size_t i = 0; i < body.positions.size() / 3; ++i) {
+      const double x = body.positions[3 * i];
+      if (x > 0.5 * h) {
+        body.positions[3 * i] = h - x;
+        body.positions[3 * i + 2] = x > 1.5 * h ? dropBeyond : 0.002;
+      }
+    }
+    return world;
+  };
+  World flat = fold(0.002);
+  std::vector<ContactPair> pairs;
+  flat.contact.findPairs(flat.bodies, 0.0, pairs);
+  const std::span<const double> rest = flat.bodies[0].model->contactMesh().restPositions;
+  int oneRing = 0;  // a vertex at x = h (rest) against a face of [-h, 0]
+  for (const ContactPair& pair : pairs) {
+    const double vertexX = rest[3 * static_cast<size_t>(pair.node[0])];
+    double faceX = 0;
+    for (int k = 1; k < 4; ++k)
+      faceX = std::max(faceX, rest[3 * static_cast<size_t>(pair.node[k])]);
+    if (std::abs(vertexX - h) < 1e-9 && faceX < 1e-9) ++oneRing;
+  }
+  EXPECT_GT(oneRing, 0) << pairs.size() << " contacts";
+  EXPECT_EQ(flat.contact.countIntersections(flat.bodies), 0);
+  // The cells of [h, 2h] now slope from 2 mm above to 2 mm below those of [-h, 0].
+  World crossed = fold(-0.002);
+  EXPECT_GT(crossed.contact.countIntersections(crossed.bodies), 0);
+}
+
 // The two-sheet drop: a 20 cm sheet falls 6 cm onto a 40 cm sheet held at two edges.
 SceneDef sheetOnSheet(Integrator integrator, bool contact) {
   SceneDef scene = testing::twoSheets(12, 8, 0.16, contact);
@@ -437,10 +484,14 @@ TEST(MeshContact, FollowsFractureAndLeavesTheCrackSidesAlone) {
 // shards crossed in 4 pairs in frame 7 in the ci build on an AMD EPYC, none on the Xeon
 // before; with contact none, 96 s instead of 39); in both coarse torn sheets at stiffness 3
 // (without budging, two or three sliver pairs crossed from 13 ms without contact and one at
-// stiffness 1). The crushed can's plastic hinges fold
-// faces within a ring of each other through one another (up to 22 pairs), pairs this count
-// leaves out as rest-shape neighbours, as contact does; no pair farther apart crosses. The
-// fine tear, the tube, the eggs and the bowl need no mesh contact.
+// stiffness 1). Pairs closer than twice the touching distance in the rest shape are left
+// out, here as in contact; until 2026-12-01 a whole rest edge more was: the crushed can's
+// plastic hinges then folded faces one ring apart through one another (up to 22 pairs), and
+// on an AMD EPYC in the ci build two pairs two rings apart crossed in frame 12; with contact
+// between those neighbours none does in its 40 frames (this test, the same build). The count
+// with the narrower exemption found the fine tear's flaps crossing in frame 13 without
+// contact: it has contact on at stiffness 3 now, like the coarse tears. The tube, the eggs
+// and the bowl need none.
 // Not here, two of the thirteen: the glass bulb (at its contact stiffness 2 no pair crosses
 // in any frame in the Release build, but one does at 1 ms in the ci build: two shards
 // approach faster than the penalty spring stops them even at 1/64 of the step, and once
