@@ -372,6 +372,34 @@ TEST(FiberFracture, PrincipalCrackNormalsFaceThePull) {
   EXPECT_GT(fiber, 5.0) << fiberCracks << " cracks";
 }
 
+// Under bending the fibers' stretches say nothing of a direction: a sheet rolled until its
+// fibers break by bending (stretch limit far away) gets the same discs with crack_normal
+// principal as with the fibers' tangents.
+TEST(FiberFracture, PrincipalCrackNormalsKeepTheFibersUnderBending) {
+  const double h = 0.04;
+  const FiberNodes nodes = gridSheet(11, 11, h, 0.2, 5);
+  const std::vector<double> bent = rolled(nodes, 6.0, 0);
+  const auto discs = [&](FiberCrackNormal normal) {
+    FiberParams params;
+    params.fracture = FiberFractureDef{.stretchLimit = 1.5,
+                                       .bendLimit = 0.05,
+                                       .brokenRatio = 0.2,
+                                       .cooldownSteps = 0,
+                                       .crackNormal = normal};
+    FiberModel model(nodes, rubber(), params);
+    for (int step = 0; step < 4; ++step) (void)model.updateInelastic(bent, 1e-3);
+    return std::vector<CrackDisc>(model.cracks().begin(), model.cracks().end());
+  };
+  const std::vector<CrackDisc> principal = discs(FiberCrackNormal::kPrincipal);
+  const std::vector<CrackDisc> fiber = discs(FiberCrackNormal::kFiber);
+  ASSERT_GE(fiber.size(), 2U);
+  ASSERT_EQ(principal.size(), fiber.size());
+  for (size_t k = 0; k < fiber.size(); ++k) {
+    EXPECT_EQ(principal[k].normal, fiber[k].normal) << "disc " << k;
+    EXPECT_EQ(principal[k].centre, fiber[k].centre) << "disc " << k;
+  }
+}
+
 TEST(FiberFracture, WeakRegionBreaksFirst) {
   const double h = 0.04;
   const FiberNodes nodes = gridSheet(11, 11, h);

@@ -359,7 +359,24 @@ bool FiberModel::formCrack(std::span<const double> x) {
   Vec3 tangent = 0.5 * (end2 - end1);
   const Vec3 inPlane = tangent - tangent.dot(surfaceNormal) * surfaceNormal;
   if (inPlane.norm() > 1e-3 * tangent.norm()) tangent = inPlane;
+  // Across the pull for a tension crack: the broken fiber is past its stretch limit by more
+  // than its bending limit (eq. (27)'s two terms, now). Broken by bending it keeps its own
+  // tangent: the fibers' stretches say nothing of a direction then.
+  bool pulledApart = false;
   if (params_.fracture->crackNormal == FiberCrackNormal::kPrincipal) {
+    const fiber::Reduced z =
+        fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber])), row(x, node),
+                      row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2])));
+    const double scale = params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[node];
+    const double stretchLimit = 1.0 + scale * (params_.fracture->stretchLimit - 1.0);
+    const double stretchUrgency =
+        (fiber::arcLength(z, samples_) / network_.restLength[fiber]) / stretchLimit;
+    const double bendUrgency =
+        std::abs(fiber::tangentAngle(z, patchFrame(x, node).normal) - network_.restAngle[fiber]) /
+        bendLimit_[fiber];
+    pulledApart = stretchUrgency >= bendUrgency;
+  }
+  if (pulledApart) {
     const Vec3 u = tangent.normalized();
     if (const std::optional<Vec3> pull = principalStretchDirection(
             network_, restPositions_, x, node, u, surfaceNormal.cross(u).normalized())) {
