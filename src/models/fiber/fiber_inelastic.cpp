@@ -42,6 +42,18 @@ double angleFlow(const FiberPlasticityDef& plastic, double angle, double restAng
   return angle - sign * plastic.yieldAngle - restAngle;
 }
 
+// eq. (27)'s two terms for a fiber of length l and angle theta now: (l / l0) / gamma_l and
+// |theta - theta0| / gamma_theta, with a region's fracture scale s in
+// gamma_l = 1 + s (gamma_l - 1) (gamma_theta, the fiber's own, already scaled).
+struct Urgency {
+  double stretch, bend;
+};
+Urgency fractureUrgency(const FiberFractureDef& fracture, double fractureScale, double length,
+                        double restLength, double angle, double restAngle, double bendLimit) {
+  const double stretchLimit = 1.0 + fractureScale * (fracture.stretchLimit - 1.0);
+  return {(length / restLength) / stretchLimit, std::abs(angle - restAngle) / bendLimit};
+}
+
 }  // namespace
 
 void FiberModel::refreshRestMeans(size_t node) {
@@ -172,9 +184,9 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
             }
             if (fracture != nullptr && (network_.flags[f] & kFiberHeld) == 0) {
               // eq. (27), (28)
-              const double stretchLimit = 1.0 + fractureScale * (fracture->stretchLimit - 1.0);
-              const double urgency = std::max((length / restLength) / stretchLimit,
-                                              std::abs(angle - restAngle) / bendLimit_[f]);
+              const Urgency terms = fractureUrgency(*fracture, fractureScale, length, restLength,
+                                                    angle, restAngle, bendLimit_[f]);
+              const double urgency = std::max(terms.stretch, terms.bend);
               // Past a threshold the fiber accumulates overload time, below it sheds it;
               // it breaks once the net time reaches the delay (at once for delay 0).
               double& overload = overloadTime_[f];
@@ -368,13 +380,11 @@ bool FiberModel::formCrack(std::span<const double> x) {
         fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber])), row(x, node),
                       row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2])));
     const double scale = params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[node];
-    const double stretchLimit = 1.0 + scale * (params_.fracture->stretchLimit - 1.0);
-    const double stretchUrgency =
-        (fiber::arcLength(z, samples_) / network_.restLength[fiber]) / stretchLimit;
-    const double bendUrgency =
-        std::abs(fiber::tangentAngle(z, patchFrame(x, node).normal) - network_.restAngle[fiber]) /
-        bendLimit_[fiber];
-    pulledApart = stretchUrgency >= bendUrgency;
+    const Urgency terms = fractureUrgency(*params_.fracture, scale, fiber::arcLength(z, samples_),
+                                          network_.restLength[fiber],
+                                          fiber::tangentAngle(z, patchFrame(x, node).normal),
+                                          network_.restAngle[fiber], bendLimit_[fiber]);
+    pulledApart = terms.stretch >= terms.bend;
   }
   if (pulledApart) {
     const Vec3 u = tangent.normalized();
