@@ -4,6 +4,8 @@
 //   BM_MeshContactFindPairs/n   findPairs at the resting state, candidate list valid
 //                               (the common case: nodes moved less than half the skin)
 //   BM_MeshContactRebuild/n     findPairs with the candidate list rebuilt (trees, lists)
+//   BM_MeshContactRefresh/n     findPairs after the upper sheet slid 1 cm (and back in the
+//                               next round): the candidate list rebuilt, topology kept
 //   BM_MeshContactIntersections/n  the exact intersection count of the step check
 //   BM_SheetOnSheetStep/n/contact  one explicit step of the whole world, contact 0 or 1
 #include <benchmark/benchmark.h>
@@ -56,6 +58,21 @@ void BM_MeshContactRebuild(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_MeshContactRebuild)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+void BM_MeshContactRefresh(benchmark::State& state) {
+  World world = settledWorld(static_cast<int>(state.range(0)), true);
+  std::vector<ContactPair> pairs;
+  world.contact.findPairs(world.bodies, 0.0, pairs);
+  std::vector<double>& upper = world.bodies[1].positions;
+  double slide = 0.01;  // m, past half the skin (a touching distance, 4 mm): a rebuild
+  for (auto _ : state) {
+    for (size_t k = 0; k < upper.size(); k += 3) upper[k] += slide;
+    slide = -slide;
+    world.contact.findPairs(world.bodies, 0.0, pairs);
+    benchmark::DoNotOptimize(pairs.data());
+  }
+}
+BENCHMARK(BM_MeshContactRefresh)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
 
 void BM_MeshContactIntersections(benchmark::State& state) {
   World world = settledWorld(static_cast<int>(state.range(0)), true);

@@ -27,6 +27,36 @@ int64_t key(int32_t body, int32_t node) {
   return (static_cast<int64_t>(body) << 32) | static_cast<uint32_t>(node);
 }
 
+uint64_t pairKey(int32_t first, int32_t second) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(first)) << 32) |
+         static_cast<uint32_t>(second);
+}
+
+bool sharesNode(std::span<const int32_t> a, std::span<const int32_t> b) {
+  return std::any_of(a.begin(), a.end(),
+                     [&](int32_t u) { return std::find(b.begin(), b.end(), u) != b.end(); });
+}
+
+// Boxes (n, 6) of the n = nodes.size() / corners primitives of `corners` nodes each (node
+// lists `nodes`) at positions x, each grown by `inflate` (m) on every side.
+void primitiveBoxes(std::span<const double> x, std::span<const int32_t> nodes, size_t corners,
+                    double inflate, std::vector<double>& boxes) {
+  const size_t count = nodes.size() / corners;
+  boxes.resize(6 * count);
+  for (size_t i = 0; i < count; ++i) {
+    Vec3 lo = nodeAt(x, nodes[corners * i]), hi = lo;
+    for (size_t k = 1; k < corners; ++k) {
+      const Vec3 p = nodeAt(x, nodes[corners * i + k]);
+      lo = lo.cwiseMin(p);
+      hi = hi.cwiseMax(p);
+    }
+    for (int k = 0; k < 3; ++k) {
+      boxes[6 * i + static_cast<size_t>(k)] = lo[k] - inflate;
+      boxes[6 * i + 3 + static_cast<size_t>(k)] = hi[k] + inflate;
+    }
+  }
+}
+
 }  // namespace
 
 MeshContact::MeshContact(const ContactDef& def, double stableStep)
@@ -54,9 +84,7 @@ bool MeshContact::stale(const BodyMesh& mesh, const Body& body) {
 
 bool MeshContact::closeAtRest(const Body& body, std::span<const int32_t> a,
                               std::span<const int32_t> b, double reach, double bound) {
-  for (const int32_t u : a) {
-    if (std::find(b.begin(), b.end(), u) != b.end()) return true;
-  }
+  if (sharesNode(a, b)) return true;
   const std::span<const double> rest = body.model->contactMesh().restPositions;
   if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return false;
   // Every point of a primitive lies within its longest edge of one of its nodes, so nodes
@@ -98,6 +126,74 @@ bool MeshContact::closeAtRest(const Body& body, std::span<const int32_t> a,
   return squared < reach * reach;
 }
 
+void MeshContact::findCloseAtRest(const Body& body, BodyMesh& mesh, double reach) {
+  mesh.closeReach = reach;
+  mesh.closeVertexFaces.clear();
+  mesh.closeEdgePairs.clear();
+  mesh.closeTrianglePairs.clear();
+  const std::span<const double> rest = body.model->contactMesh().restPositions;
+  if (rest.size() != 3 * static_cast<size_t>(body.nodeCount())) return;
+  // Primitives closer than reach have boxes closer than reach: grown by half of it (and a
+  // hair, so that rounding cannot lose a pair), their boxes overlap.
+  const double inflate = 0.5 * reach * (1 + 1e-6);
+  std::vector<double> boxes;
+  AabbTree faces, points, edges;
+  primitiveBoxes(rest, mesh.triangles, 3, inflate, boxes);
+  faces.build(boxes);
+  primitiveBoxes(rest, mesh.vertices, 1, inflate, boxes);
+  points.build(boxes);
+  primitiveBoxes(rest, mesh.edges, 2, inflate, boxes);
+  edges.build(boxes);
+  const auto triangle = [&](int32_t t) {
+    return std::span<const int32_t>(&mesh.triangles[3 * static_cast<size_t>(t)], 3);
+  };
+  const auto edge = [&](int32_t e) {
+    return std::span<const int32_t>(&mesh.edges[2 * static_cast<size_t>(e)], 2);
+  };
+  // The pairs whose boxes overlap, then the exact test on each in parallel (a flag per
+  // pair, so the lists do not depend on the thread count), kept in ascending order.
+  const auto first = [](uint64_t pair) { return static_cast<int32_t>(pair >> 32); };
+  const auto second = [](uint64_t pair) { return static_cast<int32_t>(pair & 0xffffffffU); };
+  const auto keepClose = [&](std::vector<uint64_t>& pairs, const auto& close) {
+    std::vector<uint8_t> kept(pairs.size());
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, pairs.size(), 256),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t i = r.begin(); i < r.end(); ++i) {
+                          kept[i] = close(first(pairs[i]), second(pairs[i])) ? 1 : 0;
+                        }
+                      });
+    size_t count = 0;
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (kept[i] != 0) pairs[count++] = pairs[i];
+    }
+    pairs.resize(count);
+    std::sort(pairs.begin(), pairs.end());
+  };
+  points.forEachPairWith(faces, [&](int32_t v, int32_t t) {
+    const int32_t node = mesh.vertices[static_cast<size_t>(v)];
+    if (!sharesNode({&node, 1}, triangle(t))) mesh.closeVertexFaces.push_back(pairKey(node, t));
+  });
+  keepClose(mesh.closeVertexFaces, [&](int32_t node, int32_t t) {
+    return closeAtRest(body, {&node, 1}, triangle(t), reach, mesh.restEdge[static_cast<size_t>(t)]);
+  });
+  edges.forEachSelfPair([&](int32_t ea, int32_t eb) {
+    if (!sharesNode(edge(ea), edge(eb))) mesh.closeEdgePairs.push_back(pairKey(ea, eb));
+  });
+  keepClose(mesh.closeEdgePairs, [&](int32_t ea, int32_t eb) {
+    return closeAtRest(body, edge(ea), edge(eb), reach,
+                       mesh.edgeRestLength[static_cast<size_t>(ea)] +
+                           mesh.edgeRestLength[static_cast<size_t>(eb)]);
+  });
+  faces.forEachSelfPair([&](int32_t ta, int32_t tb) {
+    if (!sharesNode(triangle(ta), triangle(tb))) mesh.closeTrianglePairs.push_back(pairKey(ta, tb));
+  });
+  keepClose(mesh.closeTrianglePairs, [&](int32_t ta, int32_t tb) {
+    return closeAtRest(
+        body, triangle(ta), triangle(tb), reach,
+        mesh.restEdge[static_cast<size_t>(ta)] + mesh.restEdge[static_cast<size_t>(tb)]);
+  });
+}
+
 void MeshContact::update(const Body& body, size_t index, double search) {
   if (meshes_.size() <= index) meshes_.resize(index + 1);
   BodyMesh& mesh = meshes_[index];
@@ -106,6 +202,7 @@ void MeshContact::update(const Body& body, size_t index, double search) {
   const size_t nTriangles = source.triangles.size() / 3;
   if (rebuild) {
     candidatesValid_ = false;  // the list holds this mesh's old triangle and edge indices
+    mesh.closeReach = -1;
     mesh.valid = true;
     mesh.topology = body.model->topologyVersion();
     mesh.nodeCount = body.nodeCount();
@@ -156,23 +253,10 @@ void MeshContact::update(const Body& body, size_t index, double search) {
     }
   }
   const std::span<const double> x = body.positions;
-  // Boxes of `count` primitives of `corners` nodes each (node lists `nodes`), inflated.
   const auto refresh = [&](AabbTree& tree, std::span<const int32_t> nodes, size_t corners,
                            double inflate) {
+    primitiveBoxes(x, nodes, corners, inflate, mesh.boxes);
     const size_t count = nodes.size() / corners;
-    mesh.boxes.resize(6 * count);
-    for (size_t i = 0; i < count; ++i) {
-      Vec3 lo = nodeAt(x, nodes[corners * i]), hi = lo;
-      for (size_t k = 1; k < corners; ++k) {
-        const Vec3 p = nodeAt(x, nodes[corners * i + k]);
-        lo = lo.cwiseMin(p);
-        hi = hi.cwiseMax(p);
-      }
-      for (int k = 0; k < 3; ++k) {
-        mesh.boxes[6 * i + static_cast<size_t>(k)] = lo[k] - inflate;
-        mesh.boxes[6 * i + 3 + static_cast<size_t>(k)] = hi[k] + inflate;
-      }
-    }
     if (rebuild || tree.size() != static_cast<int32_t>(count)) {
       tree.build(mesh.boxes);
     } else {
@@ -217,13 +301,6 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
   vertexFaceCandidates_.clear();
   edgeEdgeCandidates_.clear();
   trianglePairCandidates_.clear();
-  std::vector<size_t> colliding;
-  for (size_t b = 0; b < bodies.size(); ++b) {
-    builtPositions_[b].assign(bodies[b].positions.begin(), bodies[b].positions.end());
-    if (bodies[b].model->contactMesh().triangles.empty()) continue;
-    update(bodies[b], b, builtReach_);
-    colliding.push_back(b);
-  }
   // Pairs of one body left out for good (until the topology changes): sharing a node, or
   // closer than twice the touching distance d in the rest shape. A fold brings two points of
   // a sheet within d of each other only with at least pi d / 2 of sheet between them (a U of
@@ -232,11 +309,24 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
   // collide, the neighbours of a crease too (the exemption was once a whole rest edge wider:
   // a crushed can's creases then folded faces one ring apart through each other).
   const auto restReach = [&](const Body& body) { return 2 * touching(body, body); };
+  std::vector<size_t> colliding;
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    builtPositions_[b].assign(bodies[b].positions.begin(), bodies[b].positions.end());
+    if (bodies[b].model->contactMesh().triangles.empty()) continue;
+    update(bodies[b], b, builtReach_);
+    if (meshes_[b].closeReach != restReach(bodies[b])) {
+      findCloseAtRest(bodies[b], meshes_[b], restReach(bodies[b]));
+    }
+    colliding.push_back(b);
+  }
+  const auto leftOut = [](std::span<const int32_t> a, std::span<const int32_t> b,
+                          const std::vector<uint64_t>& close, uint64_t pair) {
+    return sharesNode(a, b) || std::binary_search(close.begin(), close.end(), pair);
+  };
   const auto vertexFaceKept = [&](size_t b, int32_t v, int32_t t) {
     const BodyMesh& mesh = meshes_[b];
     const std::span<const int32_t> corners(&mesh.triangles[3 * static_cast<size_t>(t)], 3);
-    return !closeAtRest(bodies[b], {&v, 1}, corners, restReach(bodies[b]),
-                        mesh.restEdge[static_cast<size_t>(t)]);
+    return !leftOut({&v, 1}, corners, mesh.closeVertexFaces, pairKey(v, t));
   };
   // An edge pair is left out also when an end of one edge is left out against a face at the
   // other: its contact takes over from those of the ends (a closest point leaving an end for
@@ -258,18 +348,14 @@ bool MeshContact::refreshCandidates(std::span<const Body> bodies, double reach) 
     const BodyMesh& mesh = meshes_[b];
     const std::span<const int32_t> p(&mesh.edges[2 * static_cast<size_t>(ea)], 2);
     const std::span<const int32_t> q(&mesh.edges[2 * static_cast<size_t>(eb)], 2);
-    const double bound =
-        mesh.edgeRestLength[static_cast<size_t>(ea)] + mesh.edgeRestLength[static_cast<size_t>(eb)];
-    return !closeAtRest(bodies[b], p, q, restReach(bodies[b]), bound) && !endsLeftOut(b, p, eb) &&
-           !endsLeftOut(b, q, ea);
+    return !leftOut(p, q, mesh.closeEdgePairs, pairKey(std::min(ea, eb), std::max(ea, eb))) &&
+           !endsLeftOut(b, p, eb) && !endsLeftOut(b, q, ea);
   };
   const auto trianglesKept = [&](size_t b, int32_t ta, int32_t tb) {
     const BodyMesh& mesh = meshes_[b];
     const std::span<const int32_t> p(&mesh.triangles[3 * static_cast<size_t>(ta)], 3);
     const std::span<const int32_t> q(&mesh.triangles[3 * static_cast<size_t>(tb)], 3);
-    const double bound =
-        mesh.restEdge[static_cast<size_t>(ta)] + mesh.restEdge[static_cast<size_t>(tb)];
-    return !closeAtRest(bodies[b], p, q, restReach(bodies[b]), bound);
+    return !leftOut(p, q, mesh.closeTrianglePairs, pairKey(std::min(ta, tb), std::max(ta, tb)));
   };
   for (size_t i = 0; i < colliding.size(); ++i) {
     const size_t bi = colliding[i];

@@ -107,6 +107,12 @@ class MeshContact {
     AabbTree faces;                      // over the triangles, not inflated
     AabbTree points;                     // over the vertices, inflated by the search distance
     AabbTree edgeBoxes;                  // over the edges, inflated by half of it
+    // The body's own primitive pairs closer than closeReach in the rest shape that share no
+    // node, as sorted keys first << 32 | second (vertex node and triangle; edges and
+    // triangles with first < second): the rest shape is fixed per topology, so they are
+    // found once (findCloseAtRest) and looked up at every candidate rebuild.
+    double closeReach = -1;  // m; < 0: not found since the last rebuild
+    std::vector<uint64_t> closeVertexFaces, closeEdgePairs, closeTrianglePairs;
   };
   // Refreshes the body's mesh and trees at its positions, every box inflated by search / 2.
   void update(const Body& body, size_t index, double search);
@@ -122,6 +128,9 @@ class MeshContact {
   // which they cannot be that close; a vertex has none).
   [[nodiscard]] static bool closeAtRest(const Body& body, std::span<const int32_t> a,
                                         std::span<const int32_t> b, double reach, double bound);
+  // Fills the mesh's close* lists: every pair of its primitives for which closeAtRest
+  // holds at `reach` (m) without a shared node.
+  static void findCloseAtRest(const Body& body, BodyMesh& mesh, double reach);
 
   ContactDef def_;
   double stableStepSquared_ = 0;  // s^2
