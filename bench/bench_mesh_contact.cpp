@@ -8,10 +8,17 @@
 //                               next round): the candidate list rebuilt, topology kept
 //   BM_MeshContactIntersections/n  the exact intersection count of the step check
 //   BM_SheetOnSheetStep/n/contact  one explicit step of the whole world, contact 0 or 1
+//   BM_Orient3d/exact           orient3d on four points in general position (0: the
+//                               floating-point filter decides) or exactly coplanar off the
+//                               coordinate planes (1: the exact integer evaluation)
 #include <benchmark/benchmark.h>
 
+#include <array>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
+#include "core/predicates.hpp"
 #include "dynamics/dynamics_test_util.hpp"
 #include "dynamics/mesh_contact.hpp"
 #include "dynamics/step_pipeline.hpp"
@@ -103,6 +110,30 @@ BENCHMARK(BM_SheetOnSheetStep)
     ->Args({64, 0})
     ->Args({64, 1})
     ->Unit(benchmark::kMicrosecond);
+
+void BM_Orient3d(benchmark::State& state) {
+  // Points of the plane z = x + y (dyadic coordinates: the sums are exact), moved off the
+  // origin by an offset that keeps them exactly coplanar; 32 quadruples cycled.
+  const bool coplanar = state.range(0) == 1;
+  std::vector<std::array<Vec3, 4>> quads;
+  for (int q = 0; q < 32; ++q) {
+    std::array<Vec3, 4> quad;
+    for (int k = 0; k < 4; ++k) {
+      const double x = std::ldexp(1 + 3 * q + 5 * k, -7), y = std::ldexp(7 + (q + 1) * k * k, -9);
+      quad[static_cast<size_t>(k)] = Vec3(x, y, x + y + (coplanar || k < 3 ? 0.0 : 0.01));
+    }
+    quads.push_back(quad);
+  }
+  int64_t sum = 0;
+  size_t i = 0;
+  for (auto _ : state) {
+    const std::array<Vec3, 4>& quad = quads[i++ % quads.size()];
+    sum += orient3d(quad[0], quad[1], quad[2], quad[3]);
+    benchmark::DoNotOptimize(sum);
+  }
+  state.counters["sum"] = static_cast<double>(sum);
+}
+BENCHMARK(BM_Orient3d)->Arg(0)->Arg(1)->Unit(benchmark::kNanosecond);
 
 }  // namespace
 }  // namespace shellsim

@@ -6,8 +6,9 @@
 // the side of the plane (a, b, c) that (b - a) x (c - a) points to. It is evaluated in
 // floating point first; when the result is within the rounding error bound of that
 // evaluation (a semi-static filter, |det| <= 1e-14 of the permanent, far wider than the
-// true bound of about 8 ulp), it is recomputed exactly in rational arithmetic (GMP), into
-// which every double converts exactly. The sign is therefore exact for any input.
+// true bound of about 8 ulp), or overflowed, it is recomputed exactly in GMP's integers
+// (every double is an integer times a power of two). The sign is therefore exact for any
+// finite input; a point with a coordinate that is not finite gives 0.
 #pragma once
 
 #include "core/vec3.hpp"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -55,6 +56,38 @@ TEST(Predicates, Orient3dIsExactOnDegenerateInputs) {
     ASSERT_EQ(orient3d(u, v, d, w), -o);
     ASSERT_EQ(orient3d(d, u, v, w), -orient3d(u, d, v, w));
   }
+}
+
+// Points of the plane z = x + y with dyadic coordinates spanning 46 bits (their sums
+// exact), scaled by powers of two down to where every product underflows and up to where
+// it overflows: exactly coplanar, and a nudge of the fourth point by one ulp along z is
+// on the side a large offset is on (the determinant is linear in that offset).
+TEST(Predicates, Orient3dIsExactAcrossTheExponentRange) {
+  std::mt19937 random(11);
+  std::uniform_int_distribution<int> small(1, 63), shift(-20, 20);
+  for (const int scale : {0, -40, -1000, 400, 900}) {
+    int planes = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+      std::array<Vec3, 4> p;
+      for (Vec3& point : p) {
+        const double x = std::ldexp(small(random), shift(random) + scale);
+        const double y = std::ldexp(small(random), shift(random) + scale);
+        point = Vec3(x, y, x + y);
+      }
+      ASSERT_EQ(orient3d(p[0], p[1], p[2], p[3]), 0) << "scale 2^" << scale;
+      const int side = orient3d(p[0], p[1], p[2], p[3] + Vec3(0, 0, std::ldexp(1.0, 30 + scale)));
+      if (side == 0) continue;  // the first three collinear: no plane to be on a side of
+      ++planes;
+      const Vec3 up(p[3].x(), p[3].y(), std::nextafter(p[3].z(), HUGE_VAL));
+      const Vec3 down(p[3].x(), p[3].y(), std::nextafter(p[3].z(), -HUGE_VAL));
+      ASSERT_EQ(orient3d(p[0], p[1], p[2], up), side) << "scale 2^" << scale;
+      ASSERT_EQ(orient3d(p[0], p[1], p[2], down), -side) << "scale 2^" << scale;
+      ASSERT_EQ(orient3d(p[1], p[0], p[2], up), -side) << "scale 2^" << scale;
+    }
+    EXPECT_GT(planes, 150) << "scale 2^" << scale << ": orientations decided";
+  }
+  const Vec3 inf(HUGE_VAL, 0, 0), o(0, 0, 0), ex(1, 0, 0), ey(0, 1, 0);
+  EXPECT_EQ(orient3d(o, ex, ey, inf), 0) << "no orientation for a point at infinity";
 }
 
 TEST(Predicates, TrianglePairsIntersectOnlyWhenTheyCross) {
