@@ -646,7 +646,10 @@ TEST(FractureSlow, ThePosterTearsThroughIntoTwoHalvesWithFewSpecks) {
 // tearing, and hangs from its knot as one torn skin, no shards, above the floor, at rest.
 // Measured (release build, 1,170 nodes): radius 0.1200 -> 0.1378 m, the first crack in frame
 // 24, the gas 1,150 Pa -> 913 in that frame, 151, 23, 3 in the next three; 13 cracks, one
-// piece.
+// piece. Only that sampling bursts (scene reference, `vent`): at 1,100 / 1,130 / 1,150 /
+// 1,190 / 1,210 nodes the first crack stays alone (two at 1,210) and the gas leaks out over
+// seconds (ci build), and so does 1,170 once a closed shell's sampled pressure torque is
+// taken off as its net force is (session 38's note, issue 20).
 TEST(Fracture, TheBalloonTearsAtItsWeakSpotLetsItsGasOutAndRelaxes) {
   SceneDef scene =
       loadScene(std::filesystem::path(SHELLSIM_SOURCE_DIR) / "scenes" / "fiber_balloon.json");
