@@ -80,6 +80,7 @@ struct SimulationState::Data {
     std::vector<double> rigidLocal;               // Body::rigidLocal, (nNodes, 3) or empty
     double ventStart = PressureLoad::kNotVented;  // PressureLoad::ventStart, s
     double gas = PressureLoad::kNotSealed;        // PressureLoad::gas, Pa m^3
+    double ventedFloor = std::numeric_limits<double>::infinity();  // PressureLoad's, Pa
   };
   std::vector<RigidFragment> rigidFragments;  // World::rigid
   std::vector<BodyState> bodies;
@@ -387,6 +388,7 @@ std::shared_ptr<const SimulationState::Data> saveData(const Simulation::Impl& im
     if (body.pressure) {
       state.ventStart = body.pressure->ventStart;
       state.gas = body.pressure->gas;
+      state.ventedFloor = body.pressure->ventedFloor;
     }
   }
   data->rigidFragments = impl.world.rigid.fragments();
@@ -415,6 +417,7 @@ void restoreData(Simulation::Impl& impl, const SimulationState::Data& data) {
     if (body.pressure) {
       body.pressure->ventStart = state.ventStart;
       body.pressure->gas = state.gas;
+      body.pressure->ventedFloor = state.ventedFloor;
     }
     if (body.embedded && body.bindingEvents != state.bindingEvents) {
       replayBinding(body, state.bindingEvents);
@@ -440,7 +443,7 @@ void restoreEverything(Simulation::Impl& impl, const SimulationState::Data& data
 // The first bytes of every state file, and its format version (bumped whenever the layout
 // below changes: a file of another version is refused, never misread).
 constexpr char kStateMagic[8] = {'S', 'H', 'S', 'T', 'A', 'T', 'E', '\n'};
-constexpr uint32_t kStateFormatVersion = 13;
+constexpr uint32_t kStateFormatVersion = 14;
 constexpr const char* kLibraryVersion = "0.1.0";
 
 void writeNodeSets(const BodyNodeSets& sets, ByteWriter& out) {
@@ -555,6 +558,7 @@ void writeData(const SimulationState::Data& data, ByteWriter& out) {
     out.array(body.rigidLocal);
     out.value(body.ventStart);
     out.value(body.gas);
+    out.value(body.ventedFloor);
   }
   out.value<uint64_t>(data.rigidFragments.size());
   for (const RigidFragment& f : data.rigidFragments) {
@@ -693,6 +697,9 @@ std::shared_ptr<const SimulationState::Data> readData(const Simulation::Impl& im
     state.gas = in.value<double>("sealed gas");
     if (!std::isfinite(state.gas))
       in.fail("body '" + body.name + "': its sealed gas is not finite");
+    state.ventedFloor = in.value<double>("vented floor");
+    if (std::isnan(state.ventedFloor) || state.ventedFloor < 0)
+      in.fail("body '" + body.name + "': its vented gas's floor is NaN or negative");
   }
   const auto fragments = in.value<uint64_t>("rigid fragment count");
   if (fragments > 10'000'000) in.fail(std::to_string(fragments) + " rigid fragments");

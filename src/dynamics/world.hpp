@@ -66,6 +66,9 @@ struct PressureLoad {
   double dischargeCoefficient = 0.61;
   double gas = kNotSealed;  // Pa m^3; negative until sealed in at the first crack
   static constexpr double kNotSealed = -1;
+  // The lowest over-pressure since the gas was sealed in, Pa: through the shell's openings the
+  // gas only leaves, so the shell's own motion cannot compress it past that (ventSealedGas).
+  double ventedFloor = std::numeric_limits<double>::infinity();
   // |sum A_i| / sum |A_i| of the rest shape's area vectors: what the sampling leaves of a
   // closed surface's zero sum, not counted as an opening.
   double closedResidue = 0;

@@ -327,13 +327,14 @@ constexpr FieldSpec kPressureFields[] = {
                 "out through the openings at Q = C_d A sqrt(2 p / rho) (Bernoulli), A the "
                 "area of the openings measured from the surface's area vectors (a closed "
                 "surface's sum to zero; a torn one's to the openings' projected area): a tear "
-                "that opens wide lets the gas out at once and the shell relaxes. The pump stops "
-                "at the first crack, and p V = const softens the load as soon as the shell "
-                "gives, so whether a fiber balloon's first crack runs or stays a slit that "
-                "leaks depends on its sampling: fiber_balloon at 1,100 / 1,130 / 1,150 / "
-                "1,190 / 1,210 nodes keeps one or two cracks and loses its gas over seconds; "
-                "at 1,170, the scene's, it bursts (16 cracks, the gas out within a frame). "
-                "Closed surfaces only (an open one encloses no gas of its own)."},
+                "that opens wide lets the gas out at once and the shell relaxes; through an "
+                "opening the gas only leaves, so a torn skin that crumples does not compress "
+                "it (the over-pressure stays at or under its lowest since sealing). The pump "
+                "stops at the first crack, and p V = const softens the load as soon as the "
+                "shell gives: a fiber balloon's first crack runs only with a crack-tip "
+                "concentration (fracture.crack_tip_scale; without it fiber_balloon kept one "
+                "crack and leaked at 5 of 6 samplings). Closed surfaces only (an open one "
+                "encloses no gas of its own)."},
     {.key = "vent_time",
      .unit = "s",
      .number = 0.0,

@@ -50,6 +50,10 @@ struct FiberFractureDef {
   // fiber keeps its least overloaded one, unbreakable from then on; 0: every crack is placed.
   int32_t minPieceNodes = 0;
   FiberCrackNormal crackNormal = FiberCrackNormal::kFiber;
+  // The fracture thresholds of fibers centred within twice a crack disc's radius of its centre
+  // (rest space) are scaled by this, (0, 1]: the stress concentration at a crack's end that a
+  // disc of the sampling's size does not make by itself; 1: none (the paper).
+  double crackTipScale = 1.0;
   bool operator==(const FiberFractureDef&) const = default;
 };
 

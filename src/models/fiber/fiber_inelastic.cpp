@@ -135,6 +135,7 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
                       workspace->lengthNow.size() == network_.restLength.size() &&
                       workspace->evaluatedX.size() == x.size() &&
                       std::equal(x.begin(), x.end(), workspace->evaluatedX.begin());
+  if (fracture != nullptr) refreshCrackTips();
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t j = r.begin(); j != r.end(); ++j) {
@@ -143,8 +144,9 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
           if (begin == end) continue;
           const Vec3 normal = cached ? Vec3::Zero() : patchFrame(x, j).normal;
           const Vec3 centre = row(x, j);
+          const double tipScale = crackTipScale_.empty() ? 1.0 : crackTipScale_[j];
           const double fractureScale =
-              params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[j];
+              (params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[j]) * tipScale;
           bool changed = false;
           for (size_t f = begin; f < end; ++f) {
             if ((network_.flags[f] & kFiberActive) == 0) continue;
@@ -185,7 +187,7 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
             if (fracture != nullptr && (network_.flags[f] & kFiberHeld) == 0) {
               // eq. (27), (28)
               const Urgency terms = fractureUrgency(*fracture, fractureScale, length, restLength,
-                                                    angle, restAngle, bendLimit_[f]);
+                                                    angle, restAngle, tipScale * bendLimit_[f]);
               const double urgency = std::max(terms.stretch, terms.bend);
               // Past a threshold the fiber accumulates overload time, below it sheds it;
               // it breaks once the net time reaches the delay (at once for delay 0).
@@ -226,6 +228,26 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
     }
   }
   return report;
+}
+
+void FiberModel::refreshCrackTips() {
+  const double scale = params_.fracture->crackTipScale;
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  if (scale == 1.0) {
+    crackTipScale_.clear();
+    return;
+  }
+  if (crackTipScale_.size() != n || crackTipCracks_ > cracks_.size()) {
+    crackTipScale_.assign(n, 1.0);
+    crackTipCracks_ = 0;
+  }
+  for (; crackTipCracks_ < cracks_.size(); ++crackTipCracks_) {
+    const CrackDisc& disc = cracks_[crackTipCracks_];
+    for (size_t j = 0; j < n; ++j) {
+      if ((row(restPositions_, j) - disc.centre).norm() < 2 * disc.radius)
+        crackTipScale_[j] = scale;
+    }
+  }
 }
 
 namespace {
