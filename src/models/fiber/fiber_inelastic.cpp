@@ -135,7 +135,6 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
                       workspace->lengthNow.size() == network_.restLength.size() &&
                       workspace->evaluatedX.size() == x.size() &&
                       std::equal(x.begin(), x.end(), workspace->evaluatedX.begin());
-  if (fracture != nullptr) refreshCrackTips();
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t j = r.begin(); j != r.end(); ++j) {
@@ -228,26 +227,6 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
     }
   }
   return report;
-}
-
-void FiberModel::refreshCrackTips() {
-  const double scale = params_.fracture->crackTipScale;
-  const auto n = static_cast<size_t>(network_.nodeCount);
-  if (scale == 1.0) {
-    crackTipScale_.clear();
-    return;
-  }
-  if (crackTipScale_.size() != n || crackTipCracks_ > cracks_.size()) {
-    crackTipScale_.assign(n, 1.0);
-    crackTipCracks_ = 0;
-  }
-  for (; crackTipCracks_ < cracks_.size(); ++crackTipCracks_) {
-    const CrackDisc& disc = cracks_[crackTipCracks_];
-    for (size_t j = 0; j < n; ++j) {
-      if ((row(restPositions_, j) - disc.centre).norm() < 2 * disc.radius)
-        crackTipScale_[j] = scale;
-    }
-  }
 }
 
 namespace {

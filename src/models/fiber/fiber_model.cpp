@@ -232,6 +232,18 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   netParams.samples = params_.samples;
   network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings, cracks_);
   networkCracks_ = cracks_;
+  // fracture.crack_tip_scale for the fibers centred within twice a disc's radius of its centre.
+  crackTipScale_.clear();
+  if (params_.fracture && params_.fracture->crackTipScale != 1.0 && !cracks_.empty()) {
+    crackTipScale_.assign(n, 1.0);
+    for (const CrackDisc& disc : cracks_) {
+      for (size_t j = 0; j < n; ++j) {
+        if ((row(restPositions_, j) - disc.centre).norm() < 2 * disc.radius) {
+          crackTipScale_[j] = params_.fracture->crackTipScale;
+        }
+      }
+    }
+  }
   if (params_.resample) builtRestPositions_ = restPositions_;
   buildNormalPatches(!cracks_.empty());
   // Rest lengths and angles, measured by the code evaluate() runs (the batch kernel, with the

@@ -396,8 +396,6 @@ class FiberModel : public Model {
   // spacings, no node of `nodes` (the rest positions' tree) near its midpoint. near: scratch.
   [[nodiscard]] bool splittable(int32_t a, int32_t b, const PointKdTree& nodes,
                                 std::vector<uint32_t>& near) const;
-  // Brings crackTipScale_ up to date with cracks_ and the node count (fracture.crack_tip_scale).
-  void refreshCrackTips();
   // Adds nodes where a pair at x is past its limit; fills edit's node sources. True if it did.
   bool resample(std::span<const double> x, TopologyEdit& edit);
   // After an event whose energy at x, (nNodes, 3), exceeds `target` (the energy before it):
@@ -492,10 +490,9 @@ class FiberModel : public Model {
   std::vector<double> breakUrgency_;   // u of eq. (28) when the fiber broke, 0 if intact
   std::vector<double> overloadTime_;   // s past a threshold, net (FiberFractureDef::delay)
   std::vector<CrackDisc> cracks_;      // every crack so far, in order of formation
-  // fracture.crack_tip_scale per node, (nNodes) or empty: the scale of the fibers centred
-  // there (refreshCrackTips), derived from cracks_ (its first crackTipCracks_ taken in).
+  // fracture.crack_tip_scale per node, (nNodes) or empty (none near a crack): the scale of
+  // the fibers centred there, derived from cracks_ with the network (buildTopology).
   std::vector<double> crackTipScale_;
-  size_t crackTipCracks_ = 0;
   std::vector<CrackDisc> networkCracks_;  // the cracks network_ was built with
   std::vector<uint8_t> crackAtNode_;      // (nNodes), 1 where a crack was placed
   int32_t cooldown_ = 0;                  // steps left before the next crack may form

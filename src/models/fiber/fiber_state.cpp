@@ -47,8 +47,6 @@ void FiberModel::listStateFields(StateFields& fields) {
 }
 
 void FiberModel::stateAssigned() {
-  crackTipScale_.clear();  // derived from the cracks: found again at the next update
-  crackTipCracks_ = 0;
   const auto sameDisc = [](const CrackDisc& a, const CrackDisc& b) {
     return a.centre == b.centre && a.normal == b.normal && a.radius == b.radius;
   };
