@@ -278,6 +278,16 @@ TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrip
     EXPECT_EQ(smaller.state().fields().size(), intact.fields().size());
     EXPECT_GE(smaller.topologyVersion(), smallerVersion);
     EXPECT_NEAR(smaller.energy(gridSheet(9, 9, h).positions).total(), 0.0, 1e-18);
+    // Nor one of fewer nodes, whose per-node piece labels (patch_pieces: the torn sheet's
+    // patches are confined to its two pieces) would leave nodes unlabelled.
+    FiberModel larger(gridSheet(13, 13, h), rubber(), params);
+    try {
+      larger.setState(foreign);
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("patch_pieces"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(larger.cracks().empty());
   }
   // Restoring the intact state rebuilds the intact network.
   model.setState(intact);

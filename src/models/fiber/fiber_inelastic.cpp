@@ -205,11 +205,10 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
           if (changed) refreshRestMeans(j);
         }
       });
+  const bool anyBroke =
+      std::any_of(broken.begin(), broken.end(), [](int64_t count) { return count > 0; });
   // Only a step in which fibers broke can leave a node without any.
-  if (!brokeNow.empty() &&
-      std::any_of(broken.begin(), broken.end(), [](int64_t count) { return count > 0; })) {
-    keepNodesAttached(brokeNow, broken);
-  }
+  if (!brokeNow.empty() && anyBroke) keepNodesAttached(brokeNow, broken);
   for (size_t j = 0; j < n; ++j) {
     report.yieldingElements += yielding[j];
     report.brokenElements += broken[j];
@@ -225,6 +224,11 @@ InelasticReport FiberModel::updateInelasticFibers(std::span<const double> x, dou
       report.edit.elementsRemoved = std::max<int64_t>(fibersBefore - elementCount(), 0);
       cooldown_ = fracture->cooldownSteps;
     }
+  }
+  // Breaks that parted pieces without a crack leave normal patches reaching across the
+  // parting; rebuilt, the patches are confined to their pieces (a crack's rebuild does it).
+  if (anyBroke && report.edit.cuts.empty() && patchesSpanPieces()) {
+    rebuildKeepingFiberState(x, {}, {});
   }
   return report;
 }
@@ -445,6 +449,7 @@ void FiberModel::rebuildKeepingFiberState(std::span<const double> x,
                                           std::span<const double> centreStretch,
                                           std::span<const double> centreAngleChange) {
   const auto oldCount = static_cast<size_t>(network_.nodeCount);
+  if (params_.fracture) confinePatchesToPieces();
   const FiberNetwork old = network_;
   const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
                             oldBendLimit = bendLimit_, oldUrgency = breakUrgency_,
@@ -510,6 +515,31 @@ void FiberModel::rebuildKeepingFiberState(std::span<const double> x,
   for (size_t j = 0; j < n; ++j) refreshRestMeans(j);
   buildResamplePairs();
   ++topologyVersion_;
+  // The pieces were found before this rebuild: a crack's disc, or a patch left degenerate
+  // (its fibers dropped), may have parted more. Rebuilt again, the parted patches are
+  // confined too; the nodes are the rebuild's by then.
+  if (params_.fracture && patchesSpanPieces()) rebuildKeepingFiberState(x, {}, {});
+}
+
+void FiberModel::confinePatchesToPieces() {
+  std::vector<int32_t> pieces = nodePieces();
+  if (std::all_of(pieces.begin(), pieces.end(), [](int32_t piece) { return piece == 0; })) {
+    patchPieces_.clear();  // one piece: nothing to confine
+    return;
+  }
+  pieces.resize(restPositions_.size() / 3, -1);  // nodes a resampling event adds: any piece
+  patchPieces_ = std::move(pieces);
+}
+
+bool FiberModel::patchesSpanPieces() const {
+  const std::vector<int32_t> pieces = nodePieces();
+  for (size_t j = 0; j + 1 < patchOffsets_.size(); ++j) {
+    for (auto e = static_cast<size_t>(patchOffsets_[j]);
+         e < static_cast<size_t>(patchOffsets_[j + 1]); ++e) {
+      if (pieces[static_cast<size_t>(patchNodes_[e])] != pieces[j]) return true;
+    }
+  }
+  return false;
 }
 
 void FiberModel::startNewFiber(size_t f, std::span<const double> x,

@@ -501,8 +501,19 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
 
 void FiberModel::buildNormalPatches(bool dropDegenerate) {
   const auto n = static_cast<size_t>(network_.nodeCount);
+  // A patch holds nodes of its node's piece only (patchPieces_): a fiber broken since the
+  // pieces parted is active in a rebuilt network until its state is put back, and a patch
+  // reaching across would orient one piece's fibers by the other's nodes and push them.
+  builtPatchPieces_ = patchPieces_;
+  const auto keepOwnPiece = [&](size_t owner, std::vector<int32_t>& patch) {
+    if (patchPieces_.empty() || patchPieces_[owner] < 0) return;
+    std::erase_if(patch, [&](int32_t i) {
+      const int32_t piece = patchPieces_[static_cast<size_t>(i)];
+      return piece >= 0 && piece != patchPieces_[owner];
+    });
+  };
   // "Shares a fiber" neighbours of a node, for growing degenerate patches by rings.
-  const auto addRing = [&](std::vector<int32_t>& patch) {
+  const auto addRing = [&](int32_t owner, std::vector<int32_t>& patch) {
     const std::vector<int32_t> current = patch;
     const Incidence& inc = network_.incidence;
     for (const int32_t node : current) {
@@ -515,6 +526,7 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
     }
     std::sort(patch.begin(), patch.end());
     patch.erase(std::unique(patch.begin(), patch.end()), patch.end());
+    keepOwnPiece(static_cast<size_t>(owner), patch);
   };
   std::vector<std::vector<int32_t>> patches(n);
   std::vector<std::vector<double>> weights(n);
@@ -532,6 +544,7 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
           }
           std::sort(patch.begin(), patch.end());
           patch.erase(std::unique(patch.begin(), patch.end()), patch.end());
+          keepOwnPiece(j, patch);
           const Vec3 normal = row(restNormals_, j);
           const Vec3 tangent1 = normal.unitOrthogonal();
           const Vec3 tangent2 = normal.cross(tangent1);
@@ -562,7 +575,7 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
               break;
             }
             const size_t before = patch.size();
-            if (ring < 3) addRing(patch);
+            if (ring < 3) addRing(static_cast<int32_t>(j), patch);
             if (ring >= 3 || patch.size() == before) {
               collinear[j] = 1;
               patch.clear();

@@ -213,7 +213,12 @@
 // the normal patches, the rest angles and the stiffness mapping; each fiber that exists before and
 // after (same centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A
 // node whose patch degenerates (its remaining neighbours are collinear) loses its fibers instead of
-// failing the run. Pieces are the connected components of the nodes joined by active fibers.
+// failing the run. Pieces are the connected components of the nodes joined by active fibers. A
+// normal patch holds nodes of its node's piece only (patchPieces_, found before each rebuild, and
+// a step whose breaks part pieces without a crack rebuilds too): pieces apart exchange no force
+// (a patch across a parting oriented one piece's fibers by another's nodes, and a speck cut off
+// the burst balloon was flung by its skin). A speck left with too few nodes for a patch loses
+// its fibers: lone nodes that fall as points.
 #pragma once
 
 #include <Eigen/Core>
@@ -375,6 +380,10 @@ class FiberModel : public Model {
   // min_piece_nodes for single nodes (see the header): brokeNow (nFibers) marks the fibers
   // broken in this step, brokenAt (nNodes) their count per centre; both are updated.
   void keepNodesAttached(std::vector<uint8_t>& brokeNow, std::vector<int64_t>& brokenAt);
+  // Whether a node's normal patch holds a node of another piece (see patchPieces_).
+  [[nodiscard]] bool patchesSpanPieces() const;
+  // patchPieces_ from the active fibers, before a rebuild.
+  void confinePatchesToPieces();
   // Plastic flow and fracture of one accepted step (updateInelastic without resampling).
   InelasticReport updateInelasticFibers(std::span<const double> x, double dt,
                                         ModelWorkspace* workspace);
@@ -494,10 +503,15 @@ class FiberModel : public Model {
   // the fibers centred there, derived from cracks_ with the network (buildTopology).
   std::vector<double> crackTipScale_;
   std::vector<CrackDisc> networkCracks_;  // the cracks network_ was built with
-  std::vector<uint8_t> crackAtNode_;      // (nNodes), 1 where a crack was placed
-  int32_t cooldown_ = 0;                  // steps left before the next crack may form
-  int64_t inelasticStep_ = 0;             // updateInelastic calls so far
-  std::vector<int64_t> lastBreakStep_;    // (nNodes): the call in which a fiber of j last broke
+  // The piece of each node the normal patches are confined to, (nNodes), -1 for a node
+  // added since; empty: unconfined (no piece was ever parted). Found from the active fibers
+  // at each rebuild; a state lists it, so a patch put back is the one the run had.
+  std::vector<int32_t> patchPieces_;
+  std::vector<int32_t> builtPatchPieces_;  // the patchPieces_ the patches were built with
+  std::vector<uint8_t> crackAtNode_;       // (nNodes), 1 where a crack was placed
+  int32_t cooldown_ = 0;                   // steps left before the next crack may form
+  int64_t inelasticStep_ = 0;              // updateInelastic calls so far
+  std::vector<int64_t> lastBreakStep_;     // (nNodes): the call in which a fiber of j last broke
   // Resampling (fiber_resample.cpp): s_j, the mean rest length of node j's watched pairs in
   // the input sampling (a new node: the mean of its two ends'), (nNodes), m; the
   // watched pairs (nPairs, 2) and their limits max_spacing * max(s_a, s_b), (nPairs), m; the

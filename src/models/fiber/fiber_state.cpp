@@ -29,6 +29,7 @@ void FiberModel::listStateFields(StateFields& fields) {
   // The cracks first: the network, hence the element count, is a function of them.
   fields.add("cracks", &cracks_);
   fields.add("crack_at_node", &crackAtNode_, kPerNode);
+  fields.add("patch_pieces", &patchPieces_, kPerNodeOrEmpty);
   fields.add("fiber_flags", &network_.flags, kPerElement);
   fields.add("rest_length", &network_.restLength, kPerElement);
   fields.add("rest_angle", &network_.restAngle, kPerElement);
@@ -51,8 +52,9 @@ void FiberModel::stateAssigned() {
     return a.centre == b.centre && a.normal == b.normal && a.radius == b.radius;
   };
   const bool sameNodes = !params_.resample || restPositions_ == builtRestPositions_;
-  if (sameNodes && std::equal(cracks_.begin(), cracks_.end(), networkCracks_.begin(),
-                              networkCracks_.end(), sameDisc)) {
+  if (sameNodes && patchPieces_ == builtPatchPieces_ &&
+      std::equal(cracks_.begin(), cracks_.end(), networkCracks_.begin(), networkCracks_.end(),
+                 sameDisc)) {
     if (params_.resample) buildResamplePairs();  // the triangles may have flipped since
     return;
   }
@@ -64,6 +66,11 @@ void FiberModel::stateAssigned() {
   // Other cracks: the network (and with it the patches, the plan and the per-fiber arrays'
   // lengths) is rebuilt from them, which resets the per-fiber and per-node values; the
   // state's are then put back over the rebuilt ones.
+  if (!patchPieces_.empty() && patchPieces_.size() != restPositions_.size() / 3) {
+    throw InputError("fiber model: the state's patch_pieces has " +
+                     std::to_string(patchPieces_.size()) + " values for " +
+                     std::to_string(restPositions_.size() / 3) + " nodes");
+  }
   const ModelState assigned = state();
   buildTopology(nullptr);
   ++topologyVersion_;
