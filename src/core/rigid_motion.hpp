@@ -7,6 +7,7 @@
 #include <Eigen/SVD>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/vec3.hpp"
 
@@ -92,6 +93,30 @@ class RigidMotionFit {
     fit.addAbout(masses[i], row(positions, i), row(velocities, i));
   }
   return fit.finish();
+}
+
+// Takes off a force field (nNodes, 3) its rigid part: the forces m_i (a + alpha x r_i) of the
+// rigid acceleration fitted to a_i = f_i / m_i, r_i = x_i - c about the centre of mass c. The
+// fit's m a is the net force F and its I alpha the torque T = sum_i r_i x f_i (the "angular
+// momentum" of the field a_i); what is taken off has the sum F (sum_i m_i r_i = 0) and the
+// torque sum_i m_i r_i x (alpha x r_i) = I alpha = T, so the rest has neither (about c, hence
+// about any point). With a singular I (nodes on a line) no torque along the line is taken off.
+// Nodes of zero mass are left out of the fit and keep their forces. Shapes: masses (nNodes),
+// positions and force (nNodes, 3).
+inline void removeRigidPart(std::span<const double> masses, std::span<const double> positions,
+                            std::span<double> force) {
+  std::vector<double> acceleration(force.size(), 0.0);
+  std::vector<int32_t> massive;
+  for (size_t i = 0; i < masses.size(); ++i) {
+    if (!(masses[i] > 0)) continue;
+    setRow(acceleration, i, row(force, i) / masses[i]);
+    massive.push_back(static_cast<int32_t>(i));
+  }
+  const RigidMotion rigid = fitRigidMotion(masses, positions, acceleration, massive);
+  for (const int32_t node : massive) {
+    const auto i = static_cast<size_t>(node);
+    setRow(force, i, row(force, i) - masses[i] * rigid.velocityAt(row(positions, i)));
+  }
 }
 
 }  // namespace shellsim

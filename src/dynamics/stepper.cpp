@@ -281,22 +281,13 @@ void updateExternalForces(World& world) {
           load, measureEnclosedGas(body.positions, area, mass, load.closedResidue));
       if (pressure == 0) continue;
     }
-    // A closed shell's sampled net force is taken off in proportion to mass (its exact net
-    // force is zero); an open surface keeps its net force (PressureLoad::closed).
-    Vec3 net = Vec3::Zero();
-    double totalMass = 1;
-    if (body.pressure->closed) {
-      totalMass = 0;
-      for (size_t i = 0; i < n; ++i) {
-        net += pressure * Vec3(area[3 * i], area[3 * i + 1], area[3 * i + 2]);
-        totalMass += mass[i];
-      }
-    }
-    for (size_t i = 0; i < n; ++i) {
-      for (int c = 0; c < 3; ++c) {
-        force[3 * i + c] += pressure * area[3 * i + c] - net[c] * mass[i] / totalMass;
-      }
-    }
+    // A closed shell's pressure is internal to it and its gas: its exact net force and
+    // torque are zero. The sampled ones are not (a point-sampled surface's area vectors need
+    // not close), so both are taken off as a rigid acceleration; an open surface keeps them
+    // (PressureLoad::closed).
+    for (double& value : area) value *= pressure;
+    if (body.pressure->closed) removeRigidPart(mass, body.positions, area);
+    for (size_t i = 0; i < 3 * n; ++i) force[i] += area[i];
   }
 }
 

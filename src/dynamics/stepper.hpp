@@ -87,9 +87,10 @@ void dampInternalMotion(World& world, double dt);
 
 // Every body's external loads at its current positions and world.time into
 // body.externalForces: region forces, and pressure p a_j N_j along the nodes' area vectors.
-// Pressure inside a closed shell is internal to the shell and its gas and moves no centre
-// of mass: the discretization's residual net force (a sampled sum of a_j N_j is not exactly
-// zero, unlike the closed surface integral) is removed in proportion to the masses.
+// Pressure inside a closed shell is internal to the shell and its gas and neither moves nor
+// turns it: the discretization's residual net force and torque (a sampled sum of a_j N_j is
+// not exactly zero, unlike the closed surface integral) are removed as one rigid
+// acceleration (removeRigidPart).
 void updateExternalForces(World& world);
 
 // The gas a shell encloses, measured from its nodes' area vectors A_i.
