@@ -513,7 +513,7 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
     });
   };
   // "Shares a fiber" neighbours of a node, for growing degenerate patches by rings.
-  const auto addRing = [&](int32_t owner, std::vector<int32_t>& patch) {
+  const auto addRing = [&](size_t owner, std::vector<int32_t>& patch) {
     const std::vector<int32_t> current = patch;
     const Incidence& inc = network_.incidence;
     for (const int32_t node : current) {
@@ -526,7 +526,7 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
     }
     std::sort(patch.begin(), patch.end());
     patch.erase(std::unique(patch.begin(), patch.end()), patch.end());
-    keepOwnPiece(static_cast<size_t>(owner), patch);
+    keepOwnPiece(owner, patch);
   };
   std::vector<std::vector<int32_t>> patches(n);
   std::vector<std::vector<double>> weights(n);
@@ -575,7 +575,7 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
               break;
             }
             const size_t before = patch.size();
-            if (ring < 3) addRing(static_cast<int32_t>(j), patch);
+            if (ring < 3) addRing(j, patch);
             if (ring >= 3 || patch.size() == before) {
               collinear[j] = 1;
               patch.clear();
