@@ -201,8 +201,11 @@ EnclosedGas measureEnclosedGas(std::span<const double> positions, std::span<cons
     lengths += a.norm();
   }
   // A closed surface's area vectors sum to zero, a surface with openings to minus the area
-  // vector of the patches that would close them: for one plane opening, its area.
-  out.openingArea = std::max(sum.norm() - closedResidue * lengths, 0.0);
+  // vector of the patches that would close them: for one plane opening, its area. What is
+  // left under 1e-12 of the surface's area is the sums' rounding (the residue, |sum| / lengths
+  // at rest, times lengths is |sum| only to rounding), not an opening.
+  const double opening = sum.norm() - closedResidue * lengths;
+  out.openingArea = opening > 1e-12 * lengths ? opening : 0.0;
   return out;
 }
 

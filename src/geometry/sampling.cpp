@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/spatial.hpp"
+#include "core/tie_grid.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/geometry.hpp"
 
@@ -36,6 +37,10 @@ using Vec3 = Eigen::Vector3d;
 Vec3 row3(const std::vector<double>& flat, size_t i) {
   return {flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
 }
+
+// The discrete choices below (which cluster splits next, which way, which centroid a point
+// joins, which member is the node) are made on the tie grid (core/tie_grid.hpp), so that
+// rounding does not choose the nodes.
 
 // Throws InputError unless `surface` is a usable mesh or point cloud (no silent failure).
 void validateSurface(const Geometry& surface, const char* caller) {
@@ -86,11 +91,38 @@ void validateSurface(const Geometry& surface, const char* caller) {
   }
 }
 
-// Principal axis (unit eigenvector of the largest eigenvalue) of a symmetric 3x3 matrix.
-// Eigen sorts eigenvalues in increasing order, so it is the last column.
+// Principal axis (unit eigenvector of the largest eigenvalue) of a symmetric positive
+// semi-definite 3x3 matrix, the same however the matrix was rounded. Eigen sorts eigenvalues in
+// increasing order, so it is the last column, unless the largest eigenvalue ties with the next
+// (a cluster symmetric about its centroid, a square of grid points): then every unit vector of
+// their eigenspace is principal and the eigensolver's pick is rounding's. Taken instead: the
+// coordinate axis whose projection P e_k onto that eigenspace is longest (|P e_k|^2 = P_kk;
+// the lower axis on ties), normalised. The sign makes the largest component positive (the
+// lower component on ties).
 Vec3 principalAxis(const Eigen::Matrix3d& covariance) {
   const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> solver(covariance);
-  return solver.eigenvectors().col(2);
+  const Vec3 values = solver.eigenvalues();
+  const double scale = values[2];
+  Eigen::Index first = 2;  // the principal eigenspace: columns first..2
+  while (first > 0 && tieKey(values[2] - values[first - 1], scale) == 0) --first;
+  Vec3 axis = solver.eigenvectors().col(2);
+  if (first < 2) {
+    Eigen::Matrix3d projector = Eigen::Matrix3d::Zero();
+    for (Eigen::Index k = first; k < 3; ++k) {
+      projector.noalias() +=
+          solver.eigenvectors().col(k) * solver.eigenvectors().col(k).transpose();
+    }
+    Eigen::Index longest = 0;
+    for (Eigen::Index k = 1; k < 3; ++k) {
+      if (tieKey(projector(k, k), 1.0) > tieKey(projector(longest, longest), 1.0)) longest = k;
+    }
+    axis = projector.col(longest).normalized();
+  }
+  Eigen::Index largest = 0;
+  for (Eigen::Index k = 1; k < 3; ++k) {
+    if (tieKey(std::abs(axis[k]), 1.0) > tieKey(std::abs(axis[largest]), 1.0)) largest = k;
+  }
+  return axis[largest] < 0 ? Vec3(-axis) : axis;
 }
 
 // Barycentric vertex areas: a third of each incident triangle's area.
@@ -309,8 +341,21 @@ int32_t* splitCluster(const Surface& s, int32_t* first, int32_t* last, bool byNo
     covariance.noalias() += w.of(s, first[j]) * d * d.transpose();
   }
   const Vec3 axis = principalAxis(covariance);
-  int32_t* middle =
-      std::partition(first, last, [&](int32_t i) { return (row3(data, i) - mean).dot(axis) < 0; });
+  // Members on the cutting plane but for rounding (a symmetric cluster's middle row) are
+  // halved along a second direction across the axis (the coordinate axis least along it,
+  // made orthogonal), so that the halves stay contiguous and even; the tie grid's scale is
+  // the members' spread along the axis.
+  const double spread = std::sqrt(std::max(axis.dot(covariance * axis), 0.0) / total);
+  Eigen::Index across = 0;
+  for (Eigen::Index k = 1; k < 3; ++k) {
+    if (tieKey(std::abs(axis[k]), 1.0) < tieKey(std::abs(axis[across]), 1.0)) across = k;
+  }
+  const Vec3 second = (Vec3::Unit(across) - axis[across] * axis).normalized();
+  int32_t* middle = std::partition(first, last, [&](int32_t i) {
+    const Vec3 offset = row3(data, i) - mean;
+    const int64_t along = tieKey(offset.dot(axis), spread);
+    return along < 0 || (along == 0 && tieKey(offset.dot(second), spread) < 0);
+  });
   // All members project alike (coincident points, or zero-weight outliers): halve by index
   // order, which is still deterministic.
   if (middle == first || middle == last) middle = first + count / 2;
@@ -318,29 +363,32 @@ int32_t* splitCluster(const Surface& s, int32_t* first, int32_t* last, bool byNo
 }
 
 // Phase 1, PGK02 hierarchical clustering driven by a count: clusters with varying normals
-// are split first, then always the one with the largest area (lowest first index on ties),
-// until there are `target` clusters. Returns the clusters as ranges of `order`.
+// are split first, then always the one with the largest area (areas compared on the tie grid
+// of the total area; lowest first index on ties), until there are `target` clusters. Returns
+// the clusters as ranges of `order`.
 std::vector<std::pair<int32_t, int32_t>> splitHierarchically(const Surface& s,
                                                              std::vector<int32_t>& order,
                                                              size_t target) {
   struct Entry {
     bool varies;
-    double area;
+    int64_t areaKey;  // the area on the tie grid
     int32_t begin;
     int32_t end;
     // Max-heap order: varying normals first, then larger area, then lower begin.
     bool operator<(const Entry& o) const {
       if (varies != o.varies) return !varies;
-      if (area != o.area) return area < o.area;
+      if (areaKey != o.areaKey) return areaKey < o.areaKey;
       return begin > o.begin;
     }
   };
+  double totalArea = 0;
+  for (const int32_t i : order) totalArea += s.areas[static_cast<size_t>(i)];
   auto makeEntry = [&](int32_t begin, int32_t end) {
     const int32_t* first = order.data() + begin;
     const auto count = static_cast<size_t>(end - begin);
     double area = 0;
     for (size_t j = 0; j < count; ++j) area += s.areas[static_cast<size_t>(first[j])];
-    return Entry{normalsVary(s, first, count), area, begin, end};
+    return Entry{normalsVary(s, first, count), tieKey(area, totalArea), begin, end};
   };
 
   std::priority_queue<Entry> heap;
@@ -404,6 +452,29 @@ void clusterCentres(const Surface& s, const std::vector<int32_t>& clusterOf, siz
   }
 }
 
+// The tie grid's scale for squared distances between points and centroids: the squared
+// diagonal of the points' bounding box over the cluster count (about a cluster's squared width
+// on a surface).
+double squaredSpacing(const Surface& s, size_t clusterCount) {
+  Vec3 low = Vec3::Constant(std::numeric_limits<double>::infinity());
+  Vec3 high = -low;
+  for (size_t i = 0; i < s.positions.size() / 3; ++i) {
+    low = low.cwiseMin(row3(s.positions, i));
+    high = high.cwiseMax(row3(s.positions, i));
+  }
+  return (high - low).squaredNorm() / static_cast<double>(std::max<size_t>(clusterCount, 1));
+}
+
+// Puts the `found` nearest candidates of a kd-tree query in order of squared distance on the
+// tie grid of `scale2`, equal ones by index: the tree orders exact ties its own way, and which
+// of two centroids equidistant but for rounding comes first is rounding's.
+void orderCandidates(uint32_t* indices, double* distances2, size_t found, double scale2) {
+  std::array<std::pair<int64_t, uint32_t>, 6> keyed{};
+  for (size_t j = 0; j < found; ++j) keyed[j] = {tieKey(distances2[j], scale2), indices[j]};
+  std::sort(keyed.begin(), keyed.begin() + static_cast<std::ptrdiff_t>(found));
+  for (size_t j = 0; j < found; ++j) indices[j] = keyed[j].second;
+}
+
 // Drops empty clusters, keeping the order of the rest; returns the new cluster count.
 size_t dropEmptyClusters(std::vector<int32_t>& clusterOf, size_t clusterCount) {
   std::vector<int32_t> renumber(clusterCount, 0);  // (nClusters): 1 if used, then new index
@@ -427,6 +498,7 @@ size_t relax(const Surface& s, std::vector<int32_t>& clusterOf, size_t clusterCo
   std::vector<double> centres;        // (nClusters, 3)
   std::vector<double> centreNormals;  // (nClusters, 3)
   std::vector<int32_t> next(n);       // (nPoints)
+  const double scale2 = squaredSpacing(s, clusterCount);
   for (int iteration = 0; iteration < kRelaxationIterations; ++iteration) {
     clusterCentres(s, clusterOf, clusterCount, centres, centreNormals);
     const PointKdTree tree(centres);
@@ -442,6 +514,7 @@ size_t relax(const Surface& s, std::vector<int32_t>& clusterOf, size_t clusterCo
             if (clusterOf[i] < 0) continue;  // a point without area: joins at the end
             const size_t found =
                 tree.nearest(&s.positions[3 * i], candidates, nearest.data(), distances2.data());
+            orderCandidates(nearest.data(), distances2.data(), found, scale2);
             const Vec3 normal = row3(s.normals, i);
             for (size_t j = 0; j < found; ++j) {
               if (row3(centreNormals, nearest[j]).dot(normal) >= cosMax) {
@@ -473,10 +546,12 @@ void attachUnclustered(const Surface& s, std::vector<int32_t>& clusterOf, size_t
   const size_t candidates = std::min<size_t>(6, clusterCount);
   std::array<uint32_t, 6> nearest{};
   std::array<double, 6> distances2{};
+  const double scale2 = squaredSpacing(s, clusterCount);
   for (size_t i = 0; i < clusterOf.size(); ++i) {
     if (clusterOf[i] >= 0) continue;
     const size_t found =
         tree.nearest(&s.positions[3 * i], candidates, nearest.data(), distances2.data());
+    orderCandidates(nearest.data(), distances2.data(), found, scale2);
     clusterOf[i] = static_cast<int32_t>(nearest[0]);
     for (size_t j = 0; j < found; ++j) {
       if (row3(centreNormals, nearest[j]).dot(row3(s.normals, i)) >= cosMax) {
@@ -536,8 +611,9 @@ std::vector<std::pair<int32_t, int32_t>> repairNormalCones(
 }
 
 // Phase 4: the nodes. Clusters are numbered by their lowest member index; each node sits on
-// the member nearest the cluster's area-weighted centroid (members with area preferred), so
-// it lies exactly on the surface even where the centroid of a curved cluster does not.
+// the member nearest the cluster's area-weighted centroid (members with area preferred;
+// distances on the tie grid, the lowest index on ties), so it lies exactly on the surface even
+// where the centroid of a curved cluster does not.
 NodeSampling makeNodes(const Surface& s, std::vector<int32_t>& order,
                        std::vector<std::pair<int32_t, int32_t>> ranges) {
   for (const auto& [begin, end] : ranges) {
@@ -553,6 +629,7 @@ NodeSampling makeNodes(const Surface& s, std::vector<int32_t>& order,
   nodes.areas.resize(nodeCount);
   nodes.sourcePoint.resize(nodeCount);
   nodes.clusterOfPoint.assign(s.positions.size() / 3, -1);
+  const double scale2 = squaredSpacing(s, nodeCount);
   for (size_t c = 0; c < nodeCount; ++c) {
     const int32_t* first = order.data() + ranges[c].first;
     const auto count = static_cast<size_t>(ranges[c].second - ranges[c].first);
@@ -575,10 +652,11 @@ NodeSampling makeNodes(const Surface& s, std::vector<int32_t>& order,
     const double length = normal.norm();
     normal = length > 1e-12 ? Vec3(normal / length) : row3(s.normals, static_cast<size_t>(*first));
     int32_t source = first[0];
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t j = 0; j < count; ++j) {
+    int64_t best = std::numeric_limits<int64_t>::max();
+    for (size_t j = 0; j < count; ++j) {  // members in ascending index order
       if (w.of(s, first[j]) <= 0) continue;
-      const double d2 = (row3(s.positions, static_cast<size_t>(first[j])) - centroid).squaredNorm();
+      const int64_t d2 = tieKey(
+          (row3(s.positions, static_cast<size_t>(first[j])) - centroid).squaredNorm(), scale2);
       if (d2 < best) {
         best = d2;
         source = first[j];

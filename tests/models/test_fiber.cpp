@@ -288,6 +288,28 @@ TEST(FiberKernel, AngleOfACircularArcIsTheSplinesExactTurningWithTheRightSign) {
 // ---------------------------------------------------------------------------------------
 // Network.
 
+// Rounding does not choose a grid's fibers (core/tie_grid.hpp): equidistant neighbours and
+// exactly opposite pairs are ties, taken by index, so nodes moved by a few units in the last
+// place (another build's rounding) keep every fiber.
+TEST(FiberNetwork, RoundingDoesNotChooseTheFibersOfAGrid) {
+  const FiberNodes nodes = gridSheet(24, 24, 0.0125);
+  const FiberNetwork net = buildFiberNetwork(nodes.positions, nodes.normals, {});
+  for (const int unitsInTheLastPlace : {1, 4}) {
+    std::vector<double> moved = nodes.positions;
+    uint64_t state = 2024;
+    for (double& x : moved) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      const int steps =
+          static_cast<int>((state >> 33) % static_cast<uint64_t>(2 * unitsInTheLastPlace + 1)) -
+          unitsInTheLastPlace;
+      for (int k = 0; k < std::abs(steps); ++k) x = std::nextafter(x, steps > 0 ? 1.0 : -1.0);
+    }
+    const FiberNetwork other = buildFiberNetwork(moved, nodes.normals, {});
+    EXPECT_EQ(other.centreOffsets, net.centreOffsets) << unitsInTheLastPlace << " ulp";
+    EXPECT_EQ(other.fiberNodes, net.fiberNodes) << unitsInTheLastPlace << " ulp";
+  }
+}
+
 TEST(FiberNetwork, RegularGridGivesFourStraightFibersPerInteriorNodeSortedAndUnique) {
   const FiberNodes nodes = gridSheet(7, 6, 0.1);
   const FiberNetwork net = buildFiberNetwork(nodes.positions, nodes.normals, {});

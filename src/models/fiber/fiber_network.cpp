@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <optional>
 #include <sstream>
@@ -12,6 +13,7 @@
 
 #include "core/crack.hpp"
 #include "core/spatial.hpp"
+#include "core/tie_grid.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "shellsim/errors.hpp"
 
@@ -84,7 +86,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
       tbb::blocked_range<size_t>(0, n, 256), [&](const tbb::blocked_range<size_t>& r) {
         std::vector<uint32_t> found;
         std::vector<double> distances2;
-        std::vector<std::pair<double, uint32_t>> sorted;
+        std::vector<std::pair<int64_t, uint32_t>> sorted;  // (squared distance's tie key, node)
         std::vector<uint32_t> discIndices;
         std::vector<CrackDisc> nearDiscs;
         std::vector<EndPair> fibers;
@@ -107,36 +109,39 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
             discTree->withinRadius(&positions[3 * c], reach, discIndices);
             for (const uint32_t d : discIndices) nearDiscs.push_back(cracks[d]);
           }
+          // Distances, cosines and rule (b) on the tie grid (core/tie_grid.hpp): a grid's
+          // equidistant and exactly opposite neighbours are chosen by index, not by rounding.
           sorted.clear();
           const Vec3 p = row(positions, c);
+          const double scale2 = count > 0 ? distances2[count - 1] : 0.0;
           for (size_t i = 0; i < count; ++i) {
             if (found[i] == c) continue;
             if (!nearDiscs.empty() && separatedByCracks(p, row(positions, found[i]), nearDiscs)) {
               continue;
             }
-            sorted.emplace_back(distances2[i], found[i]);
+            if (distances2[i] == 0.0) {
+              coincident[c] = found[i];
+              return false;
+            }
+            sorted.emplace_back(tieKey(distances2[i], scale2), found[i]);
           }
           std::sort(sorted.begin(), sorted.end());
           if (sorted.size() > neighbours) sorted.resize(neighbours);
           fibers.clear();
-          if (!sorted.empty() && sorted.front().first == 0.0) {
-            coincident[c] = sorted.front().second;
-            return false;
-          }
           for (size_t i = 0; i < sorted.size(); ++i) {
             const Vec3 di = row(positions, sorted[i].second) - p;
-            double bestCos = 2.0;
+            int64_t bestCos = std::numeric_limits<int64_t>::max();
             size_t best = i;
             for (size_t j = 0; j < sorted.size(); ++j) {
               if (j == i) continue;
               const Vec3 dj = row(positions, sorted[j].second) - p;
-              const double cosine = di.dot(dj) / (di.norm() * dj.norm());
+              const int64_t cosine = tieKey(di.dot(dj) / (di.norm() * dj.norm()), 1.0);
               if (cosine < bestCos) {  // strict: the nearer (earlier) node wins a tie
                 bestCos = cosine;
                 best = j;
               }
             }
-            if (best == i || bestCos > cosOpening) continue;  // rule (a)
+            if (best == i || bestCos > tieKey(cosOpening, 1.0)) continue;  // rule (a)
             const auto a = static_cast<int32_t>(sorted[i].second);
             const auto b = static_cast<int32_t>(sorted[best].second);
             fibers.push_back({std::min(a, b), std::max(a, b)});
@@ -150,7 +155,9 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
                                                    row(positions, static_cast<size_t>(f.second)));
             const Vec3 t0 = z.e - fiber::kTangentWeight * z.q;
             const Vec3 t1 = z.e + fiber::kTangentWeight * z.q;
-            return !(t0.dot(t1) >= params.minEndTangentCosine * t0.norm() * t1.norm());
+            const double norms = t0.norm() * t1.norm();
+            if (!(norms > 0)) return false;
+            return tieKey(t0.dot(t1) / norms, 1.0) < tieKey(params.minEndTangentCosine, 1.0);
           });
           return true;
         };
