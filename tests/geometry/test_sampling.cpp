@@ -15,6 +15,7 @@
 
 #include "geometry/primitives.hpp"
 #include "geometry/sampling.hpp"
+#include "last_place.hpp"
 #include "shellsim/errors.hpp"
 #include "shellsim/geometry.hpp"
 #include "shellsim/io.hpp"
@@ -230,16 +231,7 @@ TEST(ClusterSurface, RoundingDoesNotChooseTheNodesOfASymmetricSurface) {
     const NodeSampling nodes = clusterSurface(surface, {.targetNodeCount = count});
     for (const int unitsInTheLastPlace : {1, 4}) {
       Geometry nudged = surface;
-      uint64_t state = 12345;  // a small linear congruential sequence: no platform's std::rand
-      for (double& x : nudged.positions) {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        const int steps =
-            static_cast<int>((state >> 33) % static_cast<uint64_t>(2 * unitsInTheLastPlace + 1)) -
-            unitsInTheLastPlace;
-        for (int k = 0; k < std::abs(steps); ++k) {
-          x = std::nextafter(x, steps > 0 ? 1.0 : -1.0);
-        }
-      }
+      testing::moveByUnitsInTheLastPlace(nudged.positions, unitsInTheLastPlace, 12345);
       const NodeSampling moved = clusterSurface(nudged, {.targetNodeCount = count});
       ASSERT_EQ(moved.nodeCount(), nodes.nodeCount());
       int differing = 0;

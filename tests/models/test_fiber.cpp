@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "geometry/primitives.hpp"
+#include "last_place.hpp"
 #include "models/fiber/fiber_kernel.hpp"
 #include "models/fiber/fiber_model.hpp"
 #include "models/fiber/fiber_network.hpp"
@@ -296,14 +297,7 @@ TEST(FiberNetwork, RoundingDoesNotChooseTheFibersOfAGrid) {
   const FiberNetwork net = buildFiberNetwork(nodes.positions, nodes.normals, {});
   for (const int unitsInTheLastPlace : {1, 4}) {
     std::vector<double> moved = nodes.positions;
-    uint64_t state = 2024;
-    for (double& x : moved) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      const int steps =
-          static_cast<int>((state >> 33) % static_cast<uint64_t>(2 * unitsInTheLastPlace + 1)) -
-          unitsInTheLastPlace;
-      for (int k = 0; k < std::abs(steps); ++k) x = std::nextafter(x, steps > 0 ? 1.0 : -1.0);
-    }
+    testing::moveByUnitsInTheLastPlace(moved, unitsInTheLastPlace, 2024);
     const FiberNetwork other = buildFiberNetwork(moved, nodes.normals, {});
     EXPECT_EQ(other.centreOffsets, net.centreOffsets) << unitsInTheLastPlace << " ulp";
     EXPECT_EQ(other.fiberNodes, net.fiberNodes) << unitsInTheLastPlace << " ulp";
