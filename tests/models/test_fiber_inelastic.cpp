@@ -382,14 +382,17 @@ TEST(FiberFracture, PrincipalCrackNormalsFaceThePull) {
   EXPECT_GT(fiber, 5.0) << fiberCracks << " cracks";
 }
 
-// Under bending the fibers' stretches say nothing of a direction: a sheet rolled until its
-// fibers break by bending (stretch limit far away) gets the same discs with crack_normal
-// principal as with the fibers' tangents.
-TEST(FiberFracture, PrincipalCrackNormalsKeepTheFibersUnderBending) {
+// Under bending the fibers' stretches say nothing of a direction; with crack_normal principal
+// a crack broken by bending faces across the fold (the direction the normals turn in, or
+// across the line from a node that cracked already), not along the most urgent fiber, which
+// on a sampling with diagonal fibers is often a diagonal one. A jittered sheet rolled about y
+// until its fibers break by bending (stretch limit far away): the principal discs face x, at
+// the sheet's corners too.
+TEST(FiberFracture, PrincipalCrackNormalsFaceAcrossTheFold) {
   const double h = 0.04;
   const FiberNodes nodes = gridSheet(11, 11, h, 0.2, 5);
   const std::vector<double> bent = rolled(nodes, 6.0, 0);
-  const auto discs = [&](FiberCrackNormal normal) {
+  const auto worstAngle = [&](FiberCrackNormal normal, size_t& count) {
     FiberParams params;
     params.fracture = FiberFractureDef{.stretchLimit = 1.5,
                                        .bendLimit = 0.05,
@@ -397,17 +400,26 @@ TEST(FiberFracture, PrincipalCrackNormalsKeepTheFibersUnderBending) {
                                        .cooldownSteps = 0,
                                        .crackNormal = normal};
     FiberModel model(nodes, rubber(), params);
-    for (int step = 0; step < 4; ++step) (void)model.updateInelastic(bent, 1e-3);
-    return std::vector<CrackDisc>(model.cracks().begin(), model.cracks().end());
+    for (int step = 0; step < 6; ++step) (void)model.updateInelastic(bent, 1e-3);
+    double worst = 0;
+    for (const CrackDisc& disc : model.cracks()) {
+      worst = std::max(
+          worst, std::acos(std::min(1.0, std::abs(disc.normal.x()))) * 180 / std::numbers::pi);
+    }
+    count = model.cracks().size();
+    return worst;
   };
-  const std::vector<CrackDisc> principal = discs(FiberCrackNormal::kPrincipal);
-  const std::vector<CrackDisc> fiber = discs(FiberCrackNormal::kFiber);
-  ASSERT_GE(fiber.size(), 2U);
-  ASSERT_EQ(principal.size(), fiber.size());
-  for (size_t k = 0; k < fiber.size(); ++k) {
-    EXPECT_EQ(principal[k].normal, fiber[k].normal) << "disc " << k;
-    EXPECT_EQ(principal[k].centre, fiber[k].centre) << "disc " << k;
-  }
+  size_t principalCracks = 0, fiberCracks = 0;
+  const double principal = worstAngle(FiberCrackNormal::kPrincipal, principalCracks);
+  const double fiber = worstAngle(FiberCrackNormal::kFiber, fiberCracks);
+  std::cout << "[ measured ] largest angle between a crack normal and the fold's normal: "
+            << "principal " << principal << " deg (" << principalCracks << " cracks), fiber "
+            << fiber << " deg (" << fiberCracks << " cracks)\n";
+  ASSERT_GE(principalCracks, 4U);
+  ASSERT_GE(fiberCracks, 4U);
+  // Measured 0.18 deg (fiber 0.96); 33 deg at the sheet's corners when the direction came
+  // from how much the neighbours' normals turned.
+  EXPECT_LT(principal, 2.0);
 }
 
 TEST(FiberFracture, WeakRegionBreaksFirst) {

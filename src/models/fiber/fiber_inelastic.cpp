@@ -5,6 +5,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -376,28 +377,20 @@ bool FiberModel::formCrack(std::span<const double> x) {
   Vec3 tangent = 0.5 * (end2 - end1);
   const Vec3 inPlane = tangent - tangent.dot(surfaceNormal) * surfaceNormal;
   if (inPlane.norm() > 1e-3 * tangent.norm()) tangent = inPlane;
-  // Across the pull for a tension crack: the broken fiber is past its stretch limit by more
-  // than its bending limit (eq. (27)'s two terms, now). Broken by bending it keeps its own
-  // tangent: the fibers' stretches say nothing of a direction then.
-  bool pulledApart = false;
-  if (params_.fracture->crackNormal == FiberCrackNormal::kPrincipal) {
-    const fiber::Reduced z =
-        fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber])), row(x, node),
-                      row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2])));
-    const double scale = params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[node];
-    const Urgency terms = fractureUrgency(*params_.fracture, scale, fiber::arcLength(z, samples_),
-                                          network_.restLength[fiber],
-                                          fiber::tangentAngle(z, patchFrame(x, node).normal),
-                                          network_.restAngle[fiber], bendLimit_[fiber]);
-    pulledApart = terms.stretch >= terms.bend;
-  }
-  if (pulledApart) {
-    const Vec3 u = tangent.normalized();
-    if (const std::optional<Vec3> pull = principalStretchDirection(
-            network_, restPositions_, x, node, u, surfaceNormal.cross(u).normalized())) {
-      tangent = *pull;
-    }
-  }
+  // Eq. (27)'s two terms, now: broken by bending when the bending term is the larger.
+  const fiber::Reduced z =
+      fiber::reduce(row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber])), row(x, node),
+                    row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2])));
+  const double scale = params_.nodeFractureScale.empty() ? 1.0 : params_.nodeFractureScale[node];
+  const Urgency terms = fractureUrgency(*params_.fracture, scale, fiber::arcLength(z, samples_),
+                                        network_.restLength[fiber],
+                                        fiber::tangentAngle(z, patchFrame(x, node).normal),
+                                        network_.restAngle[fiber], bendLimit_[fiber]);
+  const bool bent = terms.bend > terms.stretch;
+  const bool principalNormal = params_.fracture->crackNormal == FiberCrackNormal::kPrincipal;
+  // crack_normal "principal": across the pull for a tension crack, across the fold for a
+  // bending one.
+  const bool pulledApart = principalNormal && !bent;
   double radius = 0;
   int legs = 0;
   for (int32_t f = network_.centreOffsets[node]; f < network_.centreOffsets[node + 1]; ++f) {
@@ -409,10 +402,98 @@ bool FiberModel::formCrack(std::span<const double> x) {
       ++legs;
     }
   }
-  // The disc sits halfway along the more stretched leg (now, at x): the node stays with
-  // its intact side and the plane runs through the gap that opened. (Through the node
-  // itself, the node would join an arbitrary side, and the next crack across the same gap
-  // would isolate it between two planes.)
+  if (principalNormal && bent) {
+    // Broken by bending: the plane is normal to the direction the surface bends most in at
+    // the node (below). The node's own fibers do not say it: on a regular sampling the
+    // diagonal ones, whose longer legs span more of the bend, are often the most urgent, and
+    // their planes at 45 degrees to the fold left gaps through which the rebuilt fibers held
+    // both sides; and once a neighbour's crack has cut some of them the rest are lopsided (20
+    // degrees off the fold, or along it).
+    const double reach = 2 * radius / legs;
+    // The surface's curvature at the node, fitted by least squares: the heights of the nodes
+    // within two mean legs over the node's tangent plane now, h_j = (x_j - x_c) . N_c, as
+    // h = a r1^2 + b r1 r2 + c r2^2 + d r1 + e r2 of their in-plane rest offsets r_j (the
+    // linear terms take up the tilt). The fold's normal is the direction of the larger
+    // principal curvature of [[2a, b], [b, 2c]]. (Weighting unit offsets by how much the
+    // neighbours' normals turned tilted it towards the diagonal at a sheet's corners, where
+    // the neighbours lie on one side and the normals tilt with the bending.)
+    const Vec3 e1 = surfaceNormal.unitOrthogonal();
+    const Vec3 e2 = surfaceNormal.cross(e1);
+    const Vec3 normalNow = patchFrame(x, node).normal;
+    using Vector5d = Eigen::Matrix<double, 5, 1>;
+    Eigen::Matrix<double, 5, 5> normalMatrix = Eigen::Matrix<double, 5, 5>::Zero();
+    Vector5d rightSide = Vector5d::Zero();
+    int fitted = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const Vec3 d = row(restPositions_, j) - centre;
+      if (j == node || !(d.norm() > 0) || d.norm() > reach) continue;
+      const double r1 = d.dot(e1) / reach, r2 = d.dot(e2) / reach;  // scaled to order 1
+      Vector5d basis;
+      basis << r1 * r1, r1 * r2, r2 * r2, r1, r2;
+      normalMatrix += basis * basis.transpose();
+      rightSide += basis * (row(x, j) - row(x, node)).dot(normalNow);
+      ++fitted;
+    }
+    bool clear = false;
+    Vec3 direction = Vec3::Zero();
+    const Eigen::LDLT<Eigen::Matrix<double, 5, 5>> solver(normalMatrix);
+    if (fitted >= 5 && solver.info() == Eigen::Success && solver.isPositive() &&
+        normalMatrix.diagonal().minCoeff() > 0) {
+      const Vector5d c = solver.solve(rightSide);
+      Eigen::Matrix2d curvature;
+      curvature << 2 * c[0], c[1], c[1], 2 * c[2];
+      const Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> principal(curvature);
+      const Eigen::Vector2d values = principal.eigenvalues().cwiseAbs();
+      const int top = values[1] >= values[0] ? 1 : 0;
+      const Eigen::Vector2d v = principal.eigenvectors().col(top);
+      direction = (v[0] * e1 + v[1] * e2).normalized();
+      // A clear direction only: bent alike every way (the principal curvatures' sizes
+      // within 10 %), the most urgent fiber decides.
+      clear = values[top] > 1.1 * values[1 - top] && direction.allFinite();
+    }
+    // Next to a node that cracked already the crack runs on along the line from it, and the
+    // plane is across that line: each node's own estimate of the fold (measured with how
+    // much its neighbours' normals turned) swung 10-20 degrees along a crack (the parts
+    // already parted hang differently), and discs tilted so passed on either side of the
+    // next node and cut it off, or left steps between them.
+    size_t previous = n;
+    double previousDistance = reach;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == node || crackAtNode_[j] == 0) continue;
+      const double distance = (row(restPositions_, j) - centre).norm();
+      if (distance < previousDistance) {
+        previous = j;
+        previousDistance = distance;
+      }
+    }
+    if (previous < n) {
+      Vec3 along = centre - row(restPositions_, previous);
+      along -= along.dot(surfaceNormal) * surfaceNormal;
+      // Only where that line runs along the fold (within 30 degrees): on a surface bent
+      // all over, as a rolled sheet, cracks spring up anywhere and the nearest may lie
+      // across the fold.
+      const Vec3 across =
+          along.norm() > 0 ? Vec3(surfaceNormal.cross(along).normalized()) : Vec3(Vec3::Zero());
+      if (along.norm() > 0 &&
+          (!clear || std::abs(across.dot(direction)) > std::cos(std::numbers::pi / 6))) {
+        direction = across;
+        clear = true;
+      }
+    }
+    if (clear) tangent = direction.dot(tangent) >= 0 ? direction : Vec3(-direction);
+  }
+  if (pulledApart) {
+    const Vec3 u = tangent.normalized();
+    if (const std::optional<Vec3> pull = principalStretchDirection(
+            network_, restPositions_, x, node, u, surfaceNormal.cross(u).normalized())) {
+      tangent = *pull;
+    }
+  }
+  // The disc sits halfway to the next nodes on the side that opened (the more stretched
+  // leg, now, at x; for a bending crack the side that turned): the node stays with its
+  // intact side and the plane runs through the gap. (Through the node itself, the node would
+  // join an arbitrary side, and the next crack across the same gap would isolate it between
+  // two planes.)
   const Vec3 now = row(x, node);
   const double stretch1 =
       (row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber])) - now).norm() /
@@ -420,11 +501,86 @@ bool FiberModel::formCrack(std::span<const double> x) {
   const double stretch2 =
       (row(x, static_cast<size_t>(network_.fiberNodes[3 * fiber + 2])) - now).norm() /
       (end2 - centre).norm();
-  const Vec3 gapEnd = stretch2 > stretch1 ? end2 : end1;
+  const Vec3 unitTangent = tangent.normalized();
+  // The disc's normal points from the node towards the gap, side 0 along +unitTangent, side 1
+  // along -unitTangent. The node's legs (ends of the fibers it centres, broken ones too)
+  // within 60 degrees of the normal, by side: how far they reach along it and how much
+  // their ends turned from their rest orientation.
+  const auto turned = [&](size_t end) {
+    return 1.0 - patchFrame(x, end).normal.dot(patchFrame(restPositions_, end).normal);
+  };
+  std::array<double, 2> reachAlong{}, turnedBy{};
+  std::array<int, 2> legsOn{};
+  for (int32_t f = network_.centreOffsets[node]; f < network_.centreOffsets[node + 1]; ++f) {
+    const auto fi = static_cast<size_t>(f);
+    if ((network_.flags[fi] & (kFiberActive | kFiberBroken)) == 0) continue;
+    for (const size_t slot : {size_t{0}, size_t{2}}) {
+      const auto end = static_cast<size_t>(network_.fiberNodes[3 * fi + slot]);
+      const Vec3 leg = row(restPositions_, end) - centre;
+      const double reach = leg.dot(unitTangent);
+      if (std::abs(reach) < 0.5 * leg.norm()) continue;
+      const size_t side = reach > 0 ? 0 : 1;
+      reachAlong[side] += std::abs(reach);
+      turnedBy[side] += turned(end);
+      ++legsOn[side];
+    }
+  }
+  const Vec3 stretchedEnd = stretch2 > stretch1 ? end2 : end1;
+  size_t side = (stretchedEnd - centre).dot(unitTangent) >= 0 ? 0 : 1;
+  if (bent && legsOn[0] > 0 && legsOn[1] > 0) {
+    // Broken by bending, the legs stretch alike and their stretches' difference is
+    // rounding: the gap opens on the side that turned more from its rest orientation (the
+    // flap, not the part held flat on the table).
+    side = turnedBy[0] / legsOn[0] >= turnedBy[1] / legsOn[1] ? 0 : 1;
+  }
   CrackDisc disc;
-  disc.centre = centre + 0.5 * (gapEnd - centre).dot(tangent.normalized()) * tangent.normalized();
-  disc.normal = tangent.normalized();
   disc.radius = 0.6 * radius / legs;
+  // A crack that runs on from a disc nearby, across about the same direction, opens its
+  // gap on the same side: the nearest such disc's normal (node to gap) and the new one's
+  // agree. Chosen by each node's legs alone, a bending crack (both legs alike) put
+  // neighbouring discs on either side of a row of nodes; each node between two planes lost
+  // all its fibers (a crease of lone nodes), and where two runs met the step between their
+  // planes let fibers through (a hinge).
+  const CrackDisc* runsOn = nullptr;
+  double nearest = std::numeric_limits<double>::infinity();
+  for (const CrackDisc& other : cracks_) {
+    const double distance = (other.centre - centre).norm();
+    if (distance > 2.5 * (other.radius + disc.radius) ||
+        std::abs(other.normal.dot(unitTangent)) < std::cos(std::numbers::pi / 4) ||
+        distance >= nearest) {
+      continue;
+    }
+    nearest = distance;
+    runsOn = &other;
+  }
+  // With crack_normal "fiber" a tension crack keeps the paper's disc (its normal the broken
+  // fiber's tangent, the side its stretch says): run on there, the tearing sheets of the tests
+  // stayed bridged.
+  const bool runsOnNeighbours = bent || principalNormal;
+  if (runsOnNeighbours && runsOn != nullptr) side = runsOn->normal.dot(unitTangent) >= 0 ? 0 : 1;
+  disc.normal = side == 0 ? unitTangent : Vec3(-unitTangent);
+  // Halfway to the next nodes on that side: the broken fiber's own leg there, or, with the
+  // plane across the fold or the pull rather than along a fiber, the legs' mean reach.
+  const Vec3& fiberEnd =
+      ((end2 - centre).dot(disc.normal) >= (end1 - centre).dot(disc.normal)) ? end2 : end1;
+  double gapWidth = std::max((fiberEnd - centre).dot(disc.normal), 0.0);
+  if ((principalNormal || gapWidth == 0) && legsOn[side] > 0) {
+    gapWidth = reachAlong[side] / legsOn[side];
+  }
+  if (gapWidth == 0) gapWidth = radius / legs;
+  disc.centre = centre + 0.5 * gapWidth * disc.normal;
+  if (!runsOnNeighbours) disc.normal = unitTangent;
+  if (bent && runsOn != nullptr) {
+    // A fold is straight (a bent plate is developable: its rulings are straight lines), and
+    // so is the crack along it: the disc continues the plane of the one it runs on, where
+    // that plane passes between the node and the next nodes on the gap's side.
+    const double along = (runsOn->centre - centre).dot(runsOn->normal);
+    if (along > 0.1 * gapWidth && along < 0.9 * gapWidth &&
+        runsOn->normal.dot(disc.normal) > std::cos(std::numbers::pi / 18)) {
+      disc.normal = runsOn->normal;
+      disc.centre = centre + along * disc.normal;
+    }
+  }
   // fracture.min_piece_nodes: a disc that would cut a speck off is not placed; the model is
   // put back as it was and the node never seeds a crack again.
   const int32_t smallest = params_.fracture->minPieceNodes;

@@ -195,11 +195,19 @@ constexpr FieldSpec kFractureFields[] = {
      .meaning = "Which way a crack disc faces. `fiber`: along the broken fiber (wicke2005 "
                 "Fig. 5); with a few fibers per node it is off the pull by up to half the angle "
                 "between them. `principal`: along the node's largest stretch, fitted to "
-                "the stretches of all its fibers, so a tear runs across the pull (mode I); a fiber "
-                "broken by bending (eq. (27)'s bending term the larger) keeps its own "
-                "direction. Measured on fiber_poster_tear at 2,900 / 3,000 / 3,100 nodes: the "
-                "torn edges' spikes (dense triangles stretched past 1.5 times) about as many "
-                "as with `fiber`, within the spread between samplings."},
+                "the stretches of all its fibers, so a tear runs across the pull (mode I); "
+                "broken by bending (eq. (27)'s bending term the larger), across the fold: the "
+                "direction of the larger principal curvature (fitted to the heights of the "
+                "nodes around it), or, next to a node that cracked already, across the line "
+                "from it. Either way a crack that runs on "
+                "from a disc nearby opens on the same side, and a bending one continues its "
+                "plane (a fold is straight): fiber_plate_snap's scored plate snaps into its "
+                "two parts with one crack a row and no node lost (it creased into a hinge, or "
+                "parted with lone nodes along the edge, with the broken fiber's own "
+                "direction). With `fiber` only bending cracks run on. Measured on "
+                "fiber_poster_tear at 2,900 / 3,000 / 3,100 nodes: the torn edges' spikes "
+                "(dense triangles stretched past 1.5 times) about as many as with `fiber`, "
+                "within the spread between samplings."},
     {.key = "crack_tip_scale",
      .number = 1.0,
      .range = Range::openClosed(0, 1),
