@@ -404,83 +404,15 @@ bool FiberModel::formCrack(std::span<const double> x) {
   }
   if (principalNormal && bent) {
     // Broken by bending: the plane is normal to the direction the surface bends most in at
-    // the node (below). The node's own fibers do not say it: on a regular sampling the
+    // the node (acrossTheFold). The node's own fibers do not say it: on a regular sampling the
     // diagonal ones, whose longer legs span more of the bend, are often the most urgent, and
     // their planes at 45 degrees to the fold left gaps through which the rebuilt fibers held
     // both sides; and once a neighbour's crack has cut some of them the rest are lopsided (20
     // degrees off the fold, or along it).
-    const double reach = 2 * radius / legs;
-    // The surface's curvature at the node, fitted by least squares: the heights of the nodes
-    // within two mean legs over the node's tangent plane now, h_j = (x_j - x_c) . N_c, as
-    // h = a r1^2 + b r1 r2 + c r2^2 + d r1 + e r2 of their in-plane rest offsets r_j (the
-    // linear terms take up the tilt). The fold's normal is the direction of the larger
-    // principal curvature of [[2a, b], [b, 2c]]. (Weighting unit offsets by how much the
-    // neighbours' normals turned tilted it towards the diagonal at a sheet's corners, where
-    // the neighbours lie on one side and the normals tilt with the bending.)
-    const Vec3 e1 = surfaceNormal.unitOrthogonal();
-    const Vec3 e2 = surfaceNormal.cross(e1);
-    const Vec3 normalNow = patchFrame(x, node).normal;
-    using Vector5d = Eigen::Matrix<double, 5, 1>;
-    Eigen::Matrix<double, 5, 5> normalMatrix = Eigen::Matrix<double, 5, 5>::Zero();
-    Vector5d rightSide = Vector5d::Zero();
-    int fitted = 0;
-    for (size_t j = 0; j < n; ++j) {
-      const Vec3 d = row(restPositions_, j) - centre;
-      if (j == node || !(d.norm() > 0) || d.norm() > reach) continue;
-      const double r1 = d.dot(e1) / reach, r2 = d.dot(e2) / reach;  // scaled to order 1
-      Vector5d basis;
-      basis << r1 * r1, r1 * r2, r2 * r2, r1, r2;
-      normalMatrix += basis * basis.transpose();
-      rightSide += basis * (row(x, j) - row(x, node)).dot(normalNow);
-      ++fitted;
+    if (const std::optional<Vec3> across =
+            acrossTheFold(x, node, surfaceNormal, 2 * radius / legs)) {
+      tangent = across->dot(tangent) >= 0 ? *across : Vec3(-*across);
     }
-    bool clear = false;
-    Vec3 direction = Vec3::Zero();
-    const Eigen::LDLT<Eigen::Matrix<double, 5, 5>> solver(normalMatrix);
-    if (fitted >= 5 && solver.info() == Eigen::Success && solver.isPositive() &&
-        normalMatrix.diagonal().minCoeff() > 0) {
-      const Vector5d c = solver.solve(rightSide);
-      Eigen::Matrix2d curvature;
-      curvature << 2 * c[0], c[1], c[1], 2 * c[2];
-      const Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> principal(curvature);
-      const Eigen::Vector2d values = principal.eigenvalues().cwiseAbs();
-      const int top = values[1] >= values[0] ? 1 : 0;
-      const Eigen::Vector2d v = principal.eigenvectors().col(top);
-      direction = (v[0] * e1 + v[1] * e2).normalized();
-      // A clear direction only: bent alike every way (the principal curvatures' sizes
-      // within 10 %), the most urgent fiber decides.
-      clear = values[top] > 1.1 * values[1 - top] && direction.allFinite();
-    }
-    // Next to a node that cracked already the crack runs on along the line from it, and the
-    // plane is across that line: each node's own estimate of the fold (measured with how
-    // much its neighbours' normals turned) swung 10-20 degrees along a crack (the parts
-    // already parted hang differently), and discs tilted so passed on either side of the
-    // next node and cut it off, or left steps between them.
-    size_t previous = n;
-    double previousDistance = reach;
-    for (size_t j = 0; j < n; ++j) {
-      if (j == node || crackAtNode_[j] == 0) continue;
-      const double distance = (row(restPositions_, j) - centre).norm();
-      if (distance < previousDistance) {
-        previous = j;
-        previousDistance = distance;
-      }
-    }
-    if (previous < n) {
-      Vec3 along = centre - row(restPositions_, previous);
-      along -= along.dot(surfaceNormal) * surfaceNormal;
-      // Only where that line runs along the fold (within 30 degrees): on a surface bent
-      // all over, as a rolled sheet, cracks spring up anywhere and the nearest may lie
-      // across the fold.
-      const Vec3 across =
-          along.norm() > 0 ? Vec3(surfaceNormal.cross(along).normalized()) : Vec3(Vec3::Zero());
-      if (along.norm() > 0 &&
-          (!clear || std::abs(across.dot(direction)) > std::cos(std::numbers::pi / 6))) {
-        direction = across;
-        clear = true;
-      }
-    }
-    if (clear) tangent = direction.dot(tangent) >= 0 ? direction : Vec3(-direction);
   }
   if (pulledApart) {
     const Vec3 u = tangent.normalized();
@@ -558,18 +490,18 @@ bool FiberModel::formCrack(std::span<const double> x) {
   // stayed bridged.
   const bool runsOnNeighbours = bent || principalNormal;
   if (runsOnNeighbours && runsOn != nullptr) side = runsOn->normal.dot(unitTangent) >= 0 ? 0 : 1;
-  disc.normal = side == 0 ? unitTangent : Vec3(-unitTangent);
+  const Vec3 towardsGap = side == 0 ? unitTangent : Vec3(-unitTangent);
   // Halfway to the next nodes on that side: the broken fiber's own leg there, or, with the
   // plane across the fold or the pull rather than along a fiber, the legs' mean reach.
   const Vec3& fiberEnd =
-      ((end2 - centre).dot(disc.normal) >= (end1 - centre).dot(disc.normal)) ? end2 : end1;
-  double gapWidth = std::max((fiberEnd - centre).dot(disc.normal), 0.0);
+      ((end2 - centre).dot(towardsGap) >= (end1 - centre).dot(towardsGap)) ? end2 : end1;
+  double gapWidth = std::max((fiberEnd - centre).dot(towardsGap), 0.0);
   if ((principalNormal || gapWidth == 0) && legsOn[side] > 0) {
     gapWidth = reachAlong[side] / legsOn[side];
   }
   if (gapWidth == 0) gapWidth = radius / legs;
-  disc.centre = centre + 0.5 * gapWidth * disc.normal;
-  if (!runsOnNeighbours) disc.normal = unitTangent;
+  disc.centre = centre + 0.5 * gapWidth * towardsGap;
+  disc.normal = runsOnNeighbours ? towardsGap : unitTangent;
   if (bent && runsOn != nullptr) {
     // A fold is straight (a bent plate is developable: its rulings are straight lines), and
     // so is the crack along it: the disc continues the plane of the one it runs on, where
@@ -599,6 +531,80 @@ bool FiberModel::formCrack(std::span<const double> x) {
     return false;
   }
   return true;
+}
+
+std::optional<Vec3> FiberModel::acrossTheFold(std::span<const double> x, size_t node,
+                                              const Vec3& restNormal, double reach) const {
+  // The surface's curvature at the node, fitted by least squares: the heights of the nodes
+  // within `reach` over the node's tangent plane now, h_j = (x_j - x_c) . N_c, as
+  // h = a r1^2 + b r1 r2 + c r2^2 + d r1 + e r2 of their in-plane rest offsets r_j (the linear
+  // terms take up the tilt). The fold's normal is the direction of the larger principal
+  // curvature of [[2a, b], [b, 2c]]. (Weighting unit offsets by how much the neighbours'
+  // normals turned tilted it towards the diagonal at a sheet's corners, where the neighbours
+  // lie on one side and the normals tilt with the bending.) The same pass finds the nearest
+  // node that cracked already.
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  const Vec3 centre = row(restPositions_, node);
+  const Vec3 e1 = restNormal.unitOrthogonal();
+  const Vec3 e2 = restNormal.cross(e1);
+  const Vec3 normalNow = patchFrame(x, node).normal;
+  using Vector5d = Eigen::Matrix<double, 5, 1>;
+  Eigen::Matrix<double, 5, 5> normalMatrix = Eigen::Matrix<double, 5, 5>::Zero();
+  Vector5d rightSide = Vector5d::Zero();
+  int fitted = 0;
+  size_t previous = n;
+  double previousDistance = reach;
+  for (size_t j = 0; j < n; ++j) {
+    const Vec3 d = row(restPositions_, j) - centre;
+    const double distance = d.norm();
+    if (j == node || !(distance > 0) || distance > reach) continue;
+    const double r1 = d.dot(e1) / reach, r2 = d.dot(e2) / reach;  // scaled to order 1
+    Vector5d basis;
+    basis << r1 * r1, r1 * r2, r2 * r2, r1, r2;
+    normalMatrix += basis * basis.transpose();
+    rightSide += basis * (row(x, j) - row(x, node)).dot(normalNow);
+    ++fitted;
+    if (crackAtNode_[j] != 0 && distance < previousDistance) {
+      previous = j;
+      previousDistance = distance;
+    }
+  }
+  bool clear = false;
+  Vec3 direction = Vec3::Zero();
+  const Eigen::LDLT<Eigen::Matrix<double, 5, 5>> solver(normalMatrix);
+  if (fitted >= 5 && solver.info() == Eigen::Success && solver.isPositive() &&
+      normalMatrix.diagonal().minCoeff() > 0) {
+    const Vector5d c = solver.solve(rightSide);
+    Eigen::Matrix2d curvature;
+    curvature << 2 * c[0], c[1], c[1], 2 * c[2];
+    const Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> principal(curvature);
+    const Eigen::Vector2d values = principal.eigenvalues().cwiseAbs();
+    const int top = values[1] >= values[0] ? 1 : 0;
+    const Eigen::Vector2d v = principal.eigenvectors().col(top);
+    direction = (v[0] * e1 + v[1] * e2).normalized();
+    // A clear direction only: bent alike every way (the principal curvatures' sizes within
+    // 10 %), the most urgent fiber decides.
+    clear = values[top] > 1.1 * values[1 - top] && direction.allFinite();
+  }
+  // Next to a node that cracked already the crack runs on along the line from it, and the
+  // plane is across that line: each node's own estimate of the fold (measured with how much
+  // its neighbours' normals turned) swung 10-20 degrees along a crack (the parts already
+  // parted hang differently), and discs tilted so passed on either side of the next node and
+  // cut it off, or left steps between them. Only where that line runs along the fold (within
+  // 30 degrees): on a surface bent all over, as a rolled sheet, cracks spring up anywhere and
+  // the nearest may lie across the fold.
+  if (previous < n) {
+    Vec3 along = centre - row(restPositions_, previous);
+    along -= along.dot(restNormal) * restNormal;
+    if (along.norm() > 0) {
+      const Vec3 across = restNormal.cross(along).normalized();
+      if (!clear || std::abs(across.dot(direction)) > std::cos(std::numbers::pi / 6)) {
+        return across;
+      }
+    }
+  }
+  if (clear) return direction;
+  return std::nullopt;
 }
 
 void FiberModel::rebuildKeepingFiberState(std::span<const double> x,

@@ -377,6 +377,11 @@ class FiberModel : public Model {
   void refreshRestMeans(size_t node);
   // Forms a crack at the most urgent candidate, if any (see the header); true if it did.
   bool formCrack(std::span<const double> x);
+  // The unit in-plane direction across the fold at `node` (rest normal `restNormal`) from the
+  // nodes within `reach` of it at rest, for a crack broken by bending; none when the surface
+  // bends alike every way there and no cracked node is near (see formCrack).
+  [[nodiscard]] std::optional<Vec3> acrossTheFold(std::span<const double> x, size_t node,
+                                                  const Vec3& restNormal, double reach) const;
   // min_piece_nodes for single nodes (see the header): brokeNow (nFibers) marks the fibers
   // broken in this step, brokenAt (nNodes) their count per centre; both are updated.
   void keepNodesAttached(std::vector<uint8_t>& brokeNow, std::vector<int64_t>& brokenAt);
