@@ -212,13 +212,14 @@
 // network from the rest positions with no neighbour pair across any disc (fiber_network.hpp), then
 // the normal patches, the rest angles and the stiffness mapping; each fiber that exists before and
 // after (same centre and ends) keeps its plastic parts, its gamma_theta and its broken state. A
-// node whose patch degenerates (its remaining neighbours are collinear) loses its fibers instead of
-// failing the run. Pieces are the connected components of the nodes joined by active fibers. A
-// normal patch holds nodes of its node's piece only (patchPieces_, found before each rebuild, and
-// a step whose breaks part pieces without a crack rebuilds too): pieces apart exchange no force
-// (a patch across a parting oriented one piece's fibers by another's nodes, and a speck cut off
-// the burst balloon was flung by its skin). A speck left with too few nodes for a patch loses
-// its fibers: lone nodes that fall as points.
+// node whose patch degenerates (its remaining neighbours nearly collinear: after a crack a spread
+// under 0.05, see buildNormalPatches) loses its fibers instead of failing the run. Pieces are the
+// connected components of the nodes joined by active fibers. A normal patch holds nodes of its
+// node's piece only (patchPieces_, found before each rebuild, and a step whose breaks part pieces
+// without a crack rebuilds too): pieces apart exchange no force (a patch across a parting oriented
+// one piece's fibers by another's nodes, and a speck cut off the burst balloon was flung by its
+// skin). A speck left with too few nodes for a patch loses its fibers: lone nodes that fall as
+// points.
 #pragma once
 
 #include <Eigen/Core>
@@ -367,8 +368,9 @@ class FiberModel : public Model {
   };
   PatchFrame patchFrame(std::span<const double> x, size_t node) const;
   // Fills patchOffsets_, patchNodes_, patchWeights_ from the network and the rest state, then
-  // the evaluation plan (buildEvaluationPlan). With `dropDegenerate` a node whose patch is
-  // collinear loses its fibers; otherwise that throws.
+  // the evaluation plan (buildEvaluationPlan). With `dropDegenerate` (after a crack) a patch
+  // needs a wider spread (0.05 against 1e-2) and a node whose patch stays too thin after three
+  // rings loses its fibers; otherwise that throws.
   void buildNormalPatches(bool dropDegenerate);
   // The network from the rest positions and cracks_, then the patches, rest angles and the
   // stiffness mapping; per-fiber state is reset (l_plastic = 0, ...).
