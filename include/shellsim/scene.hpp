@@ -350,7 +350,8 @@ void validateContact(const ContactDef& contact, const std::string& path, const T
 // problem, one per line, each named by `path` and the key, e.g. "shellsim:
 // add_body.material.poisson = 0.7: must be in [0, 0.5)". parseBodyDef: with `geometryGiven`
 // the body's mesh comes as arrays, and 'file' or 'primitive' is a problem; relative file
-// paths resolve against `folder`.
+// paths resolve against `folder`; without a "name" the body's name is left empty (the
+// Simulation names it "body<i>" by its index).
 [[nodiscard]] BodyDef parseBodyDef(const std::string& json, const std::string& path,
                                    bool geometryGiven, const std::filesystem::path& folder = ".");
 [[nodiscard]] ObstacleDef parseObstacleDef(const std::string& json, const std::string& path);

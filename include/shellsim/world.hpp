@@ -16,6 +16,7 @@
 // see there).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -56,6 +57,15 @@ struct StepStatistics {
   int64_t recomputations = 0;  // advances recomputed from their start with half the step
   int64_t newtonIterations = 0;
   int64_t factorizations = 0;  // Cholesky factorizations (implicit integrators)
+};
+
+// Two triangles that intersect (Simulation::intersectingTriangles): the body and the nodes
+// of each.
+struct IntersectingTriangles {
+  int32_t bodyA = 0;
+  std::array<int32_t, 3> nodesA{};
+  int32_t bodyB = 0;
+  std::array<int32_t, 3> nodesB{};
 };
 
 class Simulation;
@@ -177,10 +187,12 @@ class Simulation {
   // Triangle pairs of the bodies' meshes, within a body and between bodies, that intersect
   // at the current positions (exact predicates; gingold2004 section 4.3's "no triangle pair
   // intersects"), leaving out the pairs mesh contact leaves out: those sharing a node and
-  // those within one edge length plus the two bodies' mean material thickness of each
-  // other in the rest shape, and triangles moving with a rigid fragment. Counted whether or
-  // not the scene's contact is on; 0 without triangle meshes (the fiber model's points).
+  // those closer than twice their touching distance in the rest shape, and triangles moving
+  // with a rigid fragment. Counted whether or not the scene's contact is on; 0 without
+  // triangle meshes (the fiber model's points).
   [[nodiscard]] int64_t intersectingTrianglePairs() const;
+  // The same pairs, with their bodies and nodes, in a fixed order.
+  [[nodiscard]] std::vector<IntersectingTriangles> intersectingTriangles() const;
   // Pieces handed to Bullet as rigid bodies so far (BodyDef::rigidFragments), and for each
   // node the one it moves with, -1 while it deforms, (nNodes); empty before the first.
   [[nodiscard]] int32_t rigidFragmentCount(int32_t body) const;

@@ -406,6 +406,16 @@ class Simulation:
     def cracks(self, body: int) -> int:
         return self._sim.cracks(body)
 
+    def intersecting_triangle_pairs(self) -> int:
+        """Triangle pairs of the surfaces that intersect now (exact predicates), self and
+        between bodies; pairs sharing a node or neighbours in the rest shape left out."""
+        return self._sim.intersecting_triangle_pairs()
+
+    def intersecting_triangles(self) -> Any:
+        """The same pairs as rows (body a, its three nodes, body b, its three nodes),
+        (k, 8) int32, in a fixed order."""
+        return self._sim.intersecting_triangles()
+
     def gas_pressure(self, body: int) -> float:
         """The gas over-pressure pushing on the body now, Pa (0 without a pressure)."""
         return self._sim.gas_pressure(body)

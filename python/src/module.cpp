@@ -755,6 +755,38 @@ PYBIND11_MODULE(_core, m) {
           "cracks", [](const PySimulation& s, int32_t b) { return s.simulation.cracks(b); },
           py::arg("body"))
       .def(
+          "intersecting_triangle_pairs",
+          [](const PySimulation& s) {
+            const py::gil_scoped_release release;
+            return s.simulation.intersectingTrianglePairs();
+          },
+          "Triangle pairs of the bodies' surfaces that intersect now (exact predicates), "
+          "self and between bodies, without pairs sharing a node or neighbours in the rest "
+          "shape.")
+      .def(
+          "intersecting_triangles",
+          [](const PySimulation& s) {
+            std::vector<IntersectingTriangles> pairs;
+            {
+              const py::gil_scoped_release release;
+              pairs = s.simulation.intersectingTriangles();
+            }
+            py::array_t<int32_t> rows({static_cast<py::ssize_t>(pairs.size()), py::ssize_t{8}});
+            auto r = rows.mutable_unchecked<2>();
+            for (size_t i = 0; i < pairs.size(); ++i) {
+              const auto k = static_cast<py::ssize_t>(i);
+              r(k, 0) = pairs[i].bodyA;
+              r(k, 4) = pairs[i].bodyB;
+              for (py::ssize_t c = 0; c < 3; ++c) {
+                r(k, 1 + c) = pairs[i].nodesA[static_cast<size_t>(c)];
+                r(k, 5 + c) = pairs[i].nodesB[static_cast<size_t>(c)];
+              }
+            }
+            return rows;
+          },
+          "The intersecting pairs as rows (body a, its three nodes, body b, its three nodes), "
+          "(k, 8) int32.")
+      .def(
           "gas_pressure",
           [](const PySimulation& s, int32_t b) { return s.simulation.gasPressure(b); },
           py::arg("body"), "The gas over-pressure pushing on the body now, Pa.")

@@ -110,6 +110,29 @@ class ArrayRoundTrips(unittest.TestCase):
         self.assertAlmostEqual(sim.gas_pressure(body), 200 * sim.time, places=9)
         self.assertGreater(sim.gas_pressure(body), 0)
 
+    def test_intersecting_triangles_name_the_bodies_and_nodes_of_each_pair(self):
+        sim = shellsim.Simulation()
+        lower = sim.add_body(self.vertices, self.triangles, {"model": "discrete_shell"})
+        self.assertEqual(sim.intersecting_triangle_pairs(), 0)
+        self.assertEqual(sim.intersecting_triangles().shape, (0, 8))
+        # A second sheet turned by 30 degrees about the line y = 0.05, z = 0.3 through the
+        # first: they cross along that line.
+        turn, axis = np.radians(30), 0.05
+        offset = self.vertices[:, 1] - axis
+        tilted = np.c_[self.vertices[:, 0], axis + np.cos(turn) * offset,
+                       0.3 + np.sin(turn) * offset]
+        upper = sim.add_body(tilted, self.triangles, {"model": "discrete_shell"})
+        self.assertEqual((sim.body_name(lower), sim.body_name(upper)), ("body0", "body1"))
+        rows = sim.intersecting_triangles()
+        self.assertEqual(rows.dtype, np.int32)
+        self.assertEqual(rows.shape, (sim.intersecting_triangle_pairs(), 8))
+        self.assertGreater(len(rows), 0)
+        self.assertTrue(np.all(rows[:, 0] == lower) and np.all(rows[:, 4] == upper))
+        # Every pair's triangles reach across the line from both sides.
+        for body, nodes in ((lower, rows[:, 1:4]), (upper, rows[:, 5:8])):
+            y = sim.positions(body)[nodes, 1]
+            self.assertTrue(np.all(y.min(axis=1) < axis) and np.all(y.max(axis=1) > axis))
+
     def test_geometry_files_round_trip(self):
         with tempfile.TemporaryDirectory() as folder:
             for name in ("sheet.ply", "sheet.obj"):

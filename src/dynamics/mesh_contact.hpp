@@ -50,6 +50,7 @@
 #include "core/assembler.hpp"
 #include "core/vec3.hpp"
 #include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
 
 namespace shellsim {
 
@@ -90,6 +91,8 @@ class MeshContact {
   // positions, self and between bodies, without the pairs contact leaves out (sharing a
   // node, neighbours in the rest shape).
   [[nodiscard]] int64_t countIntersections(std::span<const Body> bodies);
+  // The same pairs, in a fixed order.
+  [[nodiscard]] std::vector<IntersectingTriangles> listIntersections(std::span<const Body> bodies);
 
  private:
   struct BodyMesh {

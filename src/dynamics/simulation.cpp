@@ -1236,6 +1236,11 @@ int64_t Simulation::intersectingTrianglePairs() const {
   return counter.countIntersections(impl_->world.bodies);
 }
 
+std::vector<IntersectingTriangles> Simulation::intersectingTriangles() const {
+  MeshContact counter(ContactDef{.enabled = true}, 1.0);
+  return counter.listIntersections(impl_->world.bodies);
+}
+
 int64_t Simulation::brokenElements(int32_t body) const {
   return impl_->body(body).brokenElements;
 }

@@ -642,6 +642,8 @@ BodyDef parseBodyDef(const std::string& jsonText, const std::string& path, bool 
   BodyDef body = readBody(element, 0, folder, problems);
   problems.throwIfAny();
   if (geometryGiven) body.primitive.reset();
+  // Unnamed: the simulation names it by its place ("body<i>"), not as the first of a file.
+  if (!json.contains("name")) body.name.clear();
   return body;
 }
 

@@ -15,6 +15,7 @@
 #include "shellsim/models/fiber.hpp"
 #include "shellsim/models/inelastic_shell.hpp"
 #include "shellsim/scene.hpp"
+#include "shellsim/world.hpp"
 #include "temp_folder.hpp"
 
 namespace shellsim {
@@ -1098,6 +1099,12 @@ TEST(DefinitionChecks, DefinitionsFromJsonTextReadAsInAScene) {
       parseBodyDef(R"({"primitive": {"type": "sphere", "resolution": 4}})", "add_body", false);
   ASSERT_TRUE(primitive.primitive.has_value());
   EXPECT_EQ(primitive.primitive->type, PrimitiveType::kSphere);
+  // Unnamed, it is named by the simulation it joins ("body<i>"), not as a file's first body:
+  // two unnamed bodies added to one simulation were both "body0", and the second refused.
+  EXPECT_EQ(primitive.name, "");
+  Simulation sim;
+  for (int k = 0; k < 2; ++k) (void)sim.addBody(primitive);
+  EXPECT_EQ(sim.bodyName(1), "body1");
   try {
     (void)parseBodyDef(R"({"file": "a.obj", "material": {"poisson": 0.7}, "modle": 1})", "add_body",
                        true);
