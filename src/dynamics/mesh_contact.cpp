@@ -554,35 +554,45 @@ void MeshContact::findPairs(std::span<const Body> bodies, double margin,
   }
 }
 
+bool MeshContact::candidateIntersects(std::span<const Body> bodies, size_t i) const {
+  const PrimitivePair& c = trianglePairCandidates_[i];
+  const Body& a = bodies[static_cast<size_t>(c.bodyA)];
+  const Body& b = bodies[static_cast<size_t>(c.bodyB)];
+  const int32_t* na =
+      &meshes_[static_cast<size_t>(c.bodyA)].triangles[3 * static_cast<size_t>(c.a)];
+  const int32_t* nb =
+      &meshes_[static_cast<size_t>(c.bodyB)].triangles[3 * static_cast<size_t>(c.b)];
+  if (a.isRigid(static_cast<size_t>(na[0])) || b.isRigid(static_cast<size_t>(nb[0]))) return false;
+  return trianglesIntersect(nodeAt(a.positions, na[0]), nodeAt(a.positions, na[1]),
+                            nodeAt(a.positions, na[2]), nodeAt(b.positions, nb[0]),
+                            nodeAt(b.positions, nb[1]), nodeAt(b.positions, nb[2]));
+}
+
 int64_t MeshContact::countIntersections(std::span<const Body> bodies) {
-  return static_cast<int64_t>(listIntersections(bodies).size());
+  // The candidate list holds every triangle pair (not left out) within its reach; an
+  // intersecting pair is at distance 0.
+  (void)refreshCandidates(bodies, 0.0);
+  // An integer sum: the same for any split among threads.
+  return tbb::parallel_reduce(
+      tbb::blocked_range<size_t>(0, trianglePairCandidates_.size(), 256), int64_t{0},
+      [&](const tbb::blocked_range<size_t>& r, int64_t count) {
+        for (size_t i = r.begin(); i != r.end(); ++i)
+          count += candidateIntersects(bodies, i) ? 1 : 0;
+        return count;
+      },
+      [](int64_t x, int64_t y) { return x + y; });
 }
 
 std::vector<IntersectingTriangles> MeshContact::listIntersections(std::span<const Body> bodies) {
-  // The candidate list holds every triangle pair (not left out) within its reach; an
-  // intersecting pair is at distance 0.
   (void)refreshCandidates(bodies, 0.0);
   // Flags per candidate, then gathered in the candidates' order: the same list for any
   // split among threads.
   std::vector<uint8_t> crossing(trianglePairCandidates_.size(), 0);
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, trianglePairCandidates_.size(), 256),
-      [&](const tbb::blocked_range<size_t>& r) {
-        for (size_t i = r.begin(); i != r.end(); ++i) {
-          const PrimitivePair& c = trianglePairCandidates_[i];
-          const Body& a = bodies[static_cast<size_t>(c.bodyA)];
-          const Body& b = bodies[static_cast<size_t>(c.bodyB)];
-          const int32_t* na =
-              &meshes_[static_cast<size_t>(c.bodyA)].triangles[3 * static_cast<size_t>(c.a)];
-          const int32_t* nb =
-              &meshes_[static_cast<size_t>(c.bodyB)].triangles[3 * static_cast<size_t>(c.b)];
-          if (a.isRigid(static_cast<size_t>(na[0])) || b.isRigid(static_cast<size_t>(nb[0])))
-            continue;
-          crossing[i] = trianglesIntersect(nodeAt(a.positions, na[0]), nodeAt(a.positions, na[1]),
-                                           nodeAt(a.positions, na[2]), nodeAt(b.positions, nb[0]),
-                                           nodeAt(b.positions, nb[1]), nodeAt(b.positions, nb[2]));
-        }
-      });
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, crossing.size(), 256),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      for (size_t i = r.begin(); i != r.end(); ++i)
+                        crossing[i] = candidateIntersects(bodies, i) ? 1 : 0;
+                    });
   const auto corners = [&](int32_t body, int32_t triangle) {
     const int32_t* n =
         &meshes_[static_cast<size_t>(body)].triangles[3 * static_cast<size_t>(triangle)];

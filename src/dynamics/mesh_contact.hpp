@@ -117,6 +117,9 @@ class MeshContact {
     double closeReach = -1;  // m; < 0: not found since the last rebuild
     std::vector<uint64_t> closeVertexFaces, closeEdgePairs, closeTrianglePairs;
   };
+  // Whether the triangle pair trianglePairCandidates_[i] intersects now (exact; pairs moving
+  // with a rigid fragment never do).
+  [[nodiscard]] bool candidateIntersects(std::span<const Body> bodies, size_t i) const;
   // Refreshes the body's mesh and trees at its positions, every box inflated by search / 2.
   void update(const Body& body, size_t index, double search);
   double touching(const Body& a, const Body& b) const;
