@@ -14,6 +14,7 @@
 #include "core/predicates.hpp"
 #include "core/proximity.hpp"
 #include "dynamics/world.hpp"
+#include "shellsim/world.hpp"
 
 namespace shellsim {
 

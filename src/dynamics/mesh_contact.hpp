@@ -50,11 +50,11 @@
 #include "core/assembler.hpp"
 #include "core/vec3.hpp"
 #include "shellsim/scene.hpp"
-#include "shellsim/world.hpp"
 
 namespace shellsim {
 
 struct Body;
+struct IntersectingTriangles;  // shellsim/world.hpp
 
 struct ContactPair {
   std::array<int32_t, 4> body;   // body of each node

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <memory>
 #include <random>
 #include <vector>
 
@@ -124,37 +123,35 @@ SimulationSettings weightless() {
   return settings;
 }
 
-// The two sheets as one body of `def` (the shard a piece from the start), the shard given a
-// rigid motion and a wobble: one step later it is a rigid fragment with the same momenta.
-// Returns the simulation, its body 0.
-std::unique_ptr<Simulation> handOverTheShard(const BodyDef& def) {
-  auto sim = std::make_unique<Simulation>(weightless());
-  const int32_t body = sim->addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.5}), def);
-  const std::vector<size_t> nodes = shardNodes(*sim, body);
-  setShardVelocity(*sim, body, nodes, {0.3, -0.2, 0.5}, {1, 2, 3}, 0.05);
-  const Momenta before = momenta(*sim, body, nodes);
-  EXPECT_EQ(sim->rigidFragmentCount(body), 0);
+// The two sheets as one body of `def` (the shard a piece from the start) in `sim`, the
+// shard given a rigid motion and a wobble: one step later it is a rigid fragment with the
+// same momenta. The body is sim's first.
+void handOverTheShard(Simulation& sim, const BodyDef& def) {
+  const int32_t body = sim.addBody(twoSheets({0, 0, 0.5}, {2, 0, 0.5}), def);
+  const std::vector<size_t> nodes = shardNodes(sim, body);
+  setShardVelocity(sim, body, nodes, {0.3, -0.2, 0.5}, {1, 2, 3}, 0.05);
+  const Momenta before = momenta(sim, body, nodes);
+  ASSERT_EQ(sim.rigidFragmentCount(body), 0);
   // One step: free elastic forces conserve both momenta (velocity Verlet; the energies are
   // invariant under rigid motions); the hand-over at its end must too.
-  sim->advance(sim->timeStep());
-  EXPECT_EQ(sim->rigidFragmentCount(body), 1);
-  const Momenta after = momenta(*sim, body, nodes);
+  sim.advance(sim.timeStep());
+  ASSERT_EQ(sim.rigidFragmentCount(body), 1);
+  const Momenta after = momenta(sim, body, nodes);
   EXPECT_LT((after.linear - before.linear).norm(), 1e-12 * before.linear.norm());
   EXPECT_LT((after.angular - before.angular).norm(), 1e-10 * before.angular.norm());
   // The wobble's kinetic energy is gone, no more.
   EXPECT_LT(after.kinetic, before.kinetic);
   EXPECT_GT(after.kinetic, 0.9 * before.kinetic);
   // Every shard node moves with the fragment; the large sheet's do not.
-  const std::span<const int32_t> fragmentOf = sim->rigidFragmentOfNode(body);
+  const std::span<const int32_t> fragmentOf = sim.rigidFragmentOfNode(body);
   for (const size_t i : nodes) EXPECT_EQ(fragmentOf[i], 0);
   EXPECT_EQ(std::count(fragmentOf.begin(), fragmentOf.end(), -1),
-            sim->nodeCount(body) - kShardNodes);
-  return sim;
+            sim.nodeCount(body) - kShardNodes);
 }
 
 TEST(RigidFragments, HandOverConservesMomentumAndAngularMomentum) {
-  const std::unique_ptr<Simulation> handedOver = handOverTheShard(twoPieceBody());
-  const Simulation& sim = *handedOver;
+  Simulation sim(weightless());
+  ASSERT_NO_FATAL_FAILURE(handOverTheShard(sim, twoPieceBody()));
   const int32_t body = 0;
   const std::vector<size_t> nodes = shardNodes(sim, body);
   // And their velocities are a rigid field: no pair of nodes changes its distance.
@@ -173,8 +170,8 @@ TEST(RigidFragments, HandOverConservesMomentumAndAngularMomentum) {
 TEST(RigidFragments, InelasticShellsChipIsHandedOverWithItsMomenta) {
   BodyDef def = twoPieceBody();
   def.model = "inelastic_shell";  // the thick shell's options are left unread
-  const std::unique_ptr<Simulation> handedOver = handOverTheShard(def);
-  Simulation& sim = *handedOver;
+  Simulation sim(weightless());
+  ASSERT_NO_FATAL_FAILURE(handOverTheShard(sim, def));
   const int32_t body = 0;
   const std::vector<size_t> nodes = shardNodes(sim, body);
   // A chip in free flight moves rigidly: after 10 ms every pair keeps its distance.
