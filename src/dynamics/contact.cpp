@@ -114,6 +114,7 @@ void stickToPenaltyObstacle(const World& world, Body& body, const Obstacle& obst
 
 int64_t projectOutOfObstacles(World& world, double dt) {
   int64_t contacts = 0;
+  std::vector<double> stuckWork;  // per node: m dv . velocity of a scripted obstacle, J
   for (Body& body : world.bodies) {
     const size_t n = static_cast<size_t>(body.nodeCount());
     body.contactObstacle.assign(n, -1);
@@ -126,6 +127,9 @@ int64_t projectOutOfObstacles(World& world, double dt) {
       }
       const Vec3 offset = obstacle.offset(world.time);
       const Vec3 velocity = obstacle.velocity(world.time);
+      const bool driven = obstacle.isDriven();
+      const auto mass = body.model->nodeMasses();
+      stuckWork.assign(driven ? n : 0, 0.0);
       // Each node is handled independently: no shared writes, integer count reduction.
       contacts += tbb::parallel_reduce(
           tbb::blocked_range<size_t>(0, n, kAssemblyGrain), int64_t{0},
@@ -138,9 +142,18 @@ int64_t projectOutOfObstacles(World& world, double dt) {
               if (phi >= 0.0) continue;
               x -= phi * normal;
               // Static friction on the step's slip (see the header).
-              const Vec3 slip = (Eigen::Map<const Vec3>(&body.velocities[3 * i]) - velocity) * dt;
+              Eigen::Map<Vec3> v(&body.velocities[3 * i]);
+              const Vec3 slip = (v - velocity) * dt;
               const Vec3 tangentialSlip = slip - slip.dot(normal) * normal;
-              if (tangentialSlip.norm() <= obstacle.def.friction * -phi) x -= tangentialSlip;
+              if (tangentialSlip.norm() <= obstacle.def.friction * -phi) {
+                x -= tangentialSlip;
+                // A node held for the step moves with the obstacle along it: keeping the
+                // velocity whose slip was undone let the tangential pull build it up step
+                // after step, unseen, until the cone gave and the node jumped.
+                const Vec3 change = -tangentialSlip / dt;
+                v += change;
+                if (driven) stuckWork[i] = mass[i] * change.dot(velocity);
+              }
               if (body.contactObstacle[i] < 0) ++count;
               body.contactObstacle[i] = static_cast<int32_t>(o);
               Eigen::Map<Vec3>(&body.contactNormal[3 * i]) = normal;
@@ -148,6 +161,7 @@ int64_t projectOutOfObstacles(World& world, double dt) {
             return count;
           },
           [](int64_t a, int64_t b) { return a + b; });
+      for (const double w : stuckWork) world.projectionWork += w;  // in node order
     }
   }
   return contacts;
