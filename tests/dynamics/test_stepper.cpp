@@ -159,15 +159,20 @@ TEST(Contact, DroppedSphereStaysAboveFloorAndComesToRest) {
   EXPECT_LT(kineticEnergy(world.bodies[0]), 1e-4 * mass * 9.81 * 0.3);
 }
 
+// A one-cell sheet over `floor`, the floor its only obstacle.
+World sheetOverFloor(const ObstacleDef& floor) {
+  World world;
+  world.obstacles.emplace_back(floor);
+  World built = buildWorld(sceneWith(sheetBody(1)));
+  world.bodies = std::move(built.bodies);
+  return world;
+}
+
 TEST(Contact, RestitutionAndFrictionActOnTheRelativeVelocity) {
   ObstacleDef floor;
   floor.restitution = 0.5;
   floor.friction = 0.2;
-  World world;
-  world.obstacles.emplace_back(floor);
-  SceneDef scene = sceneWith(sheetBody(1));
-  World built = buildWorld(scene);
-  world.bodies = std::move(built.bodies);
+  World world = sheetOverFloor(floor);
   Body& body = world.bodies[0];
   for (size_t i = 0; i < body.positions.size(); i += 3) {
     body.positions[i + 2] = -0.01;
@@ -210,10 +215,7 @@ TEST(Contact, ANodeHeldByAMovingFloorMovesWithItAndTheFloorDoesTheWork) {
   ObstacleDef floor;
   floor.friction = 0.2;
   floor.path = {{0.0, {0, 0, 0}}, {1.0, {0.5, 0, 0}}};  // 0.5 m/s along x
-  World world;
-  world.obstacles.emplace_back(floor);
-  World built = buildWorld(sceneWith(sheetBody(1)));
-  world.bodies = std::move(built.bodies);
+  World world = sheetOverFloor(floor);
   Body& body = world.bodies[0];
   world.time = 0.5;
   for (size_t i = 0; i < body.positions.size(); i += 3) {
