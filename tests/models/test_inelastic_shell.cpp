@@ -367,6 +367,81 @@ TEST(InelasticShellPlasticity, ShearCycleYieldHardeningAndBauschingerOffset) {
   }
 }
 
+InelasticShellParams saturatingParams(double yieldStrain, double hardening, double limit) {
+  InelasticShellParams params = plasticParams(yieldStrain, hardening);
+  params.plasticity->hardeningLimit = limit;
+  return params;
+}
+
+// Saturating hardening in pure shear: past yield the plastic shear p at total shear s solves
+// sqrt 2 (s - p) - L tanh(gamma sqrt 2 p / L) = eps0 (the header's closed form, norms sqrt N
+// = sqrt 2 of the shears), found here by bisection; the face lands on the yield surface.
+TEST(InelasticShellPlasticity, SaturatingHardeningFollowsItsClosedFormInShear) {
+  const double eps0 = 2e-3;
+  const Geometry flat = singleTriangle(Vec3(0, 0, 0), Vec3(0.1, 0, 0), Vec3(0.03, 0.08, 0));
+  for (const double limit : {0.25 * eps0, 2 * eps0}) {
+    const double gamma = 0.5;
+    InelasticShellModel model(flat, aluminium(), saturatingParams(eps0, gamma, limit));
+    const auto closedForm = [&](double s) {
+      const auto overstress = [&](double p) {
+        return std::sqrt(2.0) * (s - p) - limit * std::tanh(gamma * std::sqrt(2.0) * p / limit) -
+               eps0;
+      };
+      if (overstress(0) <= 0) return 0.0;
+      double lo = 0, hi = s;
+      for (int i = 0; i < 200; ++i) (overstress(0.5 * (lo + hi)) > 0 ? lo : hi) = 0.5 * (lo + hi);
+      return 0.5 * (lo + hi);
+    };
+    double previous = 0;
+    for (int step = 1; step <= 80; ++step) {
+      const double s = 40 * eps0 * step / 80;
+      Eigen::Matrix2d e;
+      e << 0, s, s, 0;
+      const std::vector<double> x = withGreenStrain(flat, e);
+      (void)model.updateInelastic(x, 1e-4);
+      const double p = plasticMembraneOf(model)(0, 1);
+      EXPECT_NEAR(p, closedForm(s), 1e-9 * eps0) << "limit " << limit << " s " << s;
+      if (p > 0) {
+        EXPECT_NEAR(model.yieldNorm(x, 0), eps0, 1e-10 * eps0);
+      }
+      // Past saturation the plastic strain takes nearly all of the strain's growth.
+      if (s > 30 * eps0) {
+        EXPECT_GT(p - previous, 0.99 * 0.5 * eps0) << "limit " << limit;
+      }
+      previous = p;
+    }
+  }
+}
+
+// A face sheared far past yield and then left with no elastic strain (its load taken off:
+// the total strain is its plastic strain): with linear hardening its back strain gamma |P|
+// passes eps0, so it flows back to p' = (p + eps0 / sqrt 2) / (1 + gamma); with a hardening
+// limit below eps0 it keeps its plastic strain bit for bit.
+TEST(InelasticShellPlasticity, UnloadedFaceFlowsBackUnlessTheBackStrainIsBounded) {
+  const double eps0 = 3e-3;
+  const double gamma = 0.05;
+  const Geometry flat = singleTriangle(Vec3(0, 0, 0), Vec3(0.1, 0, 0), Vec3(0.03, 0.08, 0));
+  const auto shear = [&](InelasticShellModel& model, double s) {
+    Eigen::Matrix2d e;
+    e << 0, s, s, 0;
+    return model.updateInelastic(withGreenStrain(flat, e), 1e-4).yieldingElements;
+  };
+  InelasticShellModel linear(flat, aluminium(), plasticParams(eps0, gamma));
+  InelasticShellModel bounded(flat, aluminium(), saturatingParams(eps0, gamma, 0.5 * eps0));
+  for (int step = 1; step <= 40; ++step) {
+    (void)shear(linear, 0.15 * step / 40);
+    (void)shear(bounded, 0.15 * step / 40);
+  }
+  const double pLinear = plasticMembraneOf(linear)(0, 1);
+  const double pBounded = plasticMembraneOf(bounded)(0, 1);
+  ASSERT_GT(gamma * std::sqrt(2.0) * pLinear, eps0) << "the linear back strain passed yield";
+  EXPECT_EQ(shear(linear, pLinear), 1);
+  EXPECT_NEAR(plasticMembraneOf(linear)(0, 1), (pLinear + eps0 / std::sqrt(2.0)) / (1 + gamma),
+              1e-9 * eps0);
+  EXPECT_EQ(shear(bounded, pBounded), 0);
+  EXPECT_EQ(plasticMembraneOf(bounded)(0, 1), pBounded);
+}
+
 // Uniaxial stress (E = diag(eps, -nu eps), the elastic plane-stress state) yields at
 // eps_y = sqrt(3/2) eps0 / (1 + nu); past it the iterated return lands on the yield surface.
 TEST(InelasticShellPlasticity, UniaxialYieldOnsetAndReturnAccuracy) {

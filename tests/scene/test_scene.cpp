@@ -489,6 +489,27 @@ TEST(SceneErrors, APlasticStepNeedsAYieldStrain) {
       << errorOfJson(scene);
 }
 
+// The hardening limit bounds the plasticity's back strain, so it needs a yield strain; it
+// round-trips through the scene's JSON.
+TEST(SceneErrors, AHardeningLimitNeedsAYieldStrain) {
+  json scene = minimalScene();
+  scene["bodies"][0]["model"] = "inelastic_shell";
+  scene["bodies"][0]["inelastic_shell"] = {{"hardening_limit", 0.001}};
+  const std::string message = errorOfJson(scene);
+  EXPECT_NE(message.find("scene.json: bodies[0].inelastic_shell.hardening_limit = 0.001: bounds "
+                         "the hardening of the plasticity: it needs \"yield_strain\""),
+            std::string::npos)
+      << message;
+  scene["bodies"][0]["inelastic_shell"]["yield_strain"] = 3e-3;
+  const SceneDef s = parseScene(scene.dump(), "scene.json", ".");
+  EXPECT_EQ(s.bodies[0].options<InelasticShellDef>().hardeningLimit, 0.001);
+  const SceneDef again = parseScene(sceneToJson(s), "again.json", ".");
+  EXPECT_EQ(again.bodies[0].options<InelasticShellDef>(), s.bodies[0].options<InelasticShellDef>());
+  scene["bodies"][0]["inelastic_shell"]["hardening_limit"] = -1;
+  EXPECT_NE(errorOfJson(scene).find("hardening_limit = -1: must be > 0"), std::string::npos)
+      << errorOfJson(scene);
+}
+
 // The penalty's kappa is bounded by 4 only where explicit steps would make it unstable.
 TEST(SceneErrors, ContactStiffnessOf4OrMoreNeedsAnImplicitIntegrator) {
   json scene = minimalScene();

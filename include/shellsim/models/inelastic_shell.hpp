@@ -19,6 +19,9 @@ struct InelasticShellDef {
   bool shapeOperatorBending = false;
   std::optional<double> yieldStrain;  // plasticity's eps0, 1; none: elastic
   double hardening = 0;               // kinematic hardening gamma, 1
+  // [ours] The norm the back strain saturates at (> 0, in strain like yieldStrain); none:
+  // linear hardening, the back strain gamma P unbounded.
+  std::optional<double> hardeningLimit;
   std::optional<double> strainLimit;  // fracture's lambda_f, 1; none: never breaks
   bool tensileOnly = true;            // only tensile strain breaks a face
   double absorption = 0.5;            // share of a broken face's elastic strain made plastic

@@ -713,8 +713,11 @@ StepVerdict InelasticShellModel::inspectStep(std::span<const double> before,
     // overstress plastically: the tube of Fig. 12 kept 0.0093 plastic strain at 20 us steps,
     // 0.0018 at 5 us and explicitly. Bounding the increment narrows the steps while a face
     // flows, and only then.
+    // With a hardening limit the slope gamma sech^2 lies in (0, gamma]: the bound with slope
+    // 0 never takes the increment for less than it is.
     const auto [largest, face] = largestYieldNorm(after);
-    const double increment = (largest - plasticity_->yieldStrain) / (1 + plasticity_->hardening);
+    const double slope = plasticity_->hardeningLimit > 0 ? 0.0 : plasticity_->hardening;
+    const double increment = (largest - plasticity_->yieldStrain) / (1 + slope);
     if (increment > plasticity_->stepLimit * plasticity_->yieldStrain) {
       return {.accepted = false,
               .reason = "the plastic strain of face " + std::to_string(face) + " would grow by " +

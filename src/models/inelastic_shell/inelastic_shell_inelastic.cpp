@@ -110,9 +110,9 @@ void InelasticShellModel::refreshRestValues(size_t f) {
 
 double InelasticShellModel::yieldNorm(std::span<const double> x, size_t f) const {
   const Strains elastic = strainsOf(x, f);
-  const inelastic_shell::YieldParams params{plasticity_ ? plasticity_->yieldStrain : 0.0,
-                                            plasticity_ ? plasticity_->hardening : 0.0,
-                                            material_.poisson, material_.thickness};
+  const inelastic_shell::YieldParams params{
+      plasticity_ ? plasticity_->yieldStrain : 0.0, plasticity_ ? plasticity_->hardening : 0.0,
+      plasticity_ ? plasticity_->hardeningLimit : 0.0, material_.poisson, material_.thickness};
   return inelastic_shell::yieldNorm(elastic.membrane, elastic.bending, plasticMembrane(f),
                                     plasticBending(f), params);
 }
@@ -139,7 +139,8 @@ InelasticReport InelasticShellModel::updateInelastic(std::span<const double> x, 
   if (plasticity_) {
     const size_t faces = faceParams_.size();
     const inelastic_shell::YieldParams params{plasticity_->yieldStrain, plasticity_->hardening,
-                                              material_.poisson, material_.thickness};
+                                              plasticity_->hardeningLimit, material_.poisson,
+                                              material_.thickness};
     std::vector<uint8_t> yielded(faces, 0);
     tbb::parallel_for(
         tbb::blocked_range<size_t>(0, faces, 256), [&](const tbb::blocked_range<size_t>& r) {

@@ -35,12 +35,14 @@ InelasticShellModel::InelasticShellModel(const Geometry& mesh, const MaterialDef
       fracture_(params.fracture),
       stepSearch_(params.stepSearch),
       material_(material) {
-  if (plasticity_ && (!(plasticity_->yieldStrain > 0) || !std::isfinite(plasticity_->yieldStrain) ||
-                      !(plasticity_->hardening >= 0) || !std::isfinite(plasticity_->hardening) ||
-                      !(plasticity_->stepLimit >= 0) || !std::isfinite(plasticity_->stepLimit))) {
+  if (plasticity_ &&
+      (!(plasticity_->yieldStrain > 0) || !std::isfinite(plasticity_->yieldStrain) ||
+       !(plasticity_->hardening >= 0) || !std::isfinite(plasticity_->hardening) ||
+       !(plasticity_->stepLimit >= 0) || !std::isfinite(plasticity_->stepLimit) ||
+       !(plasticity_->hardeningLimit >= 0) || !std::isfinite(plasticity_->hardeningLimit))) {
     throw InputError(
-        "inelastic_shell: plasticity needs a yield strain > 0, a hardening >= 0 and a plastic "
-        "step limit >= 0");
+        "inelastic_shell: plasticity needs a yield strain > 0, a hardening >= 0, a plastic "
+        "step limit >= 0 and a hardening limit >= 0");
   }
   if (fracture_ && (!(fracture_->strainLimit > 0) || !std::isfinite(fracture_->strainLimit) ||
                     !(fracture_->absorption >= 0 && fracture_->absorption <= 1) ||

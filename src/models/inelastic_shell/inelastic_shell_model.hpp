@@ -76,6 +76,9 @@ struct InelasticShellPlasticity {
   // the return mapping at its end would move some face's plastic strain by more than
   // stepLimit eps0 (in the yield norm); 0: every step's flow accepted.
   double stepLimit = 0;
+  // [ours] L > 0: the back strain saturates at norm L (inelastic_shell_plasticity.hpp); 0:
+  // linear kinematic hardening (the paper's), 1.
+  double hardeningLimit = 0;
 };
 
 struct InelasticShellFracture {

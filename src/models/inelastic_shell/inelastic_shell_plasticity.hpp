@@ -23,6 +23,20 @@
 // shear (tr = 0, no plane-stress coupling) the plastic strain grows at 1 / (1 + gamma) of
 // the total, the elastic at gamma / (1 + gamma), and reverse yield follows a change of the
 // deviatoric strain norm of 2 eps0 (the Bauschinger offset); gamma = 0 is ideal plasticity.
+//
+// [ours] Saturating kinematic hardening. The back strain gamma P above grows without bound:
+// once gamma |P| passes eps0, a face whose load is taken off is outside the yield surface
+// on the reverse side and flows back until gamma |P| = eps0. A crushed can (fold strains
+// 0.16 at eps0 = 0.003, gamma = 0.05) springs back that way: its faces' largest plastic strain
+// fell from 0.16 to 0.07 (~eps0 / gamma) as the plate lifted. Metals' back stress saturates
+// (Armstrong-Frederick); with a limit L > 0 the back strain is the gradient of the convex
+// potential psi(s) = (L^2 / gamma) log cosh(gamma s / L) of the RMS plastic strain
+// s = sqrt(N(P_m) + h^2 / 12 N(P_c)):
+//   back_i = g(s) P_i,   g(s) = L tanh(gamma s / L) / s   (-> gamma as s -> 0),
+// the same factor through the thickness (P's RMS, like F), |back| < L always, and the return
+// uses the tangent slope gamma sech^2(gamma s / L) in place of gamma. With L < eps0 an
+// unloaded face never yields back. In pure shear the yield condition reads
+// |E| - |P| - L tanh(gamma |P| / L) = eps0 (norms sqrt N), the linear law's as L -> inf.
 #pragma once
 
 #include <Eigen/Core>
@@ -31,10 +45,11 @@
 namespace shellsim::inelastic_shell {
 
 struct YieldParams {
-  double yieldStrain = 0;  // eps0, 1
-  double hardening = 0;    // gamma = h_kin / (2 mu), 1
-  double poisson = 0;      // nu
-  double thickness = 0;    // h, m
+  double yieldStrain = 0;     // eps0, 1
+  double hardening = 0;       // gamma = h_kin / (2 mu), 1
+  double hardeningLimit = 0;  // L > 0: the back strain saturates at norm L; 0: linear, 1
+  double poisson = 0;         // nu
+  double thickness = 0;       // h, m
 };
 
 // F of the header for elastic strains (em, ec) and plastic strains (pm, pc).

@@ -53,6 +53,15 @@ constexpr FieldSpec kInelasticShellFields[] = {
      .range = Range::atLeast(0),
      .meaning = "Kinematic hardening gamma = h_kin / (2 mu) of the plasticity: past yield the "
                 "plastic strain grows at 1 / (1 + gamma) of the strain; 0 is ideal plasticity."},
+    {.key = "hardening_limit",
+     .range = Range::above(0),
+     .optional = true,
+     .meaning = "[ours] Saturating kinematic hardening: the back strain (gamma times the plastic "
+                "strain while small) never passes this norm, in strain like `yield_strain` "
+                "(Armstrong-Frederick-like). Below `yield_strain`, a face whose load is taken "
+                "off never yields back: with linear hardening, faces that flowed past "
+                "yield_strain / gamma flow back when unloaded (a crushed can springs back). "
+                "Absent: linear, the paper's."},
     {.key = "strain_limit",
      .range = Range::above(0),
      .optional = true,
@@ -166,6 +175,11 @@ void readInelasticShell(ObjectReader& r, Problems& problems, BodyDef& body) {
   options.shapeOperatorBending = r.choice("bending") == "shape_operator";
   options.yieldStrain = r.tryNumber("yield_strain");
   options.hardening = r.number("hardening");
+  options.hardeningLimit = r.tryNumber("hardening_limit");
+  if (options.hardeningLimit && !options.yieldStrain) {
+    problems.add(r.pathOf("hardening_limit"), *r.find("hardening_limit"),
+                 "bounds the hardening of the plasticity: it needs \"yield_strain\"");
+  }
   options.strainLimit = r.tryNumber("strain_limit");
   options.tensileOnly = r.choice("fracture_strain") == "tensile";
   options.absorption = r.number("absorption");
@@ -191,6 +205,7 @@ Json writeInelasticShell(const BodyDef& body) {
               {"hessian", d.projectHessian ? "projected" : "exact"},
               {"hardening", d.hardening}};
   if (d.yieldStrain) out["yield_strain"] = *d.yieldStrain;
+  if (d.hardeningLimit) out["hardening_limit"] = *d.hardeningLimit;
   if (d.strainLimit) out["strain_limit"] = *d.strainLimit;
   out["fracture_strain"] = d.tensileOnly ? "tensile" : "absolute";
   out["absorption"] = d.absorption;
@@ -216,7 +231,8 @@ Discretization discretizeInelasticShell(const BodyDef& def, Geometry geometry,
                                                 : InelasticShellBending::kQuadraticPatch;
   if (options.yieldStrain) {
     params.plasticity = InelasticShellPlasticity{*options.yieldStrain, options.hardening,
-                                                 options.plasticStep.value_or(0.0)};
+                                                 options.plasticStep.value_or(0.0),
+                                                 options.hardeningLimit.value_or(0.0)};
   }
   if (options.stepSearch) params.stepSearch = InelasticShellStepSearch{*options.stepSearch, true};
   if (options.strainLimit) {
