@@ -116,6 +116,7 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
       settings_.frozenHessian && potential_.alpha > 0 && free_.count <= settings_.directMaxDofs;
   double frozenFrom = -1;     // residual before the last frozen iteration, or -1
   bool frozenFailed = false;  // a frozen iteration of this solve contracted too little
+  double frozenStep = 0;      // the line search's step length of the last frozen iteration
   // L-BFGS pairs of this solve's iterations without a fresh factor (quasiNewton only); they
   // hold whichever initial inverse Hessian is applied (the Laplacian stand-in, then the
   // frozen factor).
@@ -187,7 +188,23 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
     // After a frozen iteration that contracted too little, full Newton steps for the rest
     // of the solve; so too for the second half of the iteration budget, where they
     // converge quadratically and a frozen factor might keep contracting just enough.
-    if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) frozenFailed = true;
+    if (frozenFrom >= 0 && residual > kFrozenContraction * frozenFrom) {
+      frozenFailed = true;
+      if (residual > frozenFrom && frozenStep < 1) {
+        // The frozen direction overshot (the line search shortened it) and the step raised
+        // the residual (Phi fell, its gradient grew): it went where the stale factor
+        // misreads the curvature, and full Newton steps from there oscillated (the broken
+        // crater sheet: 1e-2 -> 2e-2, then 9e-5, 8e-4, 7e-5, 3e-4, ... over 8 iterations).
+        // They start from the iterate before it instead. A full frozen step that raised
+        // the residual is kept: on smooth problems (bench_implicit's stiff sheets) exact
+        // Newton converges from there in one iteration.
+        x.swap(frozenStart_);
+        known.valid = false;
+        frozenFrom = -1;
+        ++report.frozenUndone;
+        continue;
+      }
+    }
     const bool frozenUsable =
         frozenAllowed && !frozenFailed &&
         2 * (iteration - fallbackFrom) < settings_.maxIterations - fallbackFrom;
@@ -207,7 +224,9 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
           return report;
         }
         history.start(x, free_.index, g);
-        if (lineSearch(x, trial, d, phi, scale, g.dot(d), known) > 0) {
+        frozenStart_.assign(x.begin(), x.end());
+        frozenStep = lineSearch(x, trial, d, phi, scale, g.dot(d), known);
+        if (frozenStep > 0) {
           ++report.frozenIterations;
           frozenFrom = residual;
           continue;

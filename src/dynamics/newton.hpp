@@ -250,6 +250,7 @@ class NewtonSolver {
   std::span<const double> mass_;
   Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
   std::vector<double> trialGradient_;   // (nNodes, 3), the line search's full-step gradient
+  std::vector<double> frozenStart_;     // (nNodes, 3), the iterate a frozen step started from
   // Mesh contact or penalty obstacles in the potential.
   [[nodiscard]] bool hasContact() const;
   // Their energy at x; adds their gradient into `gradient` unless it is empty.
