@@ -446,63 +446,61 @@ TEST(Implicit, NonConvergenceIsANumericalErrorNamingTheBody) {
   }
 }
 
+// `body` run for `steps` steps of `stepFactor` times its stable step with `settings`, once
+// with full Newton and once with frozenHessian (modified Newton).
+struct FrozenComparison {
+  std::vector<double> fullNewton, frozen;          // final positions, (nNodes, 3), m
+  int32_t frozenIterations = 0, frozenUndone = 0;  // of the frozen run
+};
+
+FrozenComparison runWithAndWithoutFrozenHessian(const BodyDef& body, ImplicitSettings settings,
+                                                double stepFactor, int steps) {
+  FrozenComparison out;
+  for (bool frozenHessian : {false, true}) {
+    World world = buildWorld(sceneWith(body));
+    computeAccelerations(world);
+    settings.newton.frozenHessian = frozenHessian;
+    ImplicitStepper stepper(settings);
+    const double dt = stepFactor * stableTimeStep(world);
+    PhaseTimes times;
+    for (int s = 0; s < steps; ++s) {
+      const ImplicitStepReport report = stepper.step(world, dt, times);
+      if (frozenHessian) {
+        out.frozenIterations += report.bodies[0].frozenIterations;
+        out.frozenUndone += report.bodies[0].frozenUndone;
+      }
+    }
+    (frozenHessian ? out.frozen : out.fullNewton) = world.bodies[0].positions;
+  }
+  return out;
+}
+
 TEST(Implicit, FrozenHessianReachesTheSameSolutionAsFullNewton) {
   // The aluminium cantilever, 100 Newmark steps at 20x the stable step, with and without
   // frozenHessian (modified Newton): both solve each step to a relative residual of 1e-9,
   // so their trajectories agree to 1e-9 m, and the frozen run assembles fewer Hessians.
   BodyDef body = aluminiumSheet(16);
   pinLeftEdge(body);
-  std::vector<std::vector<double>> finals;
-  int32_t frozen = 0;
-  for (bool frozenHessian : {false, true}) {
-    World world = buildWorld(sceneWith(body));
-    computeAccelerations(world);
-    ImplicitSettings settings = newmark();
-    settings.newton.frozenHessian = frozenHessian;
-    ImplicitStepper stepper(settings);
-    const double dt = 20 * stableTimeStep(world);
-    PhaseTimes times;
-    for (int s = 0; s < 100; ++s) {
-      const ImplicitStepReport report = stepper.step(world, dt, times);
-      if (frozenHessian) frozen += report.bodies[0].frozenIterations;
-    }
-    finals.push_back(world.bodies[0].positions);
-  }
-  EXPECT_GT(frozen, 50);
-  for (size_t k = 0; k < finals[0].size(); ++k) ASSERT_NEAR(finals[0][k], finals[1][k], 1e-9);
+  const FrozenComparison runs = runWithAndWithoutFrozenHessian(body, newmark(), 20, 100);
+  EXPECT_GT(runs.frozenIterations, 50);
+  for (size_t k = 0; k < runs.frozen.size(); ++k)
+    ASSERT_NEAR(runs.fullNewton[k], runs.frozen[k], 1e-9);
 }
 
 TEST(Implicit, FrozenStepsThatRaiseTheResidualAreUndone) {
   // A soft cantilever sheet falling under gravity at 40x its stable step with backward
   // Euler: it swings through large rotations, so a factor frozen at an earlier step soon
-  // misreads the curvature. Some frozen steps then lower Phi but raise the residual;
-  // those are undone and the solve goes on with full Newton steps from the iterate
-  // before. Each step is solved to 1e-9 either way, so the trajectory agrees with full
-  // Newton's to 1e-8 m.
+  // misreads the curvature. Some frozen steps then lower Phi but raise the residual after
+  // a shortened line search; those are undone and the solve goes on with full Newton steps
+  // from the iterate before. Each step is solved to 1e-9 either way, so the trajectory
+  // agrees with full Newton's to 1e-8 m.
   BodyDef body = sheetBody(12);
   pinLeftEdge(body);
-  std::vector<std::vector<double>> finals;
-  int32_t frozen = 0, undone = 0;
-  for (bool frozenHessian : {false, true}) {
-    World world = buildWorld(sceneWith(body));
-    computeAccelerations(world);
-    ImplicitSettings settings = backwardEuler();
-    settings.newton.frozenHessian = frozenHessian;
-    ImplicitStepper stepper(settings);
-    const double dt = 40 * stableTimeStep(world);
-    PhaseTimes times;
-    for (int s = 0; s < 60; ++s) {
-      const ImplicitStepReport report = stepper.step(world, dt, times);
-      if (frozenHessian) {
-        frozen += report.bodies[0].frozenIterations;
-        undone += report.bodies[0].frozenUndone;
-      }
-    }
-    finals.push_back(world.bodies[0].positions);
-  }
-  EXPECT_GT(undone, 0);
-  EXPECT_GT(frozen, undone);
-  for (size_t k = 0; k < finals[0].size(); ++k) ASSERT_NEAR(finals[0][k], finals[1][k], 1e-8);
+  const FrozenComparison runs = runWithAndWithoutFrozenHessian(body, backwardEuler(), 40, 60);
+  EXPECT_GT(runs.frozenUndone, 0);
+  EXPECT_GT(runs.frozenIterations, runs.frozenUndone);
+  for (size_t k = 0; k < runs.frozen.size(); ++k)
+    ASSERT_NEAR(runs.fullNewton[k], runs.frozen[k], 1e-8);
 }
 
 // A 1 mm aluminium fiber-model plate, 0.5 m x 0.5 m, nu = 1/3, clamped by pinning its
