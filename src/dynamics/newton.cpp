@@ -198,7 +198,7 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
         // They start from the iterate before it instead. A full frozen step that raised
         // the residual is kept: on smooth problems (bench_implicit's stiff sheets) exact
         // Newton converges from there in one iteration.
-        x.swap(frozenStart_);
+        x.swap(trial);  // the frozen step's line search left its start there
         known.valid = false;
         frozenFrom = -1;
         ++report.frozenUndone;
@@ -224,7 +224,6 @@ NewtonReport NewtonSolver::solve(double forceScale, KnownGradient& known) {
           return report;
         }
         history.start(x, free_.index, g);
-        frozenStart_.assign(x.begin(), x.end());
         frozenStep = lineSearch(x, trial, d, phi, scale, g.dot(d), known);
         if (frozenStep > 0) {
           ++report.frozenIterations;

@@ -232,10 +232,11 @@ class NewtonSolver {
   int64_t conjugateGradient(const Vector& g, double forcing, int64_t maxIterations, bool truncate,
                             const Preconditioner& precondition, Vector& d) const;
 
-  // Backtracking on Phi along d from x (prepared state held fixed); on success x moves.
-  // Returns the step length taken, or 0 if none decreased Phi. The full step's trial is
-  // evaluated with its gradient (at the cost of an energy: the models' passes are the
-  // same), so that when it is accepted `known` holds the gradient at the new x.
+  // Backtracking on Phi along d from x (prepared state held fixed); on success x moves and
+  // `trial` holds the x it started from (the buffers are swapped). Returns the step length
+  // taken, or 0 if none decreased Phi. The full step's trial is evaluated with its gradient
+  // (at the cost of an energy: the models' passes are the same), so that when it is
+  // accepted `known` holds the gradient at the new x.
   double lineSearch(std::vector<double>& x, std::vector<double>& trial, const Vector& d, double phi,
                     double scale, double slope, KnownGradient& known);
 
@@ -250,7 +251,6 @@ class NewtonSolver {
   std::span<const double> mass_;
   Vector diagonalMass_, baseDiagonal_;  // (nFree): m, and diag(H) without shift
   std::vector<double> trialGradient_;   // (nNodes, 3), the line search's full-step gradient
-  std::vector<double> frozenStart_;     // (nNodes, 3), the iterate a frozen step started from
   // Mesh contact or penalty obstacles in the potential.
   [[nodiscard]] bool hasContact() const;
   // Their energy at x; adds their gradient into `gradient` unless it is empty.
