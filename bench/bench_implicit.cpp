@@ -16,12 +16,19 @@
 // BM_NewtonSystemCholesky: factorization and solve of one backward Euler Newton system
 //   (alpha M + K at 10x the stable step) of the discrete-shell aluminium sheet, 33 x 33 to
 //   101 x 101 nodes: Eigen's scalar SimplicialLLT (solver:0) versus BlockCholesky
-//   (solver:1); counters factorize_ms, solve_ms and the factor's nonzeros.
+//   (solver:1) versus CHOLMOD's supernodal factorization (solver:2, SuiteSparse with the
+//   system's BLAS: OpenBLAS after scripts/install-deps.sh); counters factorize_ms, solve_ms
+//   and the factor's nonzeros.
+// BM_TubeNewtonSystemCholesky: the same three on the Newmark system of the tube of
+//   inelastic_tube_drop at its step (Fig. 12; 880 nodes, a factor 2.8x denser per dof).
 // Run (Release build):
 //   build/rel/bench/shellsim_bench --benchmark_filter='Implicit|StiffSheet'
 #include <benchmark/benchmark.h>
 
 #include <Eigen/SparseCholesky>
+#ifdef SHELLSIM_BENCH_CHOLMOD
+#include <Eigen/CholmodSupport>
+#endif
 #include <chrono>
 #include <span>
 #include <string>
@@ -32,6 +39,7 @@
 #include "dynamics/stepper.hpp"
 #include "dynamics/world.hpp"
 #include "shellsim/errors.hpp"
+#include "shellsim/scene.hpp"
 
 namespace {
 
@@ -178,22 +186,25 @@ BENCHMARK(BM_StiffSheetStep)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-void BM_NewtonSystemCholesky(benchmark::State& state) {
-  const int resolution = static_cast<int>(state.range(1));
-  World world = buildWorld(aluminiumScene(resolution, "discrete_shell"));
+// A Newton system alpha M + K on the free dofs of a world's first body at rest, as a
+// compressed-column matrix with the node pattern and block slots BlockCholesky reads. The
+// models emit whole 3x3 blocks, and setFromTriplets keeps explicit zeros, so every column
+// 3c + j holds 3-row runs.
+struct NewtonSystem {
+  Eigen::SparseMatrix<double, Eigen::ColMajor, int> matrix;
+  int nodes = 0;
+  std::vector<int32_t> offsets{0}, rows, slots;
+};
+
+NewtonSystem newtonSystem(const World& world, double alpha) {
   const Body& body = world.bodies[0];
-  const double dt = 10 * stableTimeStep(world);
-  const double alpha = 1 / (dt * dt);
-  // The free-dof system alpha M + K as a compressed-column matrix. The models emit whole
-  // 3x3 blocks, and setFromTriplets keeps explicit zeros, so every column 3c + j holds
-  // 3-row runs: the node pattern and the block slots BlockCholesky reads follow from it.
   std::vector<Eigen::Triplet<double>> triplets;
   (void)body.model->addHessian(body.positions, triplets);
   const auto mass = body.model->nodeMasses();
+  NewtonSystem system;
   std::vector<int> freeNode(static_cast<size_t>(body.nodeCount()), -1);
-  int nodes = 0;
   for (size_t i = 0; i < freeNode.size(); ++i) {
-    if (!body.pinned[i]) freeNode[i] = nodes++;
+    if (!body.pinned[i]) freeNode[i] = system.nodes++;
   }
   std::vector<Eigen::Triplet<double>> free;
   for (const auto& t : triplets) {
@@ -206,63 +217,123 @@ void BM_NewtonSystemCholesky(benchmark::State& state) {
     for (int k = 0; k < 3; ++k)
       free.emplace_back(3 * freeNode[i] + k, 3 * freeNode[i] + k, alpha * mass[i]);
   }
-  Eigen::SparseMatrix<double, Eigen::ColMajor, int> matrix(3 * nodes, 3 * nodes);
-  matrix.setFromTriplets(free.begin(), free.end());
-  std::vector<int32_t> offsets{0}, rows, slots;
-  for (int c = 0; c < nodes; ++c) {
+  const int dofs = 3 * system.nodes;
+  system.matrix.resize(dofs, dofs);
+  system.matrix.setFromTriplets(free.begin(), free.end());
+  const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix = system.matrix;
+  for (int c = 0; c < system.nodes; ++c) {
     const int begin = matrix.outerIndexPtr()[3 * c];
     const int end = matrix.outerIndexPtr()[3 * c + 1];
-    for (int p = begin; p < end; p += 3) rows.push_back(matrix.innerIndexPtr()[p] / 3);
-    offsets.push_back(static_cast<int32_t>(rows.size()));
+    for (int p = begin; p < end; p += 3) system.rows.push_back(matrix.innerIndexPtr()[p] / 3);
+    system.offsets.push_back(static_cast<int32_t>(system.rows.size()));
     for (int b = 0; b < (end - begin) / 3; ++b) {
-      for (int j = 0; j < 3; ++j) slots.push_back(matrix.outerIndexPtr()[3 * c + j] + 3 * b);
+      for (int j = 0; j < 3; ++j) system.slots.push_back(matrix.outerIndexPtr()[3 * c + j] + 3 * b);
     }
   }
-  const Eigen::VectorXd rhs = Eigen::VectorXd::Ones(3 * nodes);
-  Eigen::SimplicialLLT<Eigen::SparseMatrix<double, Eigen::ColMajor, int>, Eigen::Lower,
-                       Eigen::AMDOrdering<int>>
-      eigen;
+  return system;
+}
+
+// Factorizes and solves `system` with solver 0 (Eigen's SimplicialLLT), 1 (BlockCholesky)
+// or 2 (CHOLMOD's supernodal LLT, whose dense blocks go to the BLAS the system provides).
+void benchmarkCholesky(benchmark::State& state, const NewtonSystem& system, int64_t solver) {
+  using Matrix = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+  const Matrix& matrix = system.matrix;
+  const Eigen::VectorXd rhs = Eigen::VectorXd::Ones(matrix.rows());
+  Eigen::SimplicialLLT<Matrix, Eigen::Lower, Eigen::AMDOrdering<int>> eigen;
   BlockCholesky block;
-  const bool useBlock = state.range(0) == 1;
-  if (useBlock) {
-    block.analyze(nodes, offsets, rows);
-  } else {
-    eigen.analyzePattern(matrix);
+#ifdef SHELLSIM_BENCH_CHOLMOD
+  Eigen::CholmodSupernodalLLT<Matrix, Eigen::Lower> cholmod;
+#else
+  if (solver == 2) {
+    state.SkipWithError("built without CHOLMOD (libsuitesparse-dev)");
+    return;
+  }
+#endif
+  switch (solver) {
+    case 0: eigen.analyzePattern(matrix); break;
+    case 1: block.analyze(system.nodes, system.offsets, system.rows); break;
+#ifdef SHELLSIM_BENCH_CHOLMOD
+    default: cholmod.analyzePattern(matrix); break;
+#endif
   }
   const std::span<const double> values(matrix.valuePtr(), static_cast<size_t>(matrix.nonZeros()));
   double factorSeconds = 0, solveSeconds = 0, residual = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    if (useBlock) {
-      if (!block.factorize(values, slots)) state.SkipWithError("not positive definite");
-    } else {
-      eigen.factorize(matrix);
+    bool positive = true;
+    switch (solver) {
+      case 0:
+        eigen.factorize(matrix);
+        positive = eigen.info() == Eigen::Success;
+        break;
+      case 1: positive = block.factorize(values, system.slots); break;
+#ifdef SHELLSIM_BENCH_CHOLMOD
+      default:
+        cholmod.factorize(matrix);
+        positive = cholmod.info() == Eigen::Success;
+        break;
+#endif
+    }
+    if (!positive) {
+      state.SkipWithError("not positive definite");
+      break;  // Google Benchmark's way out of the loop after an error
     }
     const auto factored = std::chrono::steady_clock::now();
     Eigen::VectorXd x = rhs;
-    if (useBlock) {
-      block.solve(std::span<double>(x.data(), static_cast<size_t>(x.size())));
-    } else {
-      x = eigen.solve(rhs);
+    switch (solver) {
+      case 0: x = eigen.solve(rhs); break;
+      case 1: block.solve(std::span<double>(x.data(), static_cast<size_t>(x.size()))); break;
+#ifdef SHELLSIM_BENCH_CHOLMOD
+      default: x = cholmod.solve(rhs); break;
+#endif
     }
     const auto solved = std::chrono::steady_clock::now();
     factorSeconds += std::chrono::duration<double>(factored - start).count();
     solveSeconds += std::chrono::duration<double>(solved - factored).count();
     residual = (matrix * x - rhs).norm() / rhs.norm();
   }
+  if (state.error_occurred()) return;
   const auto runs = static_cast<double>(state.iterations());
-  state.counters["dofs"] = 3.0 * nodes;
+  state.counters["dofs"] = static_cast<double>(matrix.rows());
   state.counters["factorize_ms"] = 1e3 * factorSeconds / runs;
   state.counters["solve_ms"] = 1e3 * solveSeconds / runs;
-  state.counters["factor_nonzeros"] =
-      useBlock ? 9.0 * static_cast<double>(block.factorBlocks()) + 6.0 * nodes
-               : static_cast<double>(eigen.matrixL().nestedExpression().nonZeros());
+  double factorNonzeros = 9.0 * static_cast<double>(block.factorBlocks()) + 6.0 * system.nodes;
+  if (solver == 0) {
+    factorNonzeros = static_cast<double>(eigen.matrixL().nestedExpression().nonZeros());
+  }
+#ifdef SHELLSIM_BENCH_CHOLMOD
+  if (solver == 2) factorNonzeros = static_cast<double>(cholmod.cholmod().lnz);
+#endif
+  state.counters["factor_nonzeros"] = factorNonzeros;
   state.counters["relative_residual"] = residual;
 }
 
+void BM_NewtonSystemCholesky(benchmark::State& state) {
+  const World world =
+      buildWorld(aluminiumScene(static_cast<int>(state.range(1)), "discrete_shell"));
+  const double dt = 10 * stableTimeStep(world);
+  benchmarkCholesky(state, newtonSystem(world, 1 / (dt * dt)), state.range(0));
+}
+
 BENCHMARK(BM_NewtonSystemCholesky)
-    ->ArgsProduct({{0, 1}, {32, 64, 100}})
+    ->ArgsProduct({{0, 1, 2}, {32, 64, 100}})
     ->ArgNames({"solver", "resolution"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The tube of inelastic_tube_drop (Fig. 12 of gingold2004) at rest: the quadratic-patch
+// bending couples every node with its neighbours up to two rings away, so its factor is
+// nearly as dense as a band three rings wide. Newmark's alpha = 1 / (beta dt^2), beta 1/4.
+void BM_TubeNewtonSystemCholesky(benchmark::State& state) {
+  const SceneDef scene = loadScene(std::string(SHELLSIM_SCENES_DIR) + "/inelastic_tube_drop.json");
+  const World world = buildWorld(scene);
+  const double dt = scene.time.timeStep;
+  benchmarkCholesky(state, newtonSystem(world, 4 / (dt * dt)), state.range(0));
+}
+
+BENCHMARK(BM_TubeNewtonSystemCholesky)
+    ->DenseRange(0, 2)
+    ->ArgName("solver")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

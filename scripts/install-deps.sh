@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpng-dev ffmpeg libembree-dev   # previews: PNG, H.264 video, CPU ray casting
   libbullet-dev                     # rigid fragments (double precision) and the soft-body benchmark
+  libsuitesparse-dev libopenblas-serial-dev  # the benchmarks' CHOLMOD comparison (serial BLAS)
   python3-dev pybind11-dev python3-numpy  # the Python module (/usr/bin/python3)
   python3-matplotlib                # the Python example's plot
   blender                           # shellsim export-blend (Blender 3.4, run headless)
