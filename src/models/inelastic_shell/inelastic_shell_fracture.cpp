@@ -86,9 +86,16 @@ TopologyEdit InelasticShellModel::fracturePass(std::span<const double> x, double
   reference = std::max(reference, dt);
   const double spent = reference > 0 ? dt / reference : 1.0;
   for (double& left : refractory_) left = std::max(left - spent, 0.0);
+  // A mask the world set for another node count is stale (it sets one before every update).
+  if (worldMoved_.size() != restPositions_.size() / 3) worldMoved_.clear();
   std::vector<int32_t> order;
   for (size_t f = 0; f < faceCount; ++f) {
-    if (candidates[f].overstrain > 1) order.push_back(static_cast<int32_t>(f));
+    if (!(candidates[f].overstrain > 1)) continue;
+    if (worldMovesNode(triangles_[3 * f]) && worldMovesNode(triangles_[3 * f + 1]) &&
+        worldMovesNode(triangles_[3 * f + 2])) {
+      continue;
+    }
+    order.push_back(static_cast<int32_t>(f));
   }
   if (order.empty()) return edit;
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
@@ -476,6 +483,9 @@ bool InelasticShellModel::tryBudge(size_t f, size_t k, double t,
   if (onBoundary[static_cast<size_t>(moved)] != 0 && faceNeighbour_[3 * f + k] >= 0) {
     return cutUnmoved();  // (moved, other) is interior: moving would pull the boundary inwards
   }
+  // The world would leave it where it is (applyNodeEdit) while its rest position moved:
+  // strain out of nothing.
+  if (worldMovesNode(moved)) return cutUnmoved();
   const Vec3 from = row(restPositions_, static_cast<size_t>(moved));
   const Vec3 to = (1 - s) * from + s * row(restPositions_, static_cast<size_t>(other));
   // Every face whose stencil holds the moved vertex changes its rest data (`affected`, from

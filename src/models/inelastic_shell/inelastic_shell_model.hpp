@@ -47,7 +47,11 @@
 // budgeLimit of a vertex, the vertex is budged onto the crack line instead (Fig. 7, reading
 // (ii) of the notes' section 7: rest and current position move, every face whose stencil
 // holds it absorbs its strain change plastically) and the crack runs along the existing edge
-// (tryBudge); where the vertex may not move, the crack runs along that edge unmoved. A
+// (tryBudge); where the vertex may not move (or the world moves it), the crack runs along
+// that edge unmoved. A face all of whose corners the world moves (pinned, or riding a rigid
+// fragment: setWorldMovedNodes) does not break: its strain is the world's doing, and a
+// rigid fragment's strain, frozen when it was handed over, would otherwise go on cutting it
+// into slivers of no mass. A
 // corner whose fan the cut separates (a boundary vertex) gets a copy per fan. Faces are
 // processed one pass per step in descending order of overstrain (then by index), a face
 // touched this pass waits for the next step; the children absorb part of the parent's
@@ -251,6 +255,9 @@ class InelasticShellModel : public Model {
   [[nodiscard]] StepVerdict inspectStep(std::span<const double> before,
                                         std::span<const double> after, double dt) const override;
   [[nodiscard]] bool changesNodeCount() const override { return fracture_.has_value(); }
+  void setWorldMovedNodes(std::span<const uint8_t> moved) override {
+    worldMoved_.assign(moved.begin(), moved.end());
+  }
   // Connected pieces by shared edges of the faces.
   [[nodiscard]] std::vector<int32_t> nodePieces() const override;
   // With plasticity or fracture: the plastic triples p, q of every face; with fracture also
@@ -335,6 +342,14 @@ class InelasticShellModel : public Model {
   std::vector<double> refractory_;
   std::vector<double> refractoryStep_{0.0};  // (1): the longest step so far, s
   std::vector<CrackEnd> crackEnds_;
+  // Nodes the world moves itself (setWorldMovedNodes), (nNodes) or empty; not state: set
+  // before every update.
+  std::vector<uint8_t> worldMoved_;
+  // Nodes made this fracture pass are not in the mask: the world has not seen them yet.
+  [[nodiscard]] bool worldMovesNode(int32_t node) const {
+    return static_cast<size_t>(node) < worldMoved_.size() &&
+           worldMoved_[static_cast<size_t>(node)] != 0;
+  }
   uint64_t topologyVersion_ = 0;
   // The elastic rest values l_i^2 (m^2) and phi(theta0_i) of every face, (nFaces, 3) each,
   // and the plastic triples p_i (m^2) and q_i (1), (nFaces, 3) each (zero when elastic).
