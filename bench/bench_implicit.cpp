@@ -31,6 +31,7 @@
 #endif
 #include <chrono>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -334,6 +335,40 @@ void BM_TubeNewtonSystemCholesky(benchmark::State& state) {
 BENCHMARK(BM_TubeNewtonSystemCholesky)
     ->DenseRange(0, 2)
     ->ArgName("solver")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// muller2004 appendix B on the bunny of BM_MullerTable1Physics (bench_mls.cpp: 200 or 400
+// phyxels requested, E = 1e4 Pa, at rest): what one linearized implicit step needs beyond
+// a gradient, the tangent stiffness K of eq. (47) (hessian_ms: the model's 3 x 3 blocks,
+// one per pair of phyxels sharing a stencil) and M / dt^2 + K factorized by BlockCholesky
+// (factorize_ms) for backward Euler at 1/120 s. Against the paper's 22 and 60 ms of implicit
+// physics per frame, 3-4 such steps.
+void BM_MullerNewtonSystem(benchmark::State& state) {
+  std::ostringstream json;
+  json << R"({"bodies": [{"name": "bunny", "file": ")" << SHELLSIM_DATA_DIR
+       << R"(/stanford-bunny.obj", "transform": {"scale": 2}, "model": "mls_solid",
+    "mls_solid": {"phyxel_count": )"
+       << state.range(1) << R"(}, "material": {"young_modulus": 1e4, "poisson": 0.3,
+    "density": 1000}}], "output": {"folder": "out", "formats": ["ply"]}})";
+  const World world = buildWorld(parseScene(json.str(), "bunny.json", "."));
+  const Body& body = world.bodies[0];
+  const std::vector<int32_t> pairs = body.model->hessianBlockNodes();
+  std::vector<double> values(pairs.size() / 2 * 9);
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kAssemblies = 20;
+  for (int k = 0; k < kAssemblies; ++k) (void)body.model->hessianBlocks(body.positions, values);
+  const double hessianSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kAssemblies;
+  const double dt = 1.0 / 120;
+  benchmarkCholesky(state, newtonSystem(world, 1 / (dt * dt)), state.range(0));
+  state.counters["hessian_ms"] = 1e3 * hessianSeconds;
+  state.counters["phyxels"] = static_cast<double>(body.nodeCount());
+}
+
+BENCHMARK(BM_MullerNewtonSystem)
+    ->ArgsProduct({{1}, {200, 400}})
+    ->ArgNames({"solver", "phyxels"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

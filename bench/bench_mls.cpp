@@ -17,6 +17,17 @@
 // / 8.8-10.1 (9.8). Surfels on 190 phyxels: 10k 1.05-1.30 / 0.58-0.60 ms, 100k 10.8-13.2 /
 // 5.5-6.4 ms. Per explicit step 52-64 us for 188 phyxels against the paper's 0.75-1 ms
 // (15 ms per frame at its 15-20 steps): 12-19 times.
+// Measured 2026-12-05 after the gradient's incidence sums, the inlined energy density and
+// the serial loops below 512 phyxels (same machine, medians of 3, on an idle machine first,
+// then beside the commit before them on a busier one): BM_MlsGradient 190 / 395 phyxels
+// 20.6 / 45.0 us on 1 thread (before 24.7 / 56.8), on 2 threads the same (before 35-41 /
+// 60-83); the soft bunny explicit at the default step 0.59 / 2.57 ms per frame, at the
+// estimate 0.32 / 1.14 on 1 and 2 threads alike (31-32 and 67-78 us per step; before, on
+// the busier machine, 1.01 / 3.62 and 0.54 / 1.88 on 1 thread, 1.15 / 3.59 and 0.63 / 1.98
+// on 2; after, there, 0.60-0.64 / 2.57-3.07 and 0.44 / 1.15-1.48). Implicit, quasi-Newton
+// 5.5-6.6 / 17.8-22.0 ms (frozen 26-28 / 97-112). Per explicit step 31 us for 188 phyxels
+// against the paper's 0.75-1 ms: 24-32 times; per frame at the estimate 46 and 31 times the
+// paper's 15 and 35 ms, at the default step (half of it) 25 and 14 times.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -136,6 +147,36 @@ void BM_MullerSurfels(benchmark::State& state) {
 BENCHMARK(BM_MullerSurfels)
     ->ArgsProduct({{10000, 20000, 100000}, {1, 2}})
     ->Unit(benchmark::kMillisecond);
+
+// (phyxels, threads): one gradient of the bunny's MLS solid (the explicit step's force
+// evaluation, most of its time) at a bent state, with the misfit penalty: microseconds per
+// evaluation and nanoseconds per phyxel. Steadier than the Table 1 rows on a shared machine.
+void BM_MlsGradient(benchmark::State& state) {
+  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
+  const shellsim::Geometry bunny =
+      shellsim::readGeometry(std::string(SHELLSIM_DATA_DIR) + "/stanford-bunny.obj");
+  const shellsim::VolumeSampling phyxels =
+      shellsim::sampleVolumeByCount(bunny, static_cast<int32_t>(state.range(0)));
+  shellsim::MaterialDef material;
+  material.youngModulus = 1e4;
+  const shellsim::MlsSolidModel model(phyxels.positions, phyxels.volumes, material,
+                                      shellsim::MlsSolidParams{}, shellsim::Geometry{});
+  std::vector<double> x(phyxels.positions);
+  for (size_t i = 0; i < x.size(); i += 3) x[i + 2] += 0.1 * x[i] * x[i];  // a bend
+  std::vector<double> gradient(x.size());
+  const std::unique_ptr<shellsim::ModelWorkspace> workspace = model.makeWorkspace();
+  for (auto _ : state) {
+    std::fill(gradient.begin(), gradient.end(), 0.0);
+    benchmark::DoNotOptimize(model.addGradient(x, gradient, workspace.get()));
+    benchmark::ClobberMemory();
+  }
+  const auto count = static_cast<double>(model.nodeCount());
+  state.counters["phyxels"] = count;
+  state.counters["ns_per_phyxel"] =
+      benchmark::Counter(count * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_MlsGradient)->ArgsProduct({{200, 400, 2000}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
 // The clamped plate of tests/dynamics/test_plate_models.cpp (1 m, a / h = 100, nu = 0.3,
 // aluminium) through every shell model, explicit: (model, cells, threads) with model 0

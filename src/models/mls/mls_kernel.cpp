@@ -30,56 +30,6 @@ Mat3 secondPiola(const Mat3& strain, const Elasticity& material, const Eigen::Ve
          (lambda + 2.0 * mu) * across * n * n.transpose();
 }
 
-// The isotropic energy density and its first Piola-Kirchhoff stress on plain scalars: the
-// same formulas as strainEnergyDensity below, which Eigen's 3 x 3 temporaries made wait on
-// the stack (mixed-width stores and loads that cannot forward) for a quarter of the force
-// evaluation of a bunny of phyxels.
-double isotropicDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,
-                        Mat3* stress, double scale) {
-  double f[3][3];  // f[r][c] = F(r, c)
-  for (int r = 0; r < 3; ++r) {
-    for (int c = 0; c < 3; ++c) f[r][c] = F(r, c);
-  }
-  double e[3][3];  // Green strain minus the plastic strain
-  for (int a = 0; a < 3; ++a) {
-    for (int b = a; b < 3; ++b) {
-      const double c = f[0][a] * f[0][b] + f[1][a] * f[1][b] + f[2][a] * f[2][b];
-      e[a][b] = 0.5 * (c - (a == b ? 1.0 : 0.0)) - (plastic != nullptr ? (*plastic)(a, b) : 0.0);
-      e[b][a] = e[a][b];
-    }
-  }
-  const double trace = e[0][0] + e[1][1] + e[2][2];
-  double S[3][3];
-  double contraction = 0;
-  for (int a = 0; a < 3; ++a) {
-    for (int b = 0; b < 3; ++b) {
-      S[a][b] = 2.0 * material.mu * e[a][b] + (a == b ? material.lambda * trace : 0.0);
-      contraction += S[a][b] * e[a][b];
-    }
-  }
-  // Cofactor columns: cof_0 = F_1 x F_2, cof_1 = F_2 x F_0, cof_2 = F_0 x F_1.
-  double cof[3][3];  // cof[r][c]
-  for (int c = 0; c < 3; ++c) {
-    const int i = (c + 1) % 3, j = (c + 2) % 3;
-    cof[0][c] = f[1][i] * f[2][j] - f[2][i] * f[1][j];
-    cof[1][c] = f[2][i] * f[0][j] - f[0][i] * f[2][j];
-    cof[2][c] = f[0][i] * f[1][j] - f[1][i] * f[0][j];
-  }
-  const double J = f[0][0] * cof[0][0] + f[1][0] * cof[1][0] + f[2][0] * cof[2][0];
-  const double volume = scale * J - 1.0;
-  const double energy = 0.5 * contraction + 0.5 * material.volumeStiffness * volume * volume;
-  if (stress != nullptr) {
-    const double pressure = material.volumeStiffness * volume * scale;
-    for (int r = 0; r < 3; ++r) {
-      for (int c = 0; c < 3; ++c) {
-        (*stress)(r, c) =
-            f[r][0] * S[0][c] + f[r][1] * S[1][c] + f[r][2] * S[2][c] + pressure * cof[r][c];
-      }
-    }
-  }
-  return energy;
-}
-
 }  // namespace
 
 double strainEnergyDensity(const Mat3& F, const Elasticity& material, const Mat3* plastic,

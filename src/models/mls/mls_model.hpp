@@ -254,6 +254,11 @@ class MlsSolidModel : public Model {
   std::vector<double> misfit_;  // Q_i, (sum n_i^2): stencil-by-stencil, row-major, Pa m^3/m^2
   Incidence incidence_;         // node -> entries of stencilNodes_
   std::vector<int32_t> entryStencil_;  // (nEntries): the phyxel whose stencil holds the entry
+  // The incidence in its own order, so that a phyxel's gradient reads contiguous memory:
+  // incidenceStencil_[k] = entryStencil_[e] and incidenceShape_ row k = shape_ row e for
+  // e = incidence_.entries[k]. (nEntries) and (nEntries, 3), 1/m.
+  std::vector<int32_t> incidenceStencil_;
+  std::vector<double> incidenceShape_;
   // The misfit penalties summed into one matrix over the phyxels, A = sum_i S_i^T Q_i S_i
   // (S_i picks stencil i's phyxels), as compressed rows: E_misfit = sum_c u_c^T A u_c / 2
   // over the displacement components. Constant between stencil rebuilds.
