@@ -58,7 +58,7 @@ ImplicitStepper& ImplicitStepper::operator=(ImplicitStepper&&) noexcept = defaul
 ImplicitStepper::~ImplicitStepper() = default;
 
 void ImplicitStepper::dropCaches() {
-  caches_.clear();
+  for (const std::unique_ptr<LinearSolverCache>& cache : caches_) cache->dropRunState();
 }
 
 ImplicitStepReport ImplicitStepper::step(World& world, double dt, PhaseTimes& times) {

@@ -264,6 +264,14 @@ class Model {
   };
   [[nodiscard]] virtual std::vector<NodeScalar> nodeScalars() const { return {}; }
 
+  // Positions at which the implicit solver's quasi-Newton stand-in of the Hessian (the
+  // graph Laplacian of NewtonSolver::buildLaplacian) is built, (nNodes, 3), m: a reference
+  // shape that changes only with topologyVersion(), so that the stand-in depends on the
+  // model's state alone and is kept across frames. Empty: built at the run's positions,
+  // again at each frame's start (the same whether the run came to that frame or was
+  // restored there).
+  [[nodiscard]] virtual std::span<const double> standInPositions() const { return {}; }
+
   // The surface that collides in mesh contact (dynamics/mesh_contact.hpp): triangles over
   // the nodes, (nTriangles, 3), and the nodes' rest positions, (nNodes, 3), m, from which
   // contact leaves out pairs that are neighbours in the rest shape (across a fresh crack

@@ -160,6 +160,13 @@ class MlsSolidModel : public Model {
   // The reference positions the stencils were built on, (nPhyxels, 3), m (the rest shape
   // until a melt absorbs the deformation).
   [[nodiscard]] std::span<const double> referencePositions() const { return rest_; }
+  // An elastic body's rest shape: its Hessian there depends on nothing the run changes, and
+  // under small strains the stand-in built there is the one built at the deformed shape
+  // turned back (its weights are the blocks' traces, rotation-invariant). None with
+  // plasticity, whose stored strain enters the Hessian and changes from step to step.
+  [[nodiscard]] std::span<const double> standInPositions() const override {
+    return plasticity_ ? std::span<const double>() : std::span<const double>(rest_);
+  }
   // Each phyxel's volume now over its original one at the reference, (nPhyxels); empty
   // unless melting.
   [[nodiscard]] std::span<const double> volumeRatios() const { return volumeRatio_; }
