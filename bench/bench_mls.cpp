@@ -25,7 +25,8 @@
 // estimate 0.32 / 1.14 on 1 and 2 threads alike (31-32 and 67-78 us per step; before, on
 // the busier machine, 1.01 / 3.62 and 0.54 / 1.88 on 1 thread, 1.15 / 3.59 and 0.63 / 1.98
 // on 2; after, there, 0.60-0.64 / 2.57-3.07 and 0.44 / 1.15-1.48). Implicit, quasi-Newton
-// 5.5-6.6 / 17.8-22.0 ms (frozen 26-28 / 97-112). Per explicit step 31 us for 188 phyxels
+// 5.5-6.6 / 17.8-22.0 ms (frozen 26-28 / 97-112); with the stand-in kept across frames
+// (fff7d19) 2.7-3.6 / 9.6 ms. Per explicit step 31 us for 188 phyxels
 // against the paper's 0.75-1 ms: 24-32 times; per frame at the estimate 46 and 31 times the
 // paper's 15 and 35 ms, at the default step (half of it) 25 and 14 times.
 #include <benchmark/benchmark.h>
@@ -37,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "core/vec3.hpp"
 #include "geometry/volume_sampling.hpp"
 #include "models/mls/mls_model.hpp"
@@ -152,7 +154,6 @@ BENCHMARK(BM_MullerSurfels)
 // evaluation, most of its time) at a bent state, with the misfit penalty: microseconds per
 // evaluation and nanoseconds per phyxel. Steadier than the Table 1 rows on a shared machine.
 void BM_MlsGradient(benchmark::State& state) {
-  const shellsim::ThreadLimit limit(static_cast<int>(state.range(1)));
   const shellsim::Geometry bunny =
       shellsim::readGeometry(std::string(SHELLSIM_DATA_DIR) + "/stanford-bunny.obj");
   const shellsim::VolumeSampling phyxels =
@@ -163,18 +164,10 @@ void BM_MlsGradient(benchmark::State& state) {
                                       shellsim::MlsSolidParams{}, shellsim::Geometry{});
   std::vector<double> x(phyxels.positions);
   for (size_t i = 0; i < x.size(); i += 3) x[i + 2] += 0.1 * x[i] * x[i];  // a bend
-  std::vector<double> gradient(x.size());
-  const std::unique_ptr<shellsim::ModelWorkspace> workspace = model.makeWorkspace();
-  for (auto _ : state) {
-    std::fill(gradient.begin(), gradient.end(), 0.0);
-    benchmark::DoNotOptimize(model.addGradient(x, gradient, workspace.get()));
-    benchmark::ClobberMemory();
-  }
+  shellsim::bench::timeGradient(state, model, x, 0.0);
   const auto count = static_cast<double>(model.nodeCount());
   state.counters["phyxels"] = count;
-  state.counters["ns_per_phyxel"] =
-      benchmark::Counter(count * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_phyxel"] = shellsim::bench::nsPer(state, count);
 }
 BENCHMARK(BM_MlsGradient)->ArgsProduct({{200, 400, 2000}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
