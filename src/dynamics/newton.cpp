@@ -487,27 +487,20 @@ bool NewtonSolver::buildBlockLayout(uint64_t topology) {
 bool NewtonSolver::buildLaplacian(std::span<const double> x) {
   const uint64_t topology = body_.model->topologyVersion();
   const std::span<const double> reference = body_.model->standInPositions();
+  // The model's reference changes only with its topology version (Model::standInPositions).
   const bool atReference = reference.size() == x.size();
-  // A checksum of the reference, in case a restored state put another one under the same
-  // topology version: sum_k (k + 1) x_k.
-  double referenceKey = 0;
-  if (atReference) {
-    for (size_t k = 0; k < reference.size(); ++k)
-      referenceKey += static_cast<double>(k + 1) * reference[k];
-  }
   if (cache_.laplacianBuilt && cache_.laplacianTopology == topology &&
       cache_.laplacianAlpha == potential_.alpha && cache_.laplacianFree == free_.index &&
-      cache_.laplacianAtReference == atReference && cache_.laplacianReference == referenceKey) {
+      cache_.laplacianAtReference == atReference) {
     return cache_.laplacianValid;
   }
-  // Tried once per topology, free dofs, alpha and reference, whether it works or not.
+  // Tried once per topology, free dofs, alpha and place of building, whether it works or not.
   cache_.laplacianBuilt = true;
   cache_.laplacianValid = false;
   cache_.laplacianTopology = topology;
   cache_.laplacianAlpha = potential_.alpha;
   cache_.laplacianFree = free_.index;
   cache_.laplacianAtReference = atReference;
-  cache_.laplacianReference = referenceKey;
   const std::vector<int32_t> pairs = body_.model->hessianBlockNodes();
   if (pairs.empty()) return false;
   std::vector<double> values(pairs.size() / 2 * 9);

@@ -49,7 +49,7 @@ struct LinearSolverCache {
   bool factorized = false;  // cholesky holds a factor (of 3 cholesky.nodeCount() dofs)
   // The rotation-invariant stand-in of Hess Phi, alpha M + L (x) I3 (see
   // NewtonSolver::buildLaplacian), factorized: made (laplacianBuilt) for the topology, free
-  // dofs, alpha and reference below, and usable if laplacianValid.
+  // dofs, alpha and place of building below, and usable if laplacianValid.
   // Its Cholesky factor P L P^T = L_f L_f^T as compressed columns (the diagonal first in
   // each) and the fill-reducing permutation, for a solve on three interleaved right-hand
   // sides at once.
@@ -62,10 +62,9 @@ struct LinearSolverCache {
   uint64_t laplacianTopology = 0;
   double laplacianAlpha = 0;
   std::vector<int> laplacianFree;
-  // Built at the model's Model::standInPositions (a function of its state alone), whose
-  // checksum is laplacianReference, rather than at a position of the run.
+  // Built at the model's Model::standInPositions (a function of its state alone) rather
+  // than at a position of the run.
   bool laplacianAtReference = false;
-  double laplacianReference = 0;
 
   // Forgets what depends on the run's path (the frozen factor and its layout, a stand-in
   // built at a state of the run, the stand-in's failure counts), so that the next solve is
@@ -85,7 +84,6 @@ struct LinearSolverCache {
       fresh.laplacianAlpha = laplacianAlpha;
       fresh.laplacianFree = std::move(laplacianFree);
       fresh.laplacianAtReference = true;
-      fresh.laplacianReference = laplacianReference;
     }
     *this = std::move(fresh);
   }
