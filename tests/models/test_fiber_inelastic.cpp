@@ -92,6 +92,64 @@ TEST(FiberCrack, NoFiberCrossesADiscAndFibersAwayFromItAreUnchanged) {
   EXPECT_GT(cut.fibersAt(5 * 11 + 5), 0);
 }
 
+// A rebuild with a memo of the last build (FiberNetworkMemo) searches again only around the
+// discs that changed; its network must be the one a fresh build gives, bit for bit, whether
+// discs are added one by one, one is taken back (a speck's undo) or the list is replaced (a
+// state put back), and whichever nodes it kept.
+TEST(FiberCrack, RebuildFromAMemoEqualsAFreshBuild) {
+  const double h = 0.05;
+  const FiberNodes nodes = gridSheet(15, 15, h, 0.2, 7);
+  FiberNetworkParams params;
+  const auto disc = [&](int nodeIndex, Vec3 normal, double radius) {
+    CrackDisc d;
+    d.centre = node(nodes.positions, nodeIndex);
+    d.normal = normal.normalized();
+    d.radius = radius * h;
+    return d;
+  };
+  const std::vector<CrackDisc> all{
+      disc(7 * 15 + 7, Vec3::UnitX(), 1.5), disc(3 * 15 + 7, Vec3(1, 1, 0), 1.2),
+      disc(11 * 15 + 7, Vec3::UnitY(), 2.5), disc(7 * 15 + 2, Vec3(1, -0.3, 0), 1.0)};
+  // The disc lists of successive rebuilds: none, then 1, 2, 3, 4 discs, the last taken back,
+  // then a different list (first and third), then none again.
+  std::vector<std::vector<CrackDisc>> sequence{{}};
+  for (size_t k = 1; k <= all.size(); ++k) sequence.emplace_back(all.begin(), all.begin() + k);
+  sequence.emplace_back(all.begin(), all.begin() + 3);
+  sequence.push_back({all[0], all[2]});
+  sequence.push_back({});
+  FiberNetworkMemo memo;
+  int64_t kept = 0;
+  for (const std::vector<CrackDisc>& cracks : sequence) {
+    const FiberNetwork fresh =
+        buildFiberNetwork(nodes.positions, nodes.normals, params, nullptr, cracks);
+    const std::vector<CrackDisc> before = memo.cracks;
+    const std::vector<double> reachBefore = memo.reach;
+    const FiberNetwork fromMemo =
+        buildFiberNetwork(nodes.positions, nodes.normals, params, nullptr, cracks, &memo);
+    EXPECT_EQ(fromMemo.fiberNodes, fresh.fiberNodes) << cracks.size() << " discs";
+    EXPECT_EQ(fromMemo.centreOffsets, fresh.centreOffsets);
+    EXPECT_EQ(fromMemo.restLength, fresh.restLength);
+    EXPECT_EQ(fromMemo.restAngle, fresh.restAngle);
+    EXPECT_EQ(fromMemo.flags, fresh.flags);
+    EXPECT_EQ(fromMemo.incidence.offsets, fresh.incidence.offsets);
+    EXPECT_EQ(fromMemo.incidence.entries, fresh.incidence.entries);
+    EXPECT_EQ(fromMemo.widenedNodeCount, fresh.widenedNodeCount);
+    // The nodes out of every disc's reach by the memo's recorded search radii, which it lets
+    // keep their fibers: a disc 1-2.5 spacings wide reaches a few dozen of the 225 nodes.
+    if (!before.empty() && !cracks.empty() && !reachBefore.empty()) {
+      for (size_t c = 0; c < reachBefore.size(); ++c) {
+        bool near = false;
+        for (const CrackDisc& d : all) {
+          near = near || (node(nodes.positions, static_cast<int32_t>(c)) - d.centre).norm() <=
+                             reachBefore[c] + d.radius;
+        }
+        kept += near ? 0 : 1;
+      }
+    }
+  }
+  EXPECT_GT(kept, 100) << "the memo kept (almost) nothing";
+}
+
 TEST(FiberAnisotropy, SheetStifferAlongTheAxisBendsLessAlongIt) {
   const FiberNodes nodes = gridSheet(13, 13, 0.04, 0.15, 3);
   FiberParams isotropic;

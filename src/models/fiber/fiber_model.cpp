@@ -1,6 +1,7 @@
 #include "models/fiber/fiber_model.hpp"
 
 #include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include <Eigen/Dense>
@@ -230,7 +231,8 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   FiberNetworkParams netParams;
   netParams.neighbourCount = params_.neighbourCount;
   netParams.samples = params_.samples;
-  network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings, cracks_);
+  network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings, cracks_,
+                               params_.fracture ? &networkMemo_ : nullptr);
   networkCracks_ = cracks_;
   // fracture.crack_tip_scale for the fibers centred within twice a disc's radius of its centre.
   crackTipScale_.clear();
@@ -348,12 +350,28 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
         }
       }
     }
-  } probe{*this, restPositions_, {}, {}};
-  std::vector<double> endAngles;  // directions of a node's fiber ends, for freeEdgeOutward
-  std::vector<std::array<double, 3>> sensitivities;  // a node's q_k, (fibers)
-  std::vector<double> weights;                       // its fibers' w_k^2, (fibers)
+  };
+  // One worker's probe (a private copy of the rest positions, which it bends and restores)
+  // and scratch.
+  struct NodeScratch {
+    SensitivityProbe probe;
+    std::vector<double> endAngles;  // directions of a node's fiber ends, for freeEdgeOutward
+    std::vector<std::array<double, 3>> sensitivities;  // a node's q_k, (fibers)
+    std::vector<double> weights;                       // its fibers' w_k^2, (fibers)
+    std::vector<double> inputs;                        // the node's memo key (mappingMemo_)
+  };
   if (cracks_.empty()) freeEdgeNormal_.assign(3 * n, 0.0);
-  for (size_t j = 0; j < n; ++j) {
+  // Node j writes only its own entries (and the bend weights of the fibers it centres), from
+  // the rest state alone: the same numbers on any thread count. Run once at the start and at
+  // every crack's rebuild, it was a fifth of a rebuild's time on one thread.
+  tbb::enumerable_thread_specific<NodeScratch> scratches([&] {
+    return NodeScratch{SensitivityProbe{*this, restPositions_, {}, {}}, {}, {}, {}, {}};
+  });
+  const auto mapNode = [&](size_t j, NodeScratch& scratch) {
+    SensitivityProbe& probe = scratch.probe;
+    std::vector<double>& endAngles = scratch.endAngles;
+    std::vector<std::array<double, 3>>& sensitivities = scratch.sensitivities;
+    std::vector<double>& weights = scratch.weights;
     const double area = areas_[j];
     mass_[j] = material_.density * h * area;
     const Vec3 normal = row(restFrameNormals, j);
@@ -379,7 +397,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
     }
     if (count == 0) {
       stretchK_[j] = bendK_[j] = restArea_[j] = restMeanAngle_[j] = 0;
-      continue;
+      return;
     }
     const double invCount = 1.0 / count;
     restArea_[j] = sumArea * invCount;
@@ -469,7 +487,81 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
       stretchK_[j] *= params_.nodeStiffnessScale[j];
       bendK_[j] *= params_.nodeStiffnessScale[j];
     }
+  };
+  // The memo (see the header). Its key for node j holds everything mapNode(j) reads besides
+  // `shared`: whether the free edges are measured now, the frame normal N_j(x0) and the input
+  // normal that orients it, the free-edge normal when it is read, each fiber centred at j
+  // (its ends, whether active, its rest length and angle: the probe touches the ends of all,
+  // active or not) and the normal patch (nodes and weights).
+  const bool memoize = params_.fracture.has_value();
+  if (memoize) {
+    std::vector<double> shared = restPositions_;
+    shared.insert(shared.end(), restNormals_.begin(), restNormals_.end());
+    shared.insert(shared.end(), areas_.begin(), areas_.end());
+    shared.insert(shared.end(), params_.nodeStiffnessScale.begin(),
+                  params_.nodeStiffnessScale.end());
+    shared.insert(shared.end(),
+                  {e, nu, h, material_.density, rawStretch ? 1.0 : 0.0, rawStretch.value_or(0.0),
+                   params_.bendStiffness ? 1.0 : 0.0, params_.bendStiffness.value_or(0.0)});
+    shared.insert(shared.end(), fiberStretchWeight_.begin(), fiberStretchWeight_.end());
+    if (shared != mappingMemo_.shared || mappingMemo_.inputs.size() != n) {
+      mappingMemo_.shared = std::move(shared);
+      mappingMemo_.inputs.assign(n, {});
+      mappingMemo_.outputs.assign(n, {});
+    }
+  } else {
+    mappingMemo_ = MappingMemo{};
   }
+  const auto mapNodeOnce = [&](size_t j, NodeScratch& scratch) {
+    if (!memoize) {
+      mapNode(j, scratch);
+      return;
+    }
+    std::vector<double>& key = scratch.inputs;
+    key.clear();
+    key.push_back(cracks_.empty() ? 1.0 : 0.0);
+    key.insert(key.end(), &restFrameNormals[3 * j], &restFrameNormals[3 * j] + 3);
+    key.insert(key.end(), &restNormals_[3 * j], &restNormals_[3 * j] + 3);
+    if (!cracks_.empty())
+      key.insert(key.end(), &freeEdgeNormal_[3 * j], &freeEdgeNormal_[3 * j] + 3);
+    const auto fiberBegin = static_cast<size_t>(network_.centreOffsets[j]);
+    const auto fiberEnd = static_cast<size_t>(network_.centreOffsets[j + 1]);
+    key.push_back(static_cast<double>(fiberEnd - fiberBegin));
+    for (size_t f = fiberBegin; f < fiberEnd; ++f) {
+      key.insert(key.end(), {static_cast<double>(network_.fiberNodes[3 * f]),
+                             static_cast<double>(network_.fiberNodes[3 * f + 2]),
+                             (network_.flags[f] & kFiberActive) != 0 ? 1.0 : 0.0,
+                             network_.restLength[f], network_.restAngle[f]});
+    }
+    const auto patchBegin = static_cast<size_t>(patchOffsets_[j]);
+    const auto patchEnd = static_cast<size_t>(patchOffsets_[j + 1]);
+    for (size_t p = patchBegin; p < patchEnd; ++p) {
+      key.insert(key.end(), {static_cast<double>(patchNodes_[p]), patchWeights_[2 * p],
+                             patchWeights_[2 * p + 1]});
+    }
+    std::vector<double>& out = mappingMemo_.outputs[j];
+    if (key == mappingMemo_.inputs[j]) {
+      mass_[j] = out[0];
+      stretchK_[j] = out[1];
+      bendK_[j] = out[2];
+      restArea_[j] = out[3];
+      restMeanAngle_[j] = out[4];
+      setRow(freeEdgeNormal_, j, Vec3(out[5], out[6], out[7]));
+      std::copy(out.begin() + 8, out.end(),
+                fiberBendWeight_.begin() + static_cast<ptrdiff_t>(fiberBegin));
+      return;
+    }
+    mapNode(j, scratch);
+    mappingMemo_.inputs[j] = key;
+    out.assign({mass_[j], stretchK_[j], bendK_[j], restArea_[j], restMeanAngle_[j],
+                freeEdgeNormal_[3 * j], freeEdgeNormal_[3 * j + 1], freeEdgeNormal_[3 * j + 2]});
+    out.insert(out.end(), fiberBendWeight_.begin() + static_cast<ptrdiff_t>(fiberBegin),
+               fiberBendWeight_.begin() + static_cast<ptrdiff_t>(fiberEnd));
+  };
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 64), [&](const tbb::blocked_range<size_t>& r) {
+    NodeScratch& scratch = scratches.local();
+    for (size_t j = r.begin(); j != r.end(); ++j) mapNodeOnce(j, scratch);
+  });
 
   mappedStretchK_ = stretchK_;
   mappedBendK_ = bendK_;

@@ -499,6 +499,16 @@ class FiberModel : public Model {
   std::vector<double> restMeanAngle_;       // H_j0, (nNodes), rad
   std::vector<double> fiberBendWeight_;     // s_k w_k^2 of E_b, (nFibers), 1
   std::vector<double> fiberStretchWeight_;  // s_k of E_s, (nFibers), 1; empty when isotropic
+  // The stiffness mapping of the last build, node by node, with every input it read: a crack's
+  // rebuild maps again only the nodes whose fibers, rest values, patch or normals changed, and
+  // copies the others' results (bit for bit what mapping them again gives). Kept only when
+  // fracture is on (the one case that rebuilds at run time): about 90 doubles per node.
+  struct MappingMemo {
+    std::vector<double> shared;                // inputs every node reads (rest positions, ...)
+    std::vector<std::vector<double>> inputs;   // (nNodes) of the node's own inputs
+    std::vector<std::vector<double>> outputs;  // (nNodes) of the node's results
+  };
+  MappingMemo mappingMemo_;
   // Inelastic state (see the header), (nFibers) each.
   std::vector<double> plasticLength_;  // l_plastic, m
   std::vector<double> plasticAngle_;   // theta_plastic, rad
@@ -510,6 +520,7 @@ class FiberModel : public Model {
   // the fibers centred there, derived from cracks_ with the network (buildTopology).
   std::vector<double> crackTipScale_;
   std::vector<CrackDisc> networkCracks_;  // the cracks network_ was built with
+  FiberNetworkMemo networkMemo_;          // the last network build's searches (fracture only)
   // The piece of each node the normal patches are confined to, (nNodes), -1 for a node
   // added since; empty: unconfined (no piece was ever parted). Found from the active fibers
   // at each rebuild; a state lists it, so a patch put back is the one the run had.
@@ -580,6 +591,20 @@ class FiberModel : public Model {
   // Shared nodes: sharedNodes_[s] has the parts shareRows[shareOffsets_[s] .. [s + 1]).
   std::vector<int32_t> sharedNodes_;   // (nShared), ascending
   std::vector<int32_t> shareOffsets_;  // (nShared + 1)
+  // One chunk's part of the tables above, planned from its nodes' fibers and patches alone
+  // (`fibers`, `patch`, `patchWeights`: what it read). With fracture on, each chunk's plan is
+  // kept, and a rebuild plans again only the chunks whose fibers or patches changed.
+  struct ChunkPlan {
+    std::vector<int32_t> fibers;          // per node its fiber count, then fiberNodes' entries
+    std::vector<int32_t> patch;           // per node its patch size, then patchNodes' entries
+    std::vector<double> patchWeights;     // patchWeights_' entries
+    std::vector<int32_t> touched;         // the chunk's local slots' nodes, sorted
+    std::vector<int32_t> groupFibers;     // per group of the chunk
+    std::vector<int32_t> groupRows;       // per group of the chunk
+    std::vector<int32_t> patchLocal;      // its rows of groupPatchLocal_
+    std::vector<double> patchRowWeights;  // its rows of groupPatchWeights_
+  };
+  std::vector<ChunkPlan> chunkPlans_;
   // The stable step, computed at the first call (40 gradient evaluations): a memo of a
   // function of the fixed model, not scratch of an evaluation.
   mutable std::optional<double> stableStep_;

@@ -177,6 +177,127 @@ void FiberModel::buildEvaluationPlan() {
   const std::vector<int32_t>& offsets = network_.centreOffsets;
   const size_t chunks = (n + chunkSize - 1) / chunkSize;
   const size_t groups = (n + kGroup - 1) / kGroup;
+  // Each chunk plans its own groups (a chunk holds whole groups: its size is a multiple of
+  // kGroup), in parallel; the plans are then joined in chunk order, so the tables are the
+  // same on any thread count. A kept plan whose inputs are unchanged is used as it is.
+  const bool keepPlans = params_.fracture.has_value();
+  if (!keepPlans || chunkPlans_.size() != chunks) chunkPlans_.assign(chunks, ChunkPlan{});
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& range) {
+        std::vector<int32_t> fibersRead, patchRead;
+        for (size_t c = range.begin(); c != range.end(); ++c) {
+          const size_t nodeBegin = c * chunkSize;
+          const size_t nodeEnd = std::min(n, nodeBegin + chunkSize);
+          fibersRead.clear();
+          patchRead.clear();
+          for (size_t j = nodeBegin; j < nodeEnd; ++j) {
+            fibersRead.push_back(offsets[j + 1] - offsets[j]);
+            patchRead.push_back(patchOffsets_[j + 1] - patchOffsets_[j]);
+          }
+          fibersRead.insert(
+              fibersRead.end(),
+              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
+              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
+          patchRead.insert(patchRead.end(), patchNodes_.begin() + patchOffsets_[nodeBegin],
+                           patchNodes_.begin() + patchOffsets_[nodeEnd]);
+          ChunkPlan& plan = chunkPlans_[c];
+          const auto weightsBegin = patchWeights_.begin() + 2 * patchOffsets_[nodeBegin];
+          const auto weightsEnd = patchWeights_.begin() + 2 * patchOffsets_[nodeEnd];
+          if (keepPlans && !plan.touched.empty() && plan.fibers == fibersRead &&
+              plan.patch == patchRead &&
+              std::equal(weightsBegin, weightsEnd, plan.patchWeights.begin(),
+                         plan.patchWeights.end())) {
+            continue;
+          }
+          plan = ChunkPlan{};
+          if (keepPlans) {
+            plan.fibers = fibersRead;
+            plan.patch = patchRead;
+            plan.patchWeights.assign(weightsBegin, weightsEnd);
+          }
+          std::vector<int32_t>& touched = plan.touched;
+          // Local slots: the chunk's own nodes and every node of its fibers and patches, sorted.
+          for (size_t j = nodeBegin; j < nodeEnd; ++j) touched.push_back(static_cast<int32_t>(j));
+          touched.insert(
+              touched.end(),
+              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
+              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
+          touched.insert(touched.end(), patchNodes_.begin() + patchOffsets_[nodeBegin],
+                         patchNodes_.begin() + patchOffsets_[nodeEnd]);
+          std::sort(touched.begin(), touched.end());
+          touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+          // kSlotStride x the local slot of a node: the offset of its x in the local positions.
+          const auto local = [&](int32_t node) {
+            return kSlotStride *
+                   static_cast<int32_t>(std::lower_bound(touched.begin(), touched.end(), node) -
+                                        touched.begin());
+          };
+          for (size_t g = nodeBegin / kGroup; g * kGroup < nodeEnd; ++g) {
+            // Rows of each lane's node j: 0 = j, 1 + s = end p1 of its fiber s, 1 + F + s = end
+            // p2, then the patch members that are none of these (grown rings). A patch member's
+            // weights go on its first row, every other row has weight 0; rows past the lane's own
+            // fibers or members are padding (j, weight 0; slot 0 past the last node).
+            const size_t first = g * kGroup;
+            int32_t fibers = 0;
+            for (size_t j = first; j < std::min(nodeEnd, first + kGroup); ++j) {
+              fibers = std::max(fibers, offsets[j + 1] - offsets[j]);
+            }
+            std::array<std::vector<int32_t>, kGroup> rowNodes;   // per lane: node of each row
+            std::array<std::vector<double>, kGroup> rowWeights;  // per lane: (c1, c2) of each row
+            size_t rows = 0;
+            for (size_t lane = 0; lane < kGroup; ++lane) {
+              const size_t j = first + lane;
+              if (j >= nodeEnd) continue;
+              std::vector<int32_t>& nodes = rowNodes[lane];
+              nodes.assign(1 + 2 * static_cast<size_t>(fibers), static_cast<int32_t>(j));
+              const int32_t count = offsets[j + 1] - offsets[j];
+              for (int32_t s = 0; s < count; ++s) {
+                const size_t f = static_cast<size_t>(offsets[j] + s);
+                nodes[1 + static_cast<size_t>(s)] = network_.fiberNodes[3 * f];
+                nodes[1 + static_cast<size_t>(fibers + s)] = network_.fiberNodes[3 * f + 2];
+              }
+              std::vector<double>& weights = rowWeights[lane];
+              weights.assign(2 * nodes.size(), 0.0);
+              for (auto e = static_cast<size_t>(patchOffsets_[j]);
+                   e < static_cast<size_t>(patchOffsets_[j + 1]); ++e) {
+                // Its first row among the centre and the real ends, else a row of its own.
+                size_t row = nodes.size();
+                for (size_t r = 0; r < 1 + 2 * static_cast<size_t>(fibers); ++r) {
+                  const bool real =
+                      r == 0 || (r - 1) % static_cast<size_t>(fibers) < static_cast<size_t>(count);
+                  if (real && nodes[r] == patchNodes_[e]) {
+                    row = r;
+                    break;
+                  }
+                }
+                if (row == nodes.size()) {
+                  nodes.push_back(patchNodes_[e]);
+                  weights.resize(2 * nodes.size(), 0.0);
+                }
+                weights[2 * row] = patchWeights_[2 * e];
+                weights[2 * row + 1] = patchWeights_[2 * e + 1];
+              }
+              rows = std::max(rows, nodes.size());
+            }
+            plan.groupFibers.push_back(fibers);
+            plan.groupRows.push_back(static_cast<int32_t>(rows));
+            for (size_t r = 0; r < rows; ++r) {
+              for (size_t lane = 0; lane < kGroup; ++lane) {
+                const bool real = r < rowNodes[lane].size();
+                plan.patchLocal.push_back(real                     ? local(rowNodes[lane][r])
+                                          : rowNodes[lane].empty() ? 0
+                                                                   : local(rowNodes[lane][0]));
+              }
+              for (size_t a = 0; a < 2; ++a) {
+                for (size_t lane = 0; lane < kGroup; ++lane) {
+                  plan.patchRowWeights.push_back(
+                      r < rowNodes[lane].size() ? rowWeights[lane][2 * r + a] : 0.0);
+                }
+              }
+            }
+          }
+        }
+      });
   chunkNodeOffsets_.assign(chunks + 1, 0);
   chunkNodes_.clear();
   groupFibers_.assign(groups, 0);
@@ -184,95 +305,21 @@ void FiberModel::buildEvaluationPlan() {
   maxGroupRows_ = 0;
   groupPatchLocal_.clear();
   groupPatchWeights_.clear();
-  std::vector<int32_t> touched;
+  size_t g = 0;
   for (size_t c = 0; c < chunks; ++c) {
-    const size_t nodeBegin = c * chunkSize;
-    const size_t nodeEnd = std::min(n, nodeBegin + chunkSize);
-    // Local slots: the chunk's own nodes and every node of its fibers and patches, sorted.
-    touched.clear();
-    for (size_t j = nodeBegin; j < nodeEnd; ++j) touched.push_back(static_cast<int32_t>(j));
-    touched.insert(
-        touched.end(),
-        network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
-        network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
-    touched.insert(touched.end(), patchNodes_.begin() + patchOffsets_[nodeBegin],
-                   patchNodes_.begin() + patchOffsets_[nodeEnd]);
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    // kSlotStride x the local slot of a node: the offset of its x in the local positions.
-    const auto local = [&](int32_t node) {
-      return kSlotStride *
-             static_cast<int32_t>(std::lower_bound(touched.begin(), touched.end(), node) -
-                                  touched.begin());
-    };
-    for (size_t g = nodeBegin / kGroup; g * kGroup < nodeEnd; ++g) {
-      // Rows of each lane's node j: 0 = j, 1 + s = end p1 of its fiber s, 1 + F + s = end p2,
-      // then the patch members that are none of these (grown rings). A patch member's weights
-      // go on its first row, every other row has weight 0; rows past the lane's own fibers or
-      // members are padding (j, weight 0; slot 0 past the last node).
-      const size_t first = g * kGroup;
-      int32_t fibers = 0;
-      for (size_t j = first; j < std::min(nodeEnd, first + kGroup); ++j) {
-        fibers = std::max(fibers, offsets[j + 1] - offsets[j]);
-      }
-      std::array<std::vector<int32_t>, kGroup> rowNodes;   // per lane: node of each row
-      std::array<std::vector<double>, kGroup> rowWeights;  // per lane: (c1, c2) of each row
-      size_t rows = 0;
-      for (size_t lane = 0; lane < kGroup; ++lane) {
-        const size_t j = first + lane;
-        if (j >= nodeEnd) continue;
-        std::vector<int32_t>& nodes = rowNodes[lane];
-        nodes.assign(1 + 2 * static_cast<size_t>(fibers), static_cast<int32_t>(j));
-        const int32_t count = offsets[j + 1] - offsets[j];
-        for (int32_t s = 0; s < count; ++s) {
-          const size_t f = static_cast<size_t>(offsets[j] + s);
-          nodes[1 + static_cast<size_t>(s)] = network_.fiberNodes[3 * f];
-          nodes[1 + static_cast<size_t>(fibers + s)] = network_.fiberNodes[3 * f + 2];
-        }
-        std::vector<double>& weights = rowWeights[lane];
-        weights.assign(2 * nodes.size(), 0.0);
-        for (auto e = static_cast<size_t>(patchOffsets_[j]);
-             e < static_cast<size_t>(patchOffsets_[j + 1]); ++e) {
-          // Its first row among the centre and the real ends, else a row of its own.
-          size_t row = nodes.size();
-          for (size_t r = 0; r < 1 + 2 * static_cast<size_t>(fibers); ++r) {
-            const bool real =
-                r == 0 || (r - 1) % static_cast<size_t>(fibers) < static_cast<size_t>(count);
-            if (real && nodes[r] == patchNodes_[e]) {
-              row = r;
-              break;
-            }
-          }
-          if (row == nodes.size()) {
-            nodes.push_back(patchNodes_[e]);
-            weights.resize(2 * nodes.size(), 0.0);
-          }
-          weights[2 * row] = patchWeights_[2 * e];
-          weights[2 * row + 1] = patchWeights_[2 * e + 1];
-        }
-        rows = std::max(rows, nodes.size());
-      }
-      groupFibers_[g] = fibers;
-      groupPatchRows_[g + 1] = groupPatchRows_[g] + static_cast<int32_t>(rows);
-      maxGroupRows_ = std::max(maxGroupRows_, rows);
-      for (size_t r = 0; r < rows; ++r) {
-        for (size_t lane = 0; lane < kGroup; ++lane) {
-          const bool real = r < rowNodes[lane].size();
-          groupPatchLocal_.push_back(real                     ? local(rowNodes[lane][r])
-                                     : rowNodes[lane].empty() ? 0
-                                                              : local(rowNodes[lane][0]));
-        }
-        for (size_t a = 0; a < 2; ++a) {
-          for (size_t lane = 0; lane < kGroup; ++lane) {
-            groupPatchWeights_.push_back(r < rowNodes[lane].size() ? rowWeights[lane][2 * r + a]
-                                                                   : 0.0);
-          }
-        }
-      }
+    const ChunkPlan& plan = chunkPlans_[c];
+    for (size_t k = 0; k < plan.groupFibers.size(); ++k, ++g) {
+      groupFibers_[g] = plan.groupFibers[k];
+      groupPatchRows_[g + 1] = groupPatchRows_[g] + plan.groupRows[k];
+      maxGroupRows_ = std::max(maxGroupRows_, static_cast<size_t>(plan.groupRows[k]));
     }
-    chunkNodes_.insert(chunkNodes_.end(), touched.begin(), touched.end());
+    groupPatchLocal_.insert(groupPatchLocal_.end(), plan.patchLocal.begin(), plan.patchLocal.end());
+    groupPatchWeights_.insert(groupPatchWeights_.end(), plan.patchRowWeights.begin(),
+                              plan.patchRowWeights.end());
+    chunkNodes_.insert(chunkNodes_.end(), plan.touched.begin(), plan.touched.end());
     chunkNodeOffsets_[c + 1] = static_cast<int32_t>(chunkNodes_.size());
   }
+  if (!keepPlans) chunkPlans_.clear();  // no rebuild to come: the tables are enough
   for (auto* table : {&chunkNodes_, &groupPatchLocal_}) table->shrink_to_fit();
   groupPatchWeights_.shrink_to_fit();
   // Nodes touched by several chunks get one row per chunk, in ascending chunk order.

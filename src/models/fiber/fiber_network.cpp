@@ -29,7 +29,7 @@ struct EndPair {
 
 FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<const double> normals,
                                const FiberNetworkParams& params, std::vector<std::string>* warnings,
-                               std::span<const CrackDisc> cracks) {
+                               std::span<const CrackDisc> cracks, FiberNetworkMemo* memo) {
   const size_t n = positions.size() / 3;
   if (positions.size() % 3 != 0 || normals.size() != positions.size()) {
     throw InputError("fiber network: positions and normals must both have shape (nNodes, 3)");
@@ -82,6 +82,38 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   std::vector<std::vector<EndPair>> perNode(n);  // fibers centred at each node
   std::vector<int64_t> coincident(n, -1);        // a node at distance 0, or -1
   std::vector<uint8_t> widened(n, 0);            // the neighbourhood grew past k
+  std::vector<double> reach2(n, 0.0);            // squared farthest distance its searches found
+  // Nodes to search: all, or with a memo of the same inputs, those a changed disc may cut.
+  std::vector<uint8_t> search(n, 1);
+  const bool reuse =
+      memo != nullptr && memo->network.nodeCount == static_cast<int32_t>(n) &&
+      memo->params == params && memo->cracks.empty() == cracks.empty() &&
+      std::equal(positions.begin(), positions.end(), memo->positions.begin(),
+                 memo->positions.end()) &&
+      std::equal(normals.begin(), normals.end(), memo->normals.begin(), memo->normals.end());
+  if (reuse) {
+    const auto same = [](const CrackDisc& a, const CrackDisc& b) {
+      return a.centre == b.centre && a.normal == b.normal && a.radius == b.radius;
+    };
+    const auto missingFrom = [&](const CrackDisc& disc, std::span<const CrackDisc> list) {
+      return std::none_of(list.begin(), list.end(),
+                          [&](const CrackDisc& other) { return same(disc, other); });
+    };
+    std::vector<CrackDisc> changed;
+    for (const CrackDisc& disc : cracks) {
+      if (missingFrom(disc, memo->cracks)) changed.push_back(disc);
+    }
+    for (const CrackDisc& disc : memo->cracks) {
+      if (missingFrom(disc, cracks)) changed.push_back(disc);
+    }
+    for (size_t c = 0; c < n; ++c) {
+      const Vec3 p = row(positions, c);
+      // A relative margin for the rounding of both distances: searching again is harmless.
+      search[c] = std::any_of(changed.begin(), changed.end(), [&](const CrackDisc& disc) {
+        return (p - disc.centre).norm() <= (memo->reach[c] + disc.radius) * (1 + 1e-9);
+      });
+    }
+  }
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, 256), [&](const tbb::blocked_range<size_t>& r) {
         std::vector<uint32_t> found;
@@ -101,6 +133,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
           distances2.resize(query);
           const size_t count =
               tree.nearest(&positions[3 * c], query, found.data(), distances2.data());
+          if (count > 0) reach2[c] = std::max(reach2[c], distances2[count - 1]);
           nearDiscs.clear();
           if (discTree && count > 0) {
             // A disc can only cut a segment from c if its centre is within the segment's
@@ -162,6 +195,15 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
           return true;
         };
         for (size_t c = r.begin(); c != r.end(); ++c) {
+          if (search[c] == 0) {  // kept from the memo
+            const FiberNetwork& last = memo->network;
+            for (auto f = static_cast<size_t>(last.centreOffsets[c]);
+                 f < static_cast<size_t>(last.centreOffsets[c + 1]); ++f) {
+              perNode[c].push_back({last.fiberNodes[3 * f], last.fiberNodes[3 * f + 2]});
+            }
+            widened[c] = memo->widened[c];
+            continue;
+          }
           if (!fibersThrough(c, k)) continue;
           perNode[c] = fibers;
           for (size_t grown = k; perNode[c].size() < 2 && grown < kMax;) {
@@ -198,9 +240,20 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
         for (size_t c = r.begin(); c != r.end(); ++c) {
           // Unit normals are used bit for bit (the model passes its own, so that the rest
           // angles equal the angles it evaluates at rest exactly); others are normalised.
+          auto f = static_cast<size_t>(net.centreOffsets[c]);
+          if (search[c] == 0) {  // the same fibers as the memo's, so the same rest values
+            const auto from = static_cast<size_t>(memo->network.centreOffsets[c]);
+            for (size_t i = 0; i < perNode[c].size(); ++i) {
+              net.fiberNodes[3 * (f + i)] = perNode[c][i].first;
+              net.fiberNodes[3 * (f + i) + 1] = static_cast<int32_t>(c);
+              net.fiberNodes[3 * (f + i) + 2] = perNode[c][i].second;
+              net.restLength[f + i] = memo->network.restLength[from + i];
+              net.restAngle[f + i] = memo->network.restAngle[from + i];
+            }
+            continue;
+          }
           Vec3 normal = row(normals, c);
           if (std::abs(normal.norm() - 1.0) > 1e-12) normal.normalize();
-          auto f = static_cast<size_t>(net.centreOffsets[c]);
           for (const EndPair& ends : perNode[c]) {
             net.fiberNodes[3 * f] = ends.first;
             net.fiberNodes[3 * f + 1] = static_cast<int32_t>(c);
@@ -216,6 +269,20 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
       });
   net.incidence = buildIncidence(net.fiberNodes, net.nodeCount);
   net.widenedNodeCount = static_cast<int32_t>(std::count(widened.begin(), widened.end(), 1));
+  if (memo != nullptr) {
+    if (!reuse) {
+      memo->positions.assign(positions.begin(), positions.end());
+      memo->normals.assign(normals.begin(), normals.end());
+      memo->params = params;
+      memo->reach.assign(n, 0.0);
+    }
+    for (size_t c = 0; c < n; ++c) {
+      if (search[c] != 0) memo->reach[c] = std::sqrt(reach2[c]);
+    }
+    memo->cracks.assign(cracks.begin(), cracks.end());
+    memo->widened = widened;
+    memo->network = net;
+  }
 
   if (warnings != nullptr) {
     std::vector<int32_t> weak;

@@ -50,6 +50,7 @@ struct FiberNetworkParams {
   double minOpeningAngleDegrees = 120;  // rule (a) above
   double minEndTangentCosine = 0.25;    // rule (b) above
   int samples = 4;                      // arc-length samples per spline piece, [1, 16]
+  bool operator==(const FiberNetworkParams&) const = default;
 };
 
 // Fiber flag bits.
@@ -86,10 +87,26 @@ struct FiberNetwork {
 // be in the same neighborhood"), so no fiber crosses a crack. Throws InputError naming the node for
 // non-finite input, coincident nodes or fewer than 3 nodes. Appends a warning for nodes with fewer
 // than 2 fibers.
+// What a build found, kept by its caller for the next one (a crack's rebuild): with the
+// same positions, normals and parameters, and discs added or removed (not all of them, not
+// the first), only the nodes whose searches reach a changed disc search again; the others
+// keep their fibers and rest values, bit for bit what a search would give them again (a disc
+// can cut a segment from node c only if its centre lies within the segment's length plus
+// its radius of c).
+struct FiberNetworkMemo {
+  std::vector<double> positions, normals;  // the last build's inputs
+  FiberNetworkParams params;
+  std::vector<CrackDisc> cracks;
+  std::vector<double> reach;     // (nNodes): farthest node any search of the node found, m
+  std::vector<uint8_t> widened;  // (nNodes): its neighbourhood grew past k
+  FiberNetwork network;          // the last build's result, as built (all fibers active)
+};
+
 [[nodiscard]] FiberNetwork buildFiberNetwork(std::span<const double> positions,
                                              std::span<const double> normals,
                                              const FiberNetworkParams& params,
                                              std::vector<std::string>* warnings = nullptr,
-                                             std::span<const CrackDisc> cracks = {});
+                                             std::span<const CrackDisc> cracks = {},
+                                             FiberNetworkMemo* memo = nullptr);
 
 }  // namespace shellsim
