@@ -24,6 +24,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <span>
 
 #include "core/lane_gather.hpp"
 #include "core/simd_lanes.hpp"
@@ -188,42 +189,44 @@ void FiberModel::buildEvaluationPlan() {
         for (size_t c = range.begin(); c != range.end(); ++c) {
           const size_t nodeBegin = c * chunkSize;
           const size_t nodeEnd = std::min(n, nodeBegin + chunkSize);
-          fibersRead.clear();
-          patchRead.clear();
-          for (size_t j = nodeBegin; j < nodeEnd; ++j) {
-            fibersRead.push_back(offsets[j + 1] - offsets[j]);
-            patchRead.push_back(patchOffsets_[j + 1] - patchOffsets_[j]);
-          }
-          fibersRead.insert(
-              fibersRead.end(),
-              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
-              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
-          patchRead.insert(patchRead.end(), patchNodes_.begin() + patchOffsets_[nodeBegin],
-                           patchNodes_.begin() + patchOffsets_[nodeEnd]);
+          // What the chunk's plan reads: its fibers' nodes, its patches' nodes and weights.
+          const std::span<const int32_t> chunkFiberNodes =
+              std::span<const int32_t>(network_.fiberNodes)
+                  .subspan(3 * static_cast<size_t>(offsets[nodeBegin]),
+                           3 * static_cast<size_t>(offsets[nodeEnd] - offsets[nodeBegin]));
+          const auto patchBegin = static_cast<size_t>(patchOffsets_[nodeBegin]);
+          const auto patchCount = static_cast<size_t>(patchOffsets_[nodeEnd]) - patchBegin;
+          const std::span<const int32_t> chunkPatchNodes =
+              std::span<const int32_t>(patchNodes_).subspan(patchBegin, patchCount);
+          const std::span<const double> chunkPatchWeights =
+              std::span<const double>(patchWeights_).subspan(2 * patchBegin, 2 * patchCount);
           ChunkPlan& plan = chunkPlans_[c];
-          const auto weightsBegin = patchWeights_.begin() + 2 * patchOffsets_[nodeBegin];
-          const auto weightsEnd = patchWeights_.begin() + 2 * patchOffsets_[nodeEnd];
-          if (keepPlans && !plan.touched.empty() && plan.fibers == fibersRead &&
-              plan.patch == patchRead &&
-              std::equal(weightsBegin, weightsEnd, plan.patchWeights.begin(),
-                         plan.patchWeights.end())) {
-            continue;
+          if (keepPlans) {
+            // The key: each node's fiber and patch counts, then the nodes themselves.
+            fibersRead.clear();
+            patchRead.clear();
+            for (size_t j = nodeBegin; j < nodeEnd; ++j) {
+              fibersRead.push_back(offsets[j + 1] - offsets[j]);
+              patchRead.push_back(patchOffsets_[j + 1] - patchOffsets_[j]);
+            }
+            fibersRead.insert(fibersRead.end(), chunkFiberNodes.begin(), chunkFiberNodes.end());
+            patchRead.insert(patchRead.end(), chunkPatchNodes.begin(), chunkPatchNodes.end());
+            if (!plan.touched.empty() && plan.fibers == fibersRead && plan.patch == patchRead &&
+                std::ranges::equal(chunkPatchWeights, plan.patchWeights)) {
+              continue;
+            }
           }
           plan = ChunkPlan{};
           if (keepPlans) {
             plan.fibers = fibersRead;
             plan.patch = patchRead;
-            plan.patchWeights.assign(weightsBegin, weightsEnd);
+            plan.patchWeights.assign(chunkPatchWeights.begin(), chunkPatchWeights.end());
           }
           std::vector<int32_t>& touched = plan.touched;
           // Local slots: the chunk's own nodes and every node of its fibers and patches, sorted.
           for (size_t j = nodeBegin; j < nodeEnd; ++j) touched.push_back(static_cast<int32_t>(j));
-          touched.insert(
-              touched.end(),
-              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeBegin]),
-              network_.fiberNodes.begin() + static_cast<std::ptrdiff_t>(3 * offsets[nodeEnd]));
-          touched.insert(touched.end(), patchNodes_.begin() + patchOffsets_[nodeBegin],
-                         patchNodes_.begin() + patchOffsets_[nodeEnd]);
+          touched.insert(touched.end(), chunkFiberNodes.begin(), chunkFiberNodes.end());
+          touched.insert(touched.end(), chunkPatchNodes.begin(), chunkPatchNodes.end());
           std::sort(touched.begin(), touched.end());
           touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
           // kSlotStride x the local slot of a node: the offset of its x in the local positions.
