@@ -170,6 +170,7 @@ void SurfaceBinding::resizeVertices(size_t count) {
   planeWeights_.resize(2 * (k - 1) * count);
   across_.resize(2 * count);
   frameNormals_.resize(3 * count);
+  reach_.resize(count);
 }
 
 void SurfaceBinding::moveVertex(size_t from, size_t to) {
@@ -193,6 +194,7 @@ void SurfaceBinding::moveVertex(size_t from, size_t to) {
   copyRows(planeWeights_, 2 * (k - 1));
   copyRows(across_, 2);
   copyRows(frameNormals_, 3);
+  copyRows(reach_, 1);
 }
 
 bool SurfaceBinding::sameBinding(size_t a, size_t b) const {
@@ -491,12 +493,14 @@ void SurfaceBinding::bindNodes(std::span<const int32_t> nodes) {
 }
 
 void SurfaceBinding::bindVertices(std::span<const int32_t> vertices) {
+  const auto k = static_cast<size_t>(k_);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, vertices.size(), kGrain),
                     [&](const tbb::blocked_range<size_t>& r) {
                       BindScratch scratch;
                       for (size_t i = r.begin(); i != r.end(); ++i) {
                         const auto v = static_cast<size_t>(vertices[i]);
                         bindVertex(v, row(origins_, v), scratch);
+                        reach_[v] = reachOf(row(origins_, v), &nodes_[k * v]);
                       }
                     });
 }
@@ -590,13 +594,17 @@ int SurfaceBinding::splitTriangles(std::span<const CrackDisc> discs) {
   return static_cast<int>(accepted);
 }
 
-bool SurfaceBinding::crossesNewDisc(const Vec3& origin, const int32_t* nodes,
-                                    std::span<const CrackDisc> discs) const {
-  const auto k = static_cast<size_t>(k_);
+double SurfaceBinding::reachOf(const Vec3& origin, const int32_t* nodes) const {
   double reach = 0;
-  for (size_t i = 0; i < k; ++i) {
+  for (size_t i = 0; i < static_cast<size_t>(k_); ++i) {
     reach = std::max(reach, (row(restNodes_, static_cast<size_t>(nodes[i])) - origin).norm());
   }
+  return reach;
+}
+
+bool SurfaceBinding::crossesNewDisc(const Vec3& origin, const int32_t* nodes, double reach,
+                                    std::span<const CrackDisc> discs) const {
+  const auto k = static_cast<size_t>(k_);
   for (const CrackDisc& disc : discs) {
     if ((disc.centre - origin).norm() > disc.radius + reach) continue;
     for (size_t i = 0; i < k; ++i) {
@@ -649,12 +657,12 @@ int SurfaceBinding::rebind(std::span<const CrackDisc> allCracks,
   const size_t count = source_.size();
   // A vertex's K nearest visible nodes change only if a new disc hides one of them.
   std::vector<uint8_t> affected(count, 0);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, count, kGrain),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      for (size_t v = r.begin(); v != r.end(); ++v) {
-                        affected[v] = crossesNewDisc(row(origins_, v), &nodes_[k * v], newCracks);
-                      }
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, kGrain), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t v = r.begin(); v != r.end(); ++v) {
+          affected[v] = crossesNewDisc(row(origins_, v), &nodes_[k * v], reach_[v], newCracks);
+        }
+      });
   std::vector<int32_t> list;
   for (size_t v = 0; v < count; ++v) {
     if (affected[v] != 0) list.push_back(static_cast<int32_t>(v));
@@ -667,8 +675,9 @@ int SurfaceBinding::rebind(std::span<const CrackDisc> allCracks,
     tbb::parallel_for(
         tbb::blocked_range<size_t>(0, nodeCount, kGrain), [&](const tbb::blocked_range<size_t>& r) {
           for (size_t j = r.begin(); j != r.end(); ++j) {
-            nodeAffected[j] =
-                crossesNewDisc(row(restNodes_, j), &nodeFrameNodes_[k * j], newCracks);
+            const Vec3 origin = row(restNodes_, j);
+            const int32_t* nodes = &nodeFrameNodes_[k * j];
+            nodeAffected[j] = crossesNewDisc(origin, nodes, reachOf(origin, nodes), newCracks);
           }
         });
     std::vector<int32_t> nodeList;
@@ -867,7 +876,7 @@ int32_t SurfaceBinding::translationCount() const {
 size_t SurfaceBinding::memoryBytes() const {
   return bytes(restNodes_) + bytes(cracks_) + bytes(restPositions_) + bytes(restNormals_) +
          bytes(colors_) + bytes(source_) + bytes(origins_) + bytes(frames_) + bytes(nodes_) +
-         bytes(coords_) + bytes(weights_) + bytes(planeWeights_) + bytes(across_) +
+         bytes(reach_) + bytes(coords_) + bytes(weights_) + bytes(planeWeights_) + bytes(across_) +
          bytes(normalWeights_) + bytes(nodeFrameNodes_) + bytes(nodeFramePlane_) +
          bytes(nodeRestFrame_) + bytes(nodeTransforms_) + bytes(frameNormals_) + bytes(triangles_) +
          (tree_ ? tree_->size() * (sizeof(uint32_t) + 8) : 0);  // kd-tree, roughly

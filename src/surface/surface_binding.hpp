@@ -190,9 +190,12 @@ class SurfaceBinding {
   // Node j's frame for the normal transforms (its own K nearest visible nodes).
   void bindNode(size_t j, BindScratch& scratch);
   void bindNodes(std::span<const int32_t> nodes);
-  // Whether a segment origin -> nodes[i] (K nodes) crosses one of `discs`.
-  bool crossesNewDisc(const Vec3& origin, const int32_t* nodes,
+  // Whether a segment origin -> nodes[i] (K nodes) crosses one of `discs`; reach is the
+  // segments' longest length (reachOf).
+  bool crossesNewDisc(const Vec3& origin, const int32_t* nodes, double reach,
                       std::span<const CrackDisc> discs) const;
+  // The distance from origin to the farthest of its K nodes.
+  [[nodiscard]] double reachOf(const Vec3& origin, const int32_t* nodes) const;
   // nodeTransforms_ for node positions x, and a vertex's normal from them.
   void computeNodeTransforms(std::span<const double> x) const;
   [[nodiscard]] Vec3 movedNormal(size_t v) const;
@@ -232,6 +235,9 @@ class SurfaceBinding {
   std::vector<double> across_;         // (nV, 2): sum_i W_i C_i^2 (alpha_i, beta_i), m
   std::vector<double> normalWeights_;  // (nV, K): omega_i over p_0 .. p_n (if normals)
   std::vector<double> frameNormals_;   // (nV, 3): rest N, the fallback of a collapsed plane
+  // (nV): reachOf(origins_ row, nodes_ row), m. A crack's rebind tests each vertex against
+  // the new discs; measuring the K distances of all vertices each time was most of its time.
+  std::vector<double> reach_;
 
   std::vector<int32_t> triangles_;  // (nTriangles, 3), corners possibly split vertices
 

@@ -13,6 +13,7 @@
 
 #include "core/byte_stream.hpp"
 #include "core/crack.hpp"
+#include "core/union_find.hpp"
 #include "models/fiber/fiber_model.hpp"
 #include "models/fiber/fiber_network.hpp"
 #include "models/fiber_test_nodes.hpp"
@@ -94,8 +95,9 @@ TEST(FiberCrack, NoFiberCrossesADiscAndFibersAwayFromItAreUnchanged) {
 
 // A rebuild with a memo of the last build (FiberNetworkMemo) searches again only around the
 // discs that changed; its network must be the one a fresh build gives, bit for bit, whether
-// discs are added one by one, one is taken back (a speck's undo) or the list is replaced (a
-// state put back), and whichever nodes it kept.
+// discs are added one by one (the first too), one is taken back (a speck's undo), the list is
+// replaced (a state put back) or kept (a rebuild that confines patches to pieces), and
+// whichever nodes it kept.
 TEST(FiberCrack, RebuildFromAMemoEqualsAFreshBuild) {
   const double h = 0.05;
   const FiberNodes nodes = gridSheet(15, 15, h, 0.2, 7);
@@ -110,18 +112,22 @@ TEST(FiberCrack, RebuildFromAMemoEqualsAFreshBuild) {
   const std::vector<CrackDisc> all{
       disc(7 * 15 + 7, Vec3::UnitX(), 1.5), disc(3 * 15 + 7, Vec3(1, 1, 0), 1.2),
       disc(11 * 15 + 7, Vec3::UnitY(), 2.5), disc(7 * 15 + 2, Vec3(1, -0.3, 0), 1.0)};
-  // The disc lists of successive rebuilds: none, then 1, 2, 3, 4 discs, the last taken back,
-  // then a different list (first and third), then none again.
+  // The disc lists of successive rebuilds: none, then 1, 2, 2 again, 3, 4 discs, the last
+  // taken back, then a different list (first and third), then none again.
   std::vector<std::vector<CrackDisc>> sequence{{}};
-  for (size_t k = 1; k <= all.size(); ++k) sequence.emplace_back(all.begin(), all.begin() + k);
+  for (size_t k = 1; k <= all.size(); ++k) {
+    sequence.emplace_back(all.begin(), all.begin() + k);
+    if (k == 2) sequence.push_back(sequence.back());
+  }
   sequence.emplace_back(all.begin(), all.begin() + 3);
   sequence.push_back({all[0], all[2]});
   sequence.push_back({});
   FiberNetworkMemo memo;
   int64_t kept = 0;
   for (const std::vector<CrackDisc>& cracks : sequence) {
+    FiberNetworkMemo freshMemo;  // a build with a memo searches as one that may meet discs
     const FiberNetwork fresh =
-        buildFiberNetwork(nodes.positions, nodes.normals, params, nullptr, cracks);
+        buildFiberNetwork(nodes.positions, nodes.normals, params, nullptr, cracks, &freshMemo);
     const std::vector<CrackDisc> before = memo.cracks;
     const std::vector<double> reachBefore = memo.reach;
     const FiberNetwork fromMemo =
@@ -136,7 +142,7 @@ TEST(FiberCrack, RebuildFromAMemoEqualsAFreshBuild) {
     EXPECT_EQ(fromMemo.widenedNodeCount, fresh.widenedNodeCount);
     // The nodes out of every disc's reach by the memo's recorded search radii, which it lets
     // keep their fibers: a disc 1-2.5 spacings wide reaches a few dozen of the 225 nodes.
-    if (!before.empty() && !cracks.empty() && !reachBefore.empty()) {
+    if (!cracks.empty() && !reachBefore.empty()) {
       for (size_t c = 0; c < reachBefore.size(); ++c) {
         bool near = false;
         for (const CrackDisc& d : all) {
@@ -356,6 +362,73 @@ TEST(FiberFracture, OverStretchedFibersBreakFormOneCrackPerStepAndStateRoundTrip
   pieces = model.nodePieces();
   EXPECT_EQ(*std::max_element(pieces.begin(), pieces.end()), 0);
   EXPECT_NEAR(model.energy(nodes.positions).total(), 0.0, 1e-18);
+}
+
+// nodePieces keeps its last labels while the fibers that broke since leave their nodes linked
+// (fiber_model.hpp, PiecesMemo); at every step of a tear they must be the components of the
+// active fibers' segments, as a union-find over the network finds them: in a sheet pulled
+// apart slowly (fibers break at many steps, held nodes keep it in one piece), in one pulled
+// apart at once (cracks part it in two) and in a tube pulled apart along its axis, whose
+// breaks alone part it (every node keeps its fibers around the tube, so none seeds a crack).
+TEST(FiberFracture, PiecesFollowTheActiveFibersThroughATear) {
+  const double h = 0.04;
+  const FiberNodes sheet = gridSheet(13, 13, h, 0.2, 11);
+  constexpr int kAround = 24;
+  FiberNodes tube = gridSheet(kAround, 13, h);  // rolled up: x around, y along the axis
+  const double radius = kAround * h / (2 * std::numbers::pi);
+  for (size_t i = 0; i < tube.areas.size(); ++i) {
+    const double angle = tube.positions[3 * i] / radius;
+    tube.positions[3 * i] = radius * std::cos(angle);
+    tube.positions[3 * i + 2] = radius * std::sin(angle);
+    tube.normals[3 * i] = std::cos(angle);
+    tube.normals[3 * i + 2] = std::sin(angle);
+    tube.areas[i] = h * h;
+  }
+  enum class Pull { kSlowly, kAtOnce, kTubeAtOnce };
+  for (const Pull pull : {Pull::kSlowly, Pull::kAtOnce, Pull::kTubeAtOnce}) {
+    FiberParams params;
+    params.fracture = FiberFractureDef{.stretchLimit = pull == Pull::kSlowly ? 1.08 : 1.05,
+                                       .bendLimit = 10.0,
+                                       .brokenRatio = pull == Pull::kSlowly ? 0.3 : 0.2,
+                                       .cooldownSteps = pull == Pull::kSlowly ? 2 : 0};
+    if (pull == Pull::kTubeAtOnce) params.fracture->brokenRatio = 1.0;
+    const FiberNodes& nodes = pull == Pull::kTubeAtOnce ? tube : sheet;
+    FiberModel model(nodes, rubber(), params);
+    const auto referencePieces = [&] {
+      const FiberNetwork& net = model.network();
+      UnionFind pieces(static_cast<size_t>(net.nodeCount));
+      for (size_t f = 0; f < net.flags.size(); ++f) {
+        if ((net.flags[f] & kFiberActive) == 0) continue;
+        pieces.unite(net.fiberNodes[3 * f], net.fiberNodes[3 * f + 1]);
+        pieces.unite(net.fiberNodes[3 * f + 1], net.fiberNodes[3 * f + 2]);
+      }
+      return pieces.labels();
+    };
+    ASSERT_EQ(model.nodePieces(), referencePieces());
+    int stepsWithBreaks = 0;
+    for (int step = 0; step < 60; ++step) {
+      std::vector<double> x = nodes.positions;
+      const double shift = pull == Pull::kSlowly ? 0.01 * h * step : 0.3 * h;
+      for (size_t i = 0; i < x.size() / 3; ++i) {
+        if (pull == Pull::kTubeAtOnce && x[3 * i + 1] > 6.5 * h) x[3 * i + 1] += shift;
+        if (pull != Pull::kTubeAtOnce && x[3 * i] > 6.5 * h) x[3 * i] += shift;
+      }
+      const InelasticReport report = model.updateInelastic(x, 1e-3);
+      stepsWithBreaks += report.brokenElements > 0 ? 1 : 0;
+      ASSERT_EQ(model.nodePieces(), referencePieces()) << "step " << step;
+    }
+    const std::vector<int32_t> pieces = model.nodePieces();
+    const int32_t last = *std::max_element(pieces.begin(), pieces.end());
+    if (pull == Pull::kSlowly) {
+      EXPECT_GT(stepsWithBreaks, 20);
+      EXPECT_EQ(last, 0);
+    } else {
+      EXPECT_EQ(last, 1) << "two pieces";
+    }
+    if (pull == Pull::kTubeAtOnce) {
+      EXPECT_TRUE(model.cracks().empty());
+    }
+  }
 }
 
 TEST(FiberFracture, DelayLetsBriefOverloadsPassAndBreaksUnderSustainedOnes) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numbers>
 #include <optional>
+#include <utility>
 
 #include "models/fiber/fiber_kernel.hpp"
 #include "models/fiber/fiber_model.hpp"
@@ -612,10 +613,13 @@ void FiberModel::rebuildKeepingFiberState(std::span<const double> x,
                                           std::span<const double> centreAngleChange) {
   const auto oldCount = static_cast<size_t>(network_.nodeCount);
   if (params_.fracture) confinePatchesToPieces();
-  const FiberNetwork old = network_;
-  const std::vector<double> oldPlasticLength = plasticLength_, oldPlasticAngle = plasticAngle_,
-                            oldBendLimit = bendLimit_, oldUrgency = breakUrgency_,
-                            oldOverload = overloadTime_;
+  // Moved out: buildTopology builds all of them anew.
+  const FiberNetwork old = std::move(network_);
+  const std::vector<double> oldPlasticLength = std::move(plasticLength_),
+                            oldPlasticAngle = std::move(plasticAngle_),
+                            oldBendLimit = std::move(bendLimit_),
+                            oldUrgency = std::move(breakUrgency_),
+                            oldOverload = std::move(overloadTime_);
   buildTopology(nullptr);  // a workspace's l and theta are stale from here: version bumped below
   const auto n = static_cast<size_t>(network_.nodeCount);
   const auto fiberCount = static_cast<size_t>(network_.fiberCount());

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numbers>
 #include <optional>
@@ -233,6 +234,7 @@ void FiberModel::buildTopology(std::vector<std::string>* warnings) {
   netParams.samples = params_.samples;
   network_ = buildFiberNetwork(restPositions_, restNormals_, netParams, warnings, cracks_,
                                params_.fracture ? &networkMemo_ : nullptr);
+  ++networkBuilds_;
   networkCracks_ = cracks_;
   // fracture.crack_tip_scale for the fibers centred within twice a disc's radius of its centre.
   crackTipScale_.clear();
@@ -634,14 +636,20 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
   // dropping a cut node's fibers instead of growing its patch (the tearing sheets of the
   // fracture tests stayed bridged between their grips).
   const double smallestSpread = dropDegenerate ? 0.05 : 1e-2;
-  std::vector<std::vector<int32_t>> patches(n);
-  std::vector<std::vector<double>> weights(n);
+  // Each node's patch and weights, in lists kept between builds for their capacity: a
+  // crack's rebuild allocated and freed three lists per node, half of this function's time.
+  std::vector<std::vector<int32_t>>& patches = patchLists_;
+  std::vector<std::vector<double>>& weights = patchWeightLists_;
+  patches.resize(n);
+  weights.resize(n);
   std::vector<uint8_t> collinear(n, 0);
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, kNodeGrain), [&](const tbb::blocked_range<size_t>& r) {
+        std::vector<Eigen::Vector2d> u;  // the patch's rest offsets in the tangent plane
         for (size_t j = r.begin(); j != r.end(); ++j) {
           std::vector<int32_t>& patch = patches[j];
-          patch.push_back(static_cast<int32_t>(j));
+          patch.assign(1, static_cast<int32_t>(j));
+          weights[j].clear();
           for (int32_t f = network_.centreOffsets[j]; f < network_.centreOffsets[j + 1]; ++f) {
             const auto fi = static_cast<size_t>(f);
             if ((network_.flags[fi] & kFiberActive) == 0) continue;
@@ -659,7 +667,7 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
             for (const int32_t i : patch) centroid += row(restPositions_, static_cast<size_t>(i));
             centroid /= static_cast<double>(patch.size());
             Eigen::Matrix2d g = Eigen::Matrix2d::Zero();
-            std::vector<Eigen::Vector2d> u(patch.size());
+            u.resize(patch.size());
             for (size_t e = 0; e < patch.size(); ++e) {
               const Vec3 d = row(restPositions_, static_cast<size_t>(patch[e])) - centroid;
               u[e] = {tangent1.dot(d), tangent2.dot(d)};
@@ -719,6 +727,10 @@ void FiberModel::buildNormalPatches(bool dropDegenerate) {
   for (size_t j = 0; j < n; ++j) {
     patchNodes_.insert(patchNodes_.end(), patches[j].begin(), patches[j].end());
     patchWeights_.insert(patchWeights_.end(), weights[j].begin(), weights[j].end());
+  }
+  if (!params_.fracture && !params_.resample) {  // built once: nothing to keep them for
+    patchLists_ = {};
+    patchWeightLists_ = {};
   }
   buildEvaluationPlan();
 }
@@ -854,13 +866,70 @@ Geometry FiberModel::surface(std::span<const double> x) const {
 }
 
 std::vector<int32_t> FiberModel::nodePieces() const {
-  UnionFind pieces(static_cast<size_t>(network_.nodeCount));
-  for (size_t f = 0; f < network_.flags.size(); ++f) {
-    if ((network_.flags[f] & kFiberActive) == 0) continue;
+  const std::scoped_lock lock(piecesMutex_);
+  PiecesMemo& memo = piecesMemo_;
+  const size_t fiberCount = network_.flags.size();
+  // The pieces are the components of the graph whose edges are the active fibers' segments
+  // (end, centre). Since the memo's labels, fibers that turned inactive split nothing if the
+  // two nodes of each of their segments are still linked; found by a search from one node
+  // for the other over active segments, given up after kSearchCap nodes (at the front of a
+  // tear the nodes of a broken fiber stay linked a few segments around). A fiber that turned
+  // active may join two pieces: labelled anew.
+  constexpr size_t kSearchCap = 512;
+  const auto n = static_cast<size_t>(network_.nodeCount);
+  memo.visited.resize(n, 0);
+  const auto stillLinked = [&](int32_t from, int32_t to) {
+    if (++memo.epoch == 0) {  // the stamps wrapped: clear them
+      std::fill(memo.visited.begin(), memo.visited.end(), 0);
+      memo.epoch = 1;
+    }
+    std::vector<int32_t>& queue = memo.queue;
+    queue.assign(1, from);
+    memo.visited[static_cast<size_t>(from)] = memo.epoch;
+    const Incidence& inc = network_.incidence;
+    for (size_t head = 0; head < queue.size() && queue.size() < kSearchCap; ++head) {
+      const auto u = static_cast<size_t>(queue[head]);
+      for (auto e = static_cast<size_t>(inc.offsets[u]);
+           e < static_cast<size_t>(inc.offsets[u + 1]); ++e) {
+        const auto f = static_cast<size_t>(inc.entries[e] / 3);
+        if ((network_.flags[f] & kFiberActive) == 0) continue;
+        const int32_t* nodes = &network_.fiberNodes[3 * f];
+        const bool centre = inc.entries[e] % 3 == 1;
+        for (const int32_t v : {centre ? nodes[0] : nodes[1], centre ? nodes[2] : nodes[1]}) {
+          if (v == to) return true;
+          if (memo.visited[static_cast<size_t>(v)] == memo.epoch) continue;
+          memo.visited[static_cast<size_t>(v)] = memo.epoch;
+          queue.push_back(v);
+        }
+      }
+    }
+    return false;
+  };
+  const std::vector<uint8_t>& flags = network_.flags;
+  bool same = memo.networkBuild == networkBuilds_ && memo.flags.size() == fiberCount &&
+              memo.pieces.size() == n;
+  constexpr size_t kBlock = 4096;  // flags compared a block at a time, most blocks unchanged
+  for (size_t block = 0; block < fiberCount && same; block += kBlock) {
+    const size_t end = std::min(block + kBlock, fiberCount);
+    if (std::memcmp(&memo.flags[block], &flags[block], end - block) == 0) continue;
+    for (size_t f = block; f < end && same; ++f) {
+      if (((memo.flags[f] ^ flags[f]) & kFiberActive) == 0) continue;
+      const int32_t* nodes = &network_.fiberNodes[3 * f];
+      same = (flags[f] & kFiberActive) == 0 && stillLinked(nodes[0], nodes[1]) &&
+             stillLinked(nodes[2], nodes[1]);
+    }
+  }
+  memo.flags = flags;
+  if (same) return memo.pieces;
+  UnionFind pieces(n);
+  for (size_t f = 0; f < fiberCount; ++f) {
+    if ((flags[f] & kFiberActive) == 0) continue;
     pieces.unite(network_.fiberNodes[3 * f], network_.fiberNodes[3 * f + 1]);
     pieces.unite(network_.fiberNodes[3 * f + 1], network_.fiberNodes[3 * f + 2]);
   }
-  return pieces.labels();
+  memo.networkBuild = networkBuilds_;
+  memo.pieces = pieces.labels();
+  return memo.pieces;
 }
 
 bool FiberModel::nodeAreaVectors(std::span<const double> x, std::span<double> out) const {

@@ -223,7 +223,9 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <array>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -521,6 +523,26 @@ class FiberModel : public Model {
   std::vector<double> crackTipScale_;
   std::vector<CrackDisc> networkCracks_;  // the cracks network_ was built with
   FiberNetworkMemo networkMemo_;          // the last network build's searches (fracture only)
+  uint64_t networkBuilds_ = 0;            // buildTopology calls so far
+  // buildNormalPatches' per-node lists, (nNodes) each, kept for their capacity only.
+  std::vector<std::vector<int32_t>> patchLists_;
+  std::vector<std::vector<double>> patchWeightLists_;
+  // nodePieces' last labels and what they follow from: the network build and the fibers'
+  // flags. Asked after every step that broke a fiber and several times per
+  // crack, a union-find over all fibers each time was a tenth of a torn poster's fracture
+  // time.
+  struct PiecesMemo {
+    uint64_t networkBuild = 0;
+    std::vector<uint8_t> flags;  // network_.flags when last asked, (nFibers)
+    std::vector<int32_t> pieces;
+    // Scratch of the search that shows a broken fiber's nodes still linked: the search's
+    // number per node that it reached, (nNodes), and its queue.
+    uint32_t epoch = 0;
+    std::vector<uint32_t> visited;
+    std::vector<int32_t> queue;
+  };
+  mutable std::mutex piecesMutex_;  // nodePieces is const and may be asked from any thread
+  mutable PiecesMemo piecesMemo_;
   // The piece of each node the normal patches are confined to, (nNodes), -1 for a node
   // added since; empty: unconfined (no piece was ever parted). Found from the active fibers
   // at each rebuild; a state lists it, so a patch put back is the one the run had.
@@ -603,6 +625,9 @@ class FiberModel : public Model {
     std::vector<int32_t> groupRows;       // per group of the chunk
     std::vector<int32_t> patchLocal;      // its rows of groupPatchLocal_
     std::vector<double> patchRowWeights;  // its rows of groupPatchWeights_
+    // Where the last join copied it into chunkNodes_, groupPatchLocal_ and
+    // groupPatchWeights_; none (all ones) if it has not been copied yet.
+    std::array<size_t, 3> joinedAt{SIZE_MAX, SIZE_MAX, SIZE_MAX};
   };
   std::vector<ChunkPlan> chunkPlans_;
   // The stable step, computed at the first call (40 gradient evaluations): a memo of a

@@ -301,13 +301,15 @@ void FiberModel::buildEvaluationPlan() {
           }
         }
       });
+  // The tables join the chunks' plans in chunk order. A kept plan already in place (at the
+  // same offsets as at the last join) is not copied again: a crack's rebuild replans one or
+  // two chunks of dozens, and copying all of them (with the tables reallocated) took most of
+  // this function's time.
   chunkNodeOffsets_.assign(chunks + 1, 0);
-  chunkNodes_.clear();
   groupFibers_.assign(groups, 0);
   groupPatchRows_.assign(groups + 1, 0);
   maxGroupRows_ = 0;
-  groupPatchLocal_.clear();
-  groupPatchWeights_.clear();
+  std::vector<size_t> localAt(chunks + 1, 0), weightsAt(chunks + 1, 0);
   size_t g = 0;
   for (size_t c = 0; c < chunks; ++c) {
     const ChunkPlan& plan = chunkPlans_[c];
@@ -316,15 +318,34 @@ void FiberModel::buildEvaluationPlan() {
       groupPatchRows_[g + 1] = groupPatchRows_[g] + plan.groupRows[k];
       maxGroupRows_ = std::max(maxGroupRows_, static_cast<size_t>(plan.groupRows[k]));
     }
-    groupPatchLocal_.insert(groupPatchLocal_.end(), plan.patchLocal.begin(), plan.patchLocal.end());
-    groupPatchWeights_.insert(groupPatchWeights_.end(), plan.patchRowWeights.begin(),
-                              plan.patchRowWeights.end());
-    chunkNodes_.insert(chunkNodes_.end(), plan.touched.begin(), plan.touched.end());
-    chunkNodeOffsets_[c + 1] = static_cast<int32_t>(chunkNodes_.size());
+    chunkNodeOffsets_[c + 1] = chunkNodeOffsets_[c] + static_cast<int32_t>(plan.touched.size());
+    localAt[c + 1] = localAt[c] + plan.patchLocal.size();
+    weightsAt[c + 1] = weightsAt[c] + plan.patchRowWeights.size();
   }
-  if (!keepPlans) chunkPlans_.clear();  // no rebuild to come: the tables are enough
-  for (auto* table : {&chunkNodes_, &groupPatchLocal_}) table->shrink_to_fit();
-  groupPatchWeights_.shrink_to_fit();
+  chunkNodes_.resize(static_cast<size_t>(chunkNodeOffsets_[chunks]));
+  groupPatchLocal_.resize(localAt[chunks]);
+  groupPatchWeights_.resize(weightsAt[chunks]);
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, chunks, 1), [&](const tbb::blocked_range<size_t>& range) {
+        for (size_t c = range.begin(); c != range.end(); ++c) {
+          ChunkPlan& plan = chunkPlans_[c];
+          const auto nodesAt = static_cast<size_t>(chunkNodeOffsets_[c]);
+          if (plan.joinedAt == std::array{nodesAt, localAt[c], weightsAt[c]}) {
+            continue;
+          }
+          std::ranges::copy(plan.touched, chunkNodes_.begin() + static_cast<ptrdiff_t>(nodesAt));
+          std::ranges::copy(plan.patchLocal,
+                            groupPatchLocal_.begin() + static_cast<ptrdiff_t>(localAt[c]));
+          std::ranges::copy(plan.patchRowWeights,
+                            groupPatchWeights_.begin() + static_cast<ptrdiff_t>(weightsAt[c]));
+          plan.joinedAt = {nodesAt, localAt[c], weightsAt[c]};
+        }
+      });
+  if (!keepPlans) {  // no rebuild to come: the tables are enough
+    chunkPlans_.clear();
+    for (auto* table : {&chunkNodes_, &groupPatchLocal_}) table->shrink_to_fit();
+    groupPatchWeights_.shrink_to_fit();
+  }
   // Nodes touched by several chunks get one row per chunk, in ascending chunk order.
   std::vector<int32_t> chunksTouching(n, 0);
   for (const int32_t node : chunkNodes_) ++chunksTouching[static_cast<size_t>(node)];

@@ -76,8 +76,11 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   std::optional<PointKdTree> discTree;
   if (!cracks.empty()) discTree.emplace(discCentres);
   const double cosOpening = std::cos(params.minOpeningAngleDegrees * std::numbers::pi / 180.0);
-
-  const PointKdTree tree(positions);
+  // Next to a crack about half the nearest nodes lie across it and are skipped, so a search
+  // that may meet discs queries more. A build with a memo (a body that can crack) queries as
+  // many before its first crack, so that the first crack, like the others, searches again
+  // only near its disc.
+  const bool mayMeetDiscs = !cracks.empty() || memo != nullptr;
 
   std::vector<std::vector<EndPair>> perNode(n);  // fibers centred at each node
   std::vector<int64_t> coincident(n, -1);        // a node at distance 0, or -1
@@ -86,10 +89,10 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   // Nodes to search: all, or with a memo of the same inputs, those a changed disc may cut.
   std::vector<uint8_t> search(n, 1);
   const bool reuse =
-      memo != nullptr && memo->network.nodeCount == static_cast<int32_t>(n) &&
-      memo->params == params && memo->cracks.empty() == cracks.empty() &&
-      std::equal(positions.begin(), positions.end(), memo->positions.begin(),
-                 memo->positions.end()) &&
+      memo != nullptr && memo->nodes && memo->network.nodeCount == static_cast<int32_t>(n) &&
+      memo->params == params &&
+      std::equal(positions.begin(), positions.end(), memo->nodes->positions.begin(),
+                 memo->nodes->positions.end()) &&
       std::equal(normals.begin(), normals.end(), memo->normals.begin(), memo->normals.end());
   if (reuse) {
     const auto same = [](const CrackDisc& a, const CrackDisc& b) {
@@ -106,6 +109,12 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
     for (const CrackDisc& disc : memo->cracks) {
       if (missingFrom(disc, cracks)) changed.push_back(disc);
     }
+    if (changed.empty() && warnings == nullptr) {
+      // The same discs (a rebuild that only confines patches to pieces): every node keeps
+      // its fibers, which is what the loops below would copy.
+      memo->cracks.assign(cracks.begin(), cracks.end());
+      return memo->network;
+    }
     for (size_t c = 0; c < n; ++c) {
       const Vec3 p = row(positions, c);
       // A relative margin for the rounding of both distances: searching again is harmless.
@@ -114,6 +123,10 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
       });
     }
   }
+  // The tree over the nodes, kept by the memo for the next build over the same nodes.
+  const std::shared_ptr<const OwnedKdTree> nodes =
+      reuse ? memo->nodes : std::make_shared<const OwnedKdTree>(positions);
+  const PointKdTree& tree = nodes->tree;
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, n, 256), [&](const tbb::blocked_range<size_t>& r) {
         std::vector<uint32_t> found;
@@ -126,9 +139,8 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
         // coincides with a node.
         const auto fibersThrough = [&](size_t c, size_t neighbours) {
           // Query a few more than k + 1 so that ties at the k-th distance are broken by
-          // index, not by the kd-tree's traversal order. Next to a crack about half the
-          // nearest nodes lie across it and are skipped.
-          const size_t query = std::min(cracks.empty() ? neighbours + 5 : 2 * neighbours + 8, n);
+          // index, not by the kd-tree's traversal order.
+          const size_t query = std::min(mayMeetDiscs ? 2 * neighbours + 8 : neighbours + 5, n);
           found.resize(query);
           distances2.resize(query);
           const size_t count =
@@ -195,12 +207,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
           return true;
         };
         for (size_t c = r.begin(); c != r.end(); ++c) {
-          if (search[c] == 0) {  // kept from the memo
-            const FiberNetwork& last = memo->network;
-            for (auto f = static_cast<size_t>(last.centreOffsets[c]);
-                 f < static_cast<size_t>(last.centreOffsets[c + 1]); ++f) {
-              perNode[c].push_back({last.fiberNodes[3 * f], last.fiberNodes[3 * f + 2]});
-            }
+          if (search[c] == 0) {  // kept from the memo (its fibers are copied below)
             widened[c] = memo->widened[c];
             continue;
           }
@@ -228,7 +235,9 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
 
   net.centreOffsets.assign(n + 1, 0);
   for (size_t c = 0; c < n; ++c) {
-    net.centreOffsets[c + 1] = net.centreOffsets[c] + static_cast<int32_t>(perNode[c].size());
+    net.centreOffsets[c + 1] =
+        net.centreOffsets[c] + (search[c] != 0 ? static_cast<int32_t>(perNode[c].size())
+                                               : memo->network.fibersAt(static_cast<int32_t>(c)));
   }
   const auto fiberCount = static_cast<size_t>(net.centreOffsets[n]);
   net.fiberNodes.resize(3 * fiberCount);
@@ -242,14 +251,15 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
           // angles equal the angles it evaluates at rest exactly); others are normalised.
           auto f = static_cast<size_t>(net.centreOffsets[c]);
           if (search[c] == 0) {  // the same fibers as the memo's, so the same rest values
-            const auto from = static_cast<size_t>(memo->network.centreOffsets[c]);
-            for (size_t i = 0; i < perNode[c].size(); ++i) {
-              net.fiberNodes[3 * (f + i)] = perNode[c][i].first;
-              net.fiberNodes[3 * (f + i) + 1] = static_cast<int32_t>(c);
-              net.fiberNodes[3 * (f + i) + 2] = perNode[c][i].second;
-              net.restLength[f + i] = memo->network.restLength[from + i];
-              net.restAngle[f + i] = memo->network.restAngle[from + i];
-            }
+            const FiberNetwork& last = memo->network;
+            const auto from = static_cast<size_t>(last.centreOffsets[c]);
+            const auto count = static_cast<size_t>(last.fibersAt(static_cast<int32_t>(c)));
+            std::copy_n(last.fiberNodes.begin() + static_cast<ptrdiff_t>(3 * from), 3 * count,
+                        net.fiberNodes.begin() + static_cast<ptrdiff_t>(3 * f));
+            std::copy_n(last.restLength.begin() + static_cast<ptrdiff_t>(from), count,
+                        net.restLength.begin() + static_cast<ptrdiff_t>(f));
+            std::copy_n(last.restAngle.begin() + static_cast<ptrdiff_t>(from), count,
+                        net.restAngle.begin() + static_cast<ptrdiff_t>(f));
             continue;
           }
           Vec3 normal = row(normals, c);
@@ -271,7 +281,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   net.widenedNodeCount = static_cast<int32_t>(std::count(widened.begin(), widened.end(), 1));
   if (memo != nullptr) {
     if (!reuse) {
-      memo->positions.assign(positions.begin(), positions.end());
+      memo->nodes = nodes;
       memo->normals.assign(normals.begin(), normals.end());
       memo->params = params;
       memo->reach.assign(n, 0.0);
@@ -287,7 +297,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
   if (warnings != nullptr) {
     std::vector<int32_t> weak;
     for (size_t c = 0; c < n; ++c) {
-      if (perNode[c].size() < 2) weak.push_back(static_cast<int32_t>(c));
+      if (net.fibersAt(static_cast<int32_t>(c)) < 2) weak.push_back(static_cast<int32_t>(c));
     }
     // A few such nodes are normal (the corners of a sheet are held only as fiber ends);
     // more than 1% of the nodes means features smaller than the node spacing (tips, hooves,
@@ -298,7 +308,7 @@ FiberNetwork buildFiberNetwork(std::span<const double> positions, std::span<cons
           << " nodes are the centre of fewer than 2 fibers and have no stretching or bending "
              "stiffness in some directions (e.g. node";
       for (size_t i = 0; i < std::min<size_t>(weak.size(), 5); ++i) {
-        msg << ' ' << weak[i] << " (" << perNode[static_cast<size_t>(weak[i])].size() << ")";
+        msg << ' ' << weak[i] << " (" << net.fibersAt(weak[i]) << ")";
       }
       const Vec3 first = row(positions, static_cast<size_t>(weak.front()));
       // Named as the scene spells them (FiberDef's `neighbours`, `node_count`).

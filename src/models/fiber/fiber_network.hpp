@@ -33,12 +33,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/assembler.hpp"
 #include "core/crack.hpp"
+#include "core/spatial.hpp"
 
 namespace shellsim {
 
@@ -87,14 +89,24 @@ struct FiberNetwork {
 // be in the same neighborhood"), so no fiber crosses a crack. Throws InputError naming the node for
 // non-finite input, coincident nodes or fewer than 3 nodes. Appends a warning for nodes with fewer
 // than 2 fibers.
+// A kd-tree with its own copy of the points it was built over.
+struct OwnedKdTree {
+  explicit OwnedKdTree(std::span<const double> points)
+      : positions(points.begin(), points.end()), tree(positions) {}
+  std::vector<double> positions;  // (nNodes, 3)
+  PointKdTree tree;               // over `positions`
+};
+
 // What a build found, kept by its caller for the next one (a crack's rebuild): with the
-// same positions, normals and parameters, and discs added or removed (not all of them, not
-// the first), only the nodes whose searches reach a changed disc search again; the others
-// keep their fibers and rest values, bit for bit what a search would give them again (a disc
-// can cut a segment from node c only if its centre lies within the segment's length plus
-// its radius of c).
+// same positions, normals and parameters, only the nodes whose searches reach a changed disc
+// (added, removed or replaced) search again; the others keep their fibers and rest values,
+// bit for bit what a search would give them again (a disc can cut a segment from node c only
+// if its centre lies within the segment's length plus its radius of c). With the same discs
+// the build is the memo's network. A build with a memo searches as a build with discs does
+// (more candidates), before the first crack too.
 struct FiberNetworkMemo {
-  std::vector<double> positions, normals;  // the last build's inputs
+  std::shared_ptr<const OwnedKdTree> nodes;  // the last build's positions and their tree
+  std::vector<double> normals;               // the last build's normals, (nNodes, 3)
   FiberNetworkParams params;
   std::vector<CrackDisc> cracks;
   std::vector<double> reach;     // (nNodes): farthest node any search of the node found, m
