@@ -43,9 +43,12 @@
 // frames), Mask 3.3-3.4 (160-165 x), Pinup 386-418 (22-23 x; 321-349 ms of crack rebuilds,
 // 21 cracks in 3 frames: the soft sheet tears under its own weight from 0.1 s and blows up at
 // 0.23 s, so only 3 frames). Every crack rebuilds the network, patches, rest shape, stiffness
-// mapping and evaluation plan (FiberModel::rebuildKeepingFiberState), about twice per crack;
-// before bebb57e that took 1,220-1,580 ms per Pinup frame (5.5-7.1 x). The scene's own
-// materials: Max 44-67, Balloon 21-31, Mask 380-401, Pinup 870-915 (3 frames, no crack yet).
+// mapping and evaluation plan (FiberModel::rebuildKeepingFiberState), and so do steps whose
+// breaks part pieces (41 rebuilds in the Pinup's 3 frames); before bebb57e that took
+// 1,220-1,580 ms per Pinup frame (5.5-7.1 x). After be0ea04 (2026-12-06, 8 runs): Pinup
+// 232-291, median 261 (31-39 x, fracture 169-213); Max 0.66, Balloon 3.7, Mask 4.0. The
+// scene's own materials: Max 44-69, Balloon 21-33, Mask 380-455, Pinup 870-1,020 (3 frames,
+// no crack yet).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
