@@ -123,6 +123,7 @@
 
 #include <Eigen/Core>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,9 @@ class DiscreteShellModel : public Model {
   // The mesh with positions x and area-weighted vertex normals.
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
   [[nodiscard]] ContactMesh contactMesh() const override { return {triangles_, restPositions_}; }
+  // The input's shape, fixed for the run: the quasi-Newton stand-in built there is kept
+  // from frame to frame (Model::standInPositions).
+  [[nodiscard]] std::span<const double> standInPositions() const override { return restPositions_; }
 
   [[nodiscard]] int64_t edgeCount() const { return static_cast<int64_t>(edgeRestLength_.size()); }
   [[nodiscard]] int64_t triangleCount() const {

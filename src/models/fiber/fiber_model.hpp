@@ -308,6 +308,13 @@ class FiberModel : public Model {
   InelasticReport updateInelastic(std::span<const double> x, double dt,
                                   ModelWorkspace* workspace) override;
   [[nodiscard]] uint64_t topologyVersion() const override { return topologyVersion_; }
+  // An elastic body's rest shape (as an elastic mls_solid's): its Hessian there depends on
+  // nothing the run changes, and the stand-in's weights, the blocks' traces, do not turn with
+  // the body. None with plasticity, fracture or resampling, whose rest values or nodes change.
+  [[nodiscard]] std::span<const double> standInPositions() const override {
+    const bool elastic = !params_.plasticity && !params_.fracture && !params_.resample;
+    return elastic ? std::span<const double>(restPositions_) : std::span<const double>();
+  }
   [[nodiscard]] bool changesNodeCount() const override { return params_.resample.has_value(); }
   void setWorldMovedNodes(std::span<const uint8_t> moved) override {
     worldMoved_.assign(moved.begin(), moved.end());
