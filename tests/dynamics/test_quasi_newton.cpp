@@ -246,11 +246,11 @@ TEST(QuasiNewton, OnlyAStandInBuiltAtTheModelsReferenceOutlivesTheFrame) {
 }
 
 // The same for the shells that name their rest shape (an elastic fiber sheet, a discrete
-// shell): a sheet pinned along one edge swings with quasi-Newton backward Euler; restored at
-// frame 3 it replays frames 4-6 bit for bit, and the stand-in built at rest in frame 1 serves
-// every frame (no Cholesky factorization of the model's Hessian in the run).
+// shell, a mass-spring cloth): a sheet pinned along one edge swings with quasi-Newton backward
+// Euler; restored at frame 3 it replays frames 4-6 bit for bit, and the stand-in built at rest in
+// frame 1 serves every frame (no Cholesky factorization of the model's Hessian in the run).
 TEST(QuasiNewton, ASheetRunRestoredReplaysItsFramesBitForBit) {
-  for (const std::string model : {"fiber", "discrete_shell"}) {
+  for (const std::string model : {"fiber", "discrete_shell", "mass_spring"}) {
     const std::string scene = R"({"gravity": [0, 0, -9.81], "bodies": [{"name": "sheet",
       "primitive": {"type": "sheet", "size": [0.5, 0.5, 0], "resolution": 16}, "model": ")" +
                               model + R"(", "material": {"young_modulus": 1e5, "poisson": 0.3,

@@ -11,6 +11,7 @@
 
 #include <Eigen/Core>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,9 @@ class MassSpringModel : public Model {
   [[nodiscard]] double stableTimeStep() const override;
   [[nodiscard]] Geometry surface(std::span<const double> x) const override;
   [[nodiscard]] ContactMesh contactMesh() const override { return {triangles_, restPositions_}; }
+  // The input's shape, fixed for the run: the quasi-Newton stand-in built there is kept
+  // from frame to frame (Model::standInPositions).
+  [[nodiscard]] std::span<const double> standInPositions() const override { return restPositions_; }
 
   [[nodiscard]] std::span<const int32_t> springNodes() const { return springNodes_; }
   [[nodiscard]] std::span<const double> springStiffness() const { return stiffness_; }
